@@ -1,0 +1,127 @@
+"""The ask/tell interface every budgeted learner implements.
+
+For each example the runner asks ``select()`` which attributes to observe, pays for them at an
+oracle, and tells ``update(observed, y)`` only those values: ``observed`` maps attribute index to
+value and an attribute that was not paid for is simply absent (never 0). Algorithms hold no I/O.
+
+Online-protocol algorithms (``protocol = "online"``) also answer ``predict_one(observed)`` after
+observing and before the label is revealed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from client.models import AlgorithmInfo, ParamSpec, ParamValue, Protocol
+
+Observed = Mapping[int, float]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What an algorithm is told about its task before it starts.
+
+    ``k`` is the local budget: the number of distinct attributes it may observe of each example
+    (``None``: all ``d``). ``n_examples`` is the horizon m used by the theoretical step sizes.
+    ``second_moments`` is E[x_i^2], given only to algorithms that declare ``needs_second_moments``
+    (the oracle records that prior-knowledge reveal in its ledger).
+    """
+
+    d: int
+    k: int | None
+    n_examples: int
+    total: float | None = None
+    second_moments: np.ndarray | None = None
+
+    @property
+    def budget(self) -> int:
+        return self.d if self.k is None else min(self.k, self.d)
+
+
+class ParamError(ValueError):
+    """An unknown or ill-typed algorithm parameter (a 4xx for the services)."""
+
+
+class Algorithm(ABC):
+    """Base class: subclasses set the class attributes and implement ``select``/``update``/``weights``."""
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    paper: ClassVar[str]
+    algorithm: ClassVar[str]
+    protocol: ClassVar[Protocol] = "batch"
+    budget_kind: ClassVar[Literal["local", "global", "full"]] = "local"
+    needs_second_moments: ClassVar[bool] = False
+    min_budget: ClassVar[int] = 1
+    # name -> (default, description); a default of None means "the paper's theoretical choice".
+    params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {}
+
+    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            raise ParamError(f"{self.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(self.params)}")
+        if problem.budget < self.min_budget:
+            raise ParamError(f"{self.id} needs at least {self.min_budget} attributes per example, got {problem.budget}")
+        if self.needs_second_moments and problem.second_moments is None:
+            raise ParamError(f"{self.id} needs the second moments E[x_i^2] as prior knowledge")
+        self.problem = problem
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.config: dict[str, ParamValue | None] = {
+            name: self._coerce(name, params[name]) if name in params else default
+            for name, (default, _) in self.params.items()
+        }
+        self.bias = 0.0
+
+    def _coerce(self, name: str, value: ParamValue) -> ParamValue:
+        default = self.params[name][0]
+        try:
+            if isinstance(default, bool):
+                return value if isinstance(value, bool) else str(value).lower() in {"1", "true", "yes", "on"}
+            if isinstance(default, int):
+                return int(value)
+            if isinstance(default, float) or default is None:
+                return value if isinstance(value, str) and default is not None else float(value)
+        except (TypeError, ValueError) as exc:
+            raise ParamError(f"parameter {name}={value!r} of {self.id} is not a number") from exc
+        return value
+
+    @abstractmethod
+    def select(self) -> Sequence[int]:
+        """Distinct attribute indices to observe of the next example (at most ``problem.budget``)."""
+
+    @abstractmethod
+    def update(self, observed: Observed, y: float) -> None:
+        """Consume the values paid for (attribute -> value) and the example's label."""
+
+    @property
+    @abstractmethod
+    def weights(self) -> np.ndarray:
+        """The current predictor (the average where the paper outputs an average)."""
+
+    def predict_one(self, observed: Observed) -> float:
+        """Prediction from observed values only (online protocol); default <w, x> over what was seen."""
+        w = self.current_weights()
+        return float(sum(w[i] * v for i, v in observed.items())) + self.bias
+
+    def current_weights(self) -> np.ndarray:
+        """The iterate w_t used for online predictions; averaging algorithms override ``weights``."""
+        return self.weights
+
+    @classmethod
+    def info(cls) -> AlgorithmInfo:
+        return AlgorithmInfo(
+            id=cls.id,
+            name=cls.name,
+            paper=cls.paper,
+            algorithm=cls.algorithm,
+            protocol=cls.protocol,
+            budget_kind=cls.budget_kind,
+            params=[ParamSpec(name=n, default=d, description=t) for n, (d, t) in cls.params.items()],
+            description=(cls.__doc__ or "").strip().split("\n\n")[0],
+        )
