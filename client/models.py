@@ -157,6 +157,7 @@ class ObserveResponse(BaseModel):
     attributes: list[int]
     values: list[float]
     charged: float
+    fresh: int = Field(0, description="attributes newly paid for by this request (re-observations are free)")
     spent: float
     remaining: Remaining
 
@@ -174,6 +175,7 @@ class ObservedValues(BaseModel):
 class ObserveBatchResponse(BaseModel):
     items: list[ObservedValues]
     charged: float
+    fresh: int = 0
     spent: float
     remaining: Remaining
 

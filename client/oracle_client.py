@@ -1,0 +1,392 @@
+"""Python SDK of the feature oracle: ``OracleClient`` (sync) and ``AsyncOracleClient`` (asyncio), both httpx.
+
+Each endpoint is described once, as a ``Call``; the sync and async clients only differ in how they send it::
+
+    with OracleClient("http://127.0.0.1:8000") as oracle:
+        session = oracle.open_session("mnist-3v5", budget={"per_example": 57})
+        example = session.next()
+        values = session.observe(example.example, [17, 300]).values
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from client.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
+from client.models import (
+    AuditReport,
+    Budget,
+    DatasetInfo,
+    DatasetList,
+    EvaluateResponse,
+    LabelResponse,
+    LedgerPage,
+    LedgerRow,
+    MomentsResponse,
+    NextResponse,
+    ObserveBatchResponse,
+    ObserveResponse,
+    ParamValue,
+    PredictResponse,
+    Remaining,
+    SessionCreated,
+    SessionInfo,
+)
+
+DEFAULT_ORACLE_URL = "http://127.0.0.1:8000"
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Call(Generic[M]):
+    method: str
+    path: str
+    model: type[M] | None
+    json: Any = None
+    params: dict[str, Any] | None = None
+    token: str | None = None
+
+
+def raise_for_error(response: httpx.Response) -> None:
+    """Turn an error answer into the SDK's exceptions (4xx: OracleError family, 5xx: OracleUnavailable)."""
+    if response.status_code < 400:
+        return
+    if response.status_code >= 500:
+        raise OracleUnavailable(f"{response.request.method} {response.request.url.path} -> {response.status_code}")
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"error": "http_error", "detail": response.text}
+    error, detail = str(body.get("error", "http_error")), body.get("detail", "")
+    detail = detail if isinstance(detail, str) else str(detail)
+    if response.status_code == 402:
+        remaining = body.get("remaining")
+        raise BudgetExhausted(detail, Remaining.model_validate(remaining) if remaining else None)
+    if error == "stream_exhausted":
+        raise StreamExhausted(detail)
+    raise OracleError(response.status_code, error, detail)
+
+
+def _parse(call: Call[M], response: httpx.Response) -> M | None:
+    raise_for_error(response)
+    return None if call.model is None else call.model.model_validate_json(response.content)
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _budget(budget: Budget | dict[str, Any] | None) -> dict[str, Any]:
+    if budget is None:
+        return {}
+    return budget.model_dump(exclude_none=True) if isinstance(budget, Budget) else dict(budget)
+
+
+class SessionCalls:
+    """The session endpoints as ``Call``s, shared by the sync and async session objects."""
+
+    def __init__(self, session_id: str, token: str) -> None:
+        self.id = session_id
+        self.token = token
+
+    def _call(self, method: str, suffix: str, model: type[M] | None, **kw: Any) -> Call[M]:
+        return Call(method, f"/v1/sessions/{self.id}{suffix}", model, token=self.token, **kw)
+
+    def get(self) -> Call[SessionInfo]:
+        return self._call("GET", "", SessionInfo)
+
+    def next(self) -> Call[NextResponse]:
+        return self._call("POST", "/next", NextResponse)
+
+    def observe(self, example: int, attributes: Sequence[int]) -> Call[ObserveResponse]:
+        return self._call("POST", "/observe", ObserveResponse,
+                          json={"example": int(example), "attributes": [int(a) for a in attributes]})
+
+    def observe_batch(self, items: Sequence[tuple[int, Sequence[int]]]) -> Call[ObserveBatchResponse]:
+        body = {"items": [{"example": int(e), "attributes": [int(a) for a in attrs]} for e, attrs in items]}
+        return self._call("POST", "/observe/batch", ObserveBatchResponse, json=body)
+
+    def label(self, example: int) -> Call[LabelResponse]:
+        return self._call("POST", "/label", LabelResponse, json={"example": int(example)})
+
+    def predict(self, example: int, prediction: float) -> Call[PredictResponse]:
+        return self._call("POST", "/predict", PredictResponse,
+                          json={"example": int(example), "prediction": float(prediction)})
+
+    def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> Call[EvaluateResponse]:
+        return self._call("POST", "/evaluate", EvaluateResponse,
+                          json={"weights": [float(w) for w in weights], "bias": float(bias)})
+
+    def moments(self) -> Call[MomentsResponse]:
+        return self._call("POST", "/moments", MomentsResponse)
+
+    def ledger(self, after: int = -1, limit: int = 1000) -> Call[LedgerPage]:
+        return self._call("GET", "/ledger", LedgerPage, params={"after": after, "limit": limit})
+
+    def export(self, format: str = "ndjson") -> Call[BaseModel]:
+        return self._call("GET", "/ledger", None, params={"format": format})
+
+    def audit(self) -> Call[AuditReport]:
+        return self._call("GET", "/audit", AuditReport)
+
+    def close(self) -> Call[SessionInfo]:
+        return self._call("DELETE", "", SessionInfo)
+
+
+def _open_call(
+    dataset: str, *, dataset_params: dict[str, ParamValue] | None, split: str, protocol: str, order: str,
+    budget: Budget | dict[str, Any] | None, seed: int,
+) -> Call[SessionCreated]:
+    body = {"dataset": dataset, "dataset_params": dataset_params or {}, "split": split, "protocol": protocol,
+            "order": order, "budget": _budget(budget), "seed": seed}
+    return Call("POST", "/v1/sessions", SessionCreated, json=body)
+
+
+# --- sync ----------------------------------------------------------------------------------------
+
+
+class OracleSession:
+    """One oracle session, bound to its id and token."""
+
+    def __init__(self, client: OracleClient, session_id: str, token: str, info: SessionInfo | None = None) -> None:
+        self._client = client
+        self.calls = SessionCalls(session_id, token)
+        self.id = session_id
+        self.token = token
+        self.info = info
+
+    def get(self) -> SessionInfo:
+        return self._client.send(self.calls.get())
+
+    def next(self) -> NextResponse:
+        return self._client.send(self.calls.next())
+
+    def observe(self, example: int, attributes: Sequence[int]) -> ObserveResponse:
+        return self._client.send(self.calls.observe(example, attributes))
+
+    def observe_batch(self, items: Sequence[tuple[int, Sequence[int]]]) -> ObserveBatchResponse:
+        return self._client.send(self.calls.observe_batch(items))
+
+    def label(self, example: int) -> LabelResponse:
+        return self._client.send(self.calls.label(example))
+
+    def predict(self, example: int, prediction: float) -> PredictResponse:
+        return self._client.send(self.calls.predict(example, prediction))
+
+    def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> EvaluateResponse:
+        return self._client.send(self.calls.evaluate(weights, bias))
+
+    def moments(self) -> MomentsResponse:
+        return self._client.send(self.calls.moments())
+
+    def ledger(self, after: int = -1, limit: int = 1000) -> LedgerPage:
+        return self._client.send(self.calls.ledger(after, limit))
+
+    def iter_ledger(self, page: int = 1000) -> Iterator[LedgerRow]:
+        after = -1
+        while True:
+            result = self.ledger(after, page)
+            yield from result.rows
+            if result.next_after is None:
+                return
+            after = result.next_after
+
+    def export_ledger(self, path: str | Path, format: str = "ndjson") -> Path:
+        """Write the whole ledger (NDJSON with its head line, or CSV) to ``path``."""
+        target = Path(path)
+        self._client.download(self.calls.export(format), target)
+        return target
+
+    def audit(self) -> AuditReport:
+        return self._client.send(self.calls.audit())
+
+    def close(self) -> SessionInfo:
+        return self._client.send(self.calls.close())
+
+
+class OracleClient:
+    """Synchronous client of every oracle endpoint."""
+
+    def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.admin_token = admin_token
+        self.http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> OracleClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _request(self, call: Call[Any]) -> httpx.Response:
+        try:
+            return self.http.request(call.method, call.path, json=call.json, params=call.params,
+                                     headers=_headers(call.token))
+        except httpx.TransportError as exc:
+            raise OracleUnavailable(f"cannot reach the oracle at {self.base_url}: {exc}") from exc
+
+    def send(self, call: Call[M]) -> M:
+        return _parse(call, self._request(call))  # type: ignore[return-value]
+
+    def download(self, call: Call[Any], target: Path) -> None:
+        try:
+            with self.http.stream(call.method, call.path, params=call.params, headers=_headers(call.token)) as r:
+                if r.status_code >= 400:
+                    r.read()
+                    raise_for_error(r)
+                with target.open("wb") as out:
+                    for chunk in r.iter_bytes():
+                        out.write(chunk)
+        except httpx.TransportError as exc:
+            raise OracleUnavailable(f"cannot reach the oracle at {self.base_url}: {exc}") from exc
+
+    def health(self) -> bool:
+        try:
+            return self.http.get("/healthz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def datasets(self) -> DatasetList:
+        return self.send(Call("GET", "/v1/datasets", DatasetList))
+
+    def dataset(self, spec: str, seed: int = 0) -> DatasetInfo:
+        return self.send(Call("GET", f"/v1/datasets/{spec}", DatasetInfo, params={"seed": seed}))
+
+    def add_dataset(self, path: str, *, name: str | None = None, target: str | int | None = None,
+                    test_fraction: float = 0.2) -> DatasetInfo:
+        body = {"path": path, "name": name, "target": target, "test_fraction": test_fraction}
+        return self.send(Call("POST", "/v1/datasets", DatasetInfo, json=body, token=self.admin_token))
+
+    def open_session(
+        self, dataset: str, *, dataset_params: dict[str, ParamValue] | None = None, split: str = "train",
+        protocol: str = "batch", order: str = "stream", budget: Budget | dict[str, Any] | None = None, seed: int = 0,
+    ) -> OracleSession:
+        created = self.send(_open_call(dataset, dataset_params=dataset_params, split=split, protocol=protocol,
+                                       order=order, budget=budget, seed=seed))
+        return OracleSession(self, created.id, created.token, created.session)
+
+    def session(self, session_id: str, token: str) -> OracleSession:
+        """Attach to an existing session by its id and token."""
+        return OracleSession(self, session_id, token)
+
+
+# --- async ---------------------------------------------------------------------------------------
+
+
+class AsyncOracleSession:
+    """One oracle session for asyncio code; the same methods as ``OracleSession``, awaitable."""
+
+    def __init__(self, client: AsyncOracleClient, session_id: str, token: str, info: SessionInfo | None = None):
+        self._client = client
+        self.calls = SessionCalls(session_id, token)
+        self.id = session_id
+        self.token = token
+        self.info = info
+
+    async def get(self) -> SessionInfo:
+        return await self._client.send(self.calls.get())
+
+    async def next(self) -> NextResponse:
+        return await self._client.send(self.calls.next())
+
+    async def observe(self, example: int, attributes: Sequence[int]) -> ObserveResponse:
+        return await self._client.send(self.calls.observe(example, attributes))
+
+    async def observe_batch(self, items: Sequence[tuple[int, Sequence[int]]]) -> ObserveBatchResponse:
+        return await self._client.send(self.calls.observe_batch(items))
+
+    async def label(self, example: int) -> LabelResponse:
+        return await self._client.send(self.calls.label(example))
+
+    async def predict(self, example: int, prediction: float) -> PredictResponse:
+        return await self._client.send(self.calls.predict(example, prediction))
+
+    async def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> EvaluateResponse:
+        return await self._client.send(self.calls.evaluate(weights, bias))
+
+    async def moments(self) -> MomentsResponse:
+        return await self._client.send(self.calls.moments())
+
+    async def ledger(self, after: int = -1, limit: int = 1000) -> LedgerPage:
+        return await self._client.send(self.calls.ledger(after, limit))
+
+    async def iter_ledger(self, page: int = 1000) -> AsyncIterator[LedgerRow]:
+        after = -1
+        while True:
+            result = await self.ledger(after, page)
+            for row in result.rows:
+                yield row
+            if result.next_after is None:
+                return
+            after = result.next_after
+
+    async def audit(self) -> AuditReport:
+        return await self._client.send(self.calls.audit())
+
+    async def close(self) -> SessionInfo:
+        return await self._client.send(self.calls.close())
+
+
+class AsyncOracleClient:
+    """Asynchronous client of every oracle endpoint (httpx.AsyncClient)."""
+
+    def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.admin_token = admin_token
+        self.http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> AsyncOracleClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def send(self, call: Call[M]) -> M:
+        try:
+            response = await self.http.request(call.method, call.path, json=call.json, params=call.params,
+                                               headers=_headers(call.token))
+        except httpx.TransportError as exc:
+            raise OracleUnavailable(f"cannot reach the oracle at {self.base_url}: {exc}") from exc
+        return _parse(call, response)  # type: ignore[return-value]
+
+    async def health(self) -> bool:
+        try:
+            return (await self.http.get("/healthz")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    async def datasets(self) -> DatasetList:
+        return await self.send(Call("GET", "/v1/datasets", DatasetList))
+
+    async def dataset(self, spec: str, seed: int = 0) -> DatasetInfo:
+        return await self.send(Call("GET", f"/v1/datasets/{spec}", DatasetInfo, params={"seed": seed}))
+
+    async def add_dataset(self, path: str, *, name: str | None = None, target: str | int | None = None,
+                          test_fraction: float = 0.2) -> DatasetInfo:
+        body = {"path": path, "name": name, "target": target, "test_fraction": test_fraction}
+        return await self.send(Call("POST", "/v1/datasets", DatasetInfo, json=body, token=self.admin_token))
+
+    async def open_session(
+        self, dataset: str, *, dataset_params: dict[str, ParamValue] | None = None, split: str = "train",
+        protocol: str = "batch", order: str = "stream", budget: Budget | dict[str, Any] | None = None, seed: int = 0,
+    ) -> AsyncOracleSession:
+        created = await self.send(_open_call(dataset, dataset_params=dataset_params, split=split,
+                                             protocol=protocol, order=order, budget=budget, seed=seed))
+        return AsyncOracleSession(self, created.id, created.token, created.session)
+
+    def session(self, session_id: str, token: str) -> AsyncOracleSession:
+        return AsyncOracleSession(self, session_id, token)

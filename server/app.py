@@ -1,0 +1,63 @@
+"""The feature oracle: a FastAPI app over the datasets, the budgets and the ledger."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import FastAPI, Query
+from pydantic import BaseModel
+
+from client.models import ErrorBody
+from server.config import Settings
+from server.db import make_engine, upgrade
+from server.deps import Admin, Service
+from server.errors import install_error_handlers
+from server.routers import datasets, sessions
+from server.sessions import SessionService
+
+
+class Health(BaseModel):
+    status: str = "ok"
+
+
+class Closed(BaseModel):
+    closed: list[str]
+
+
+def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
+    settings = settings or Settings()
+    if migrate:
+        upgrade(settings.database_url)
+    app = FastAPI(
+        title="budgetlab feature oracle",
+        version="1",
+        description="Hosts datasets and charges per attribute under local, global and test-time budgets. "
+        "Every value sent has a ledger row, committed before the answer.",
+    )
+    app.state.settings = settings
+    app.state.sessions = SessionService(make_engine(settings.database_url))
+    install_error_handlers(app)
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    def healthz() -> Health:
+        return Health()
+
+    @app.post("/v1/admin/close-idle", response_model=Closed, tags=["admin"], dependencies=[Admin],
+              responses={code: {"model": ErrorBody} for code in (401, 403, 422)})
+    def close_idle(
+        sessions_: Service,
+        idle_seconds: Annotated[float | None, Query(ge=0, le=10**9)] = None,
+    ) -> Closed:
+        """Close every session idle longer than ``idle_seconds`` (default: the oracle's idle timeout)."""
+        return Closed(closed=sessions_.close_idle(settings.idle_timeout if idle_seconds is None else idle_seconds))
+
+    app.include_router(datasets.router)
+    app.include_router(sessions.router)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Entry point for ``uvicorn --factory`` (several workers each build their app from the environment)."""
+    return create_app()
+
+

@@ -1,0 +1,53 @@
+"""Engine set-up: SQLite (embedded default, WAL, writers serialised) or PostgreSQL (row locks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60}, pool_size=20,
+                           max_overflow=40)
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+        # Let SQLAlchemy's begin event, not pysqlite, open transactions, so every one is IMMEDIATE.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        # WAL with synchronous=NORMAL is durable across application crashes; an OS crash may lose the
+        # last transactions but never corrupts the chain, since each commit is atomic.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn) -> None:  # type: ignore[no-untyped-def]
+        # IMMEDIATE takes the write lock up front: budget checks and their rows are one atomic step
+        # even with several worker processes on the same file.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def upgrade(url: str) -> None:
+    """Apply the Alembic migrations up to head."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    command.upgrade(config, "head")

@@ -1,0 +1,152 @@
+"""Session endpoints: open, the stream, observation, labels, predictions, evaluation, ledger, audit, close."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import StreamingResponse
+
+from client.models import (
+    AuditReport,
+    ErrorBody,
+    EvaluateRequest,
+    EvaluateResponse,
+    LabelRequest,
+    LabelResponse,
+    LedgerPage,
+    MomentsResponse,
+    NextResponse,
+    ObserveBatchRequest,
+    ObserveBatchResponse,
+    ObserveRequest,
+    ObserveResponse,
+    PredictRequest,
+    PredictResponse,
+    SessionCreate,
+    SessionCreated,
+    SessionInfo,
+)
+from server.deps import Service, Token
+from server.ledger import canonical_payload
+
+ERRORS = {code: {"model": ErrorBody} for code in (401, 402, 404, 409, 422)}
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
+SessionId = Annotated[str, Path(min_length=1, max_length=64)]
+
+
+@router.post("", status_code=201, response_model=SessionCreated)
+def open_session(body: SessionCreate, sessions: Service) -> SessionCreated:
+    """Open a session on a dataset split with a budget; the token in the answer is shown only once."""
+    return sessions.create(body)
+
+
+@router.get("/{session_id}", response_model=SessionInfo)
+def get_session(session_id: SessionId, sessions: Service, token: Token) -> SessionInfo:
+    return sessions.info(session_id, token)
+
+
+@router.delete("/{session_id}", response_model=SessionInfo)
+def close_session(session_id: SessionId, sessions: Service, token: Token) -> SessionInfo:
+    return sessions.close(session_id, token)
+
+
+@router.post("/{session_id}/next", response_model=NextResponse)
+def next_example(session_id: SessionId, sessions: Service, token: Token) -> NextResponse:
+    """Issue the next example of the stream (with its label in the batch protocol)."""
+    return sessions.next(session_id, token)
+
+
+@router.post("/{session_id}/observe", response_model=ObserveResponse)
+def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> ObserveResponse:
+    """Pay for attributes of one example; already-paid ones are free. All or nothing (402 on any budget)."""
+    items, charged, fresh, spent, remaining = sessions.observe(session_id, token, [body])
+    return ObserveResponse(example=body.example, attributes=body.attributes, values=items[0].values,
+                           charged=charged, fresh=fresh, spent=spent, remaining=remaining)
+
+
+@router.post("/{session_id}/observe/batch", response_model=ObserveBatchResponse)
+def observe_batch(
+    session_id: SessionId, body: ObserveBatchRequest, sessions: Service, token: Token
+) -> ObserveBatchResponse:
+    """Pay for attributes of many examples in one all-or-nothing request."""
+    items, charged, fresh, spent, remaining = sessions.observe(session_id, token, body.items)
+    return ObserveBatchResponse(items=items, charged=charged, fresh=fresh, spent=spent, remaining=remaining)
+
+
+@router.post("/{session_id}/label", response_model=LabelResponse)
+def label(session_id: SessionId, body: LabelRequest, sessions: Service, token: Token) -> LabelResponse:
+    """Reveal a training label (batch protocol); a second reveal of the same label is free."""
+    return sessions.label(session_id, token, body.example)
+
+
+@router.post("/{session_id}/predict", response_model=PredictResponse)
+def predict(session_id: SessionId, body: PredictRequest, sessions: Service, token: Token) -> PredictResponse:
+    """Commit a prediction for an example, then learn its label (online protocol and test sessions)."""
+    return sessions.predict(session_id, token, body.example, body.prediction)
+
+
+@router.post("/{session_id}/evaluate", response_model=EvaluateResponse)
+def evaluate(session_id: SessionId, body: EvaluateRequest, sessions: Service, token: Token) -> EvaluateResponse:
+    """Full-information test error of a linear predictor: free, but recorded in the ledger."""
+    return sessions.evaluate(session_id, token, body.weights, body.bias)
+
+
+@router.post("/{session_id}/moments", response_model=MomentsResponse)
+def moments(session_id: SessionId, sessions: Service, token: Token) -> MomentsResponse:
+    """Declared prior knowledge: E[x_i^2] over the training split (recorded in the ledger)."""
+    return sessions.moments(session_id, token)
+
+
+@router.get("/{session_id}/ledger", response_model=LedgerPage)
+def ledger(
+    session_id: SessionId,
+    sessions: Service,
+    token: Token,
+    after: Annotated[int, Query(ge=-1, le=2**62)] = -1,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    format: Annotated[Literal["json", "ndjson", "csv"], Query()] = "json",
+) -> LedgerPage | StreamingResponse:
+    """A page of the ledger (json), or the whole ledger from ``after`` on as an NDJSON or CSV export.
+
+    The NDJSON export ends with the session's recorded counters (``{"type": "head", ...}``), which
+    ``budgetlab audit FILE`` checks offline.
+    """
+    if format == "json":
+        rows, next_after = sessions.ledger_page(session_id, token, after, limit)
+        return LedgerPage(rows=rows, next_after=next_after)
+    rows_iter = (r for r in sessions.iter_ledger(session_id, token) if r["seq"] > after)
+    if format == "ndjson":
+        head = sessions.head(session_id, token)
+
+        def ndjson() -> Iterator[str]:
+            for row in rows_iter:
+                yield json.dumps({**row, "payload": json.loads(row["payload"])}) + "\n"
+            yield json.dumps(head) + "\n"
+
+        return StreamingResponse(ndjson(), media_type="application/x-ndjson",
+                                 headers={"Content-Disposition": f'attachment; filename="{session_id}.ndjson"'})
+
+    def as_csv() -> Iterator[str]:
+        fields = ["session_id", "seq", "kind", "example", "attribute", "value", "cost", "payload", "prev_hash", "hash"]
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=fields)
+        writer.writeheader()
+        for row in rows_iter:
+            writer.writerow({**row, "payload": canonical_payload(json.loads(row["payload"]))})
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+        yield buffer.getvalue()
+
+    return StreamingResponse(as_csv(), media_type="text/csv")
+
+
+@router.get("/{session_id}/audit", response_model=AuditReport)
+def audit(session_id: SessionId, sessions: Service, token: Token) -> AuditReport:
+    """Recompute every budget from the rows, the per-example maxima and the hash chain."""
+    return sessions.audit(session_id, token)
