@@ -1,0 +1,387 @@
+"""The ``budgetlab`` command line: serve the services, query attributes, run and audit.
+
+Services and the learner are imported inside the commands, so ``budgetlab --help`` stays fast and a
+client-only use never loads the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from client.models import Budget, ParamValue
+
+app = typer.Typer(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+serve_app = typer.Typer(help="Start a service.", no_args_is_help=True)
+datasets_app = typer.Typer(help="List, describe and add datasets.", no_args_is_help=True)
+session_app = typer.Typer(help="Single attribute queries on an oracle session.", no_args_is_help=True)
+app.add_typer(serve_app, name="serve")
+app.add_typer(datasets_app, name="datasets")
+app.add_typer(session_app, name="session")
+
+console = Console()
+err = Console(stderr=True)
+ORACLE_URL = os.environ.get("ORACLE_URL", "http://127.0.0.1:8000")
+LEARNER_URL = os.environ.get("LEARNER_URL", "http://127.0.0.1:8001")
+
+OracleOpt = Annotated[str, typer.Option("--oracle", help="oracle base URL", envvar="ORACLE_URL")]
+TokenOpt = Annotated[str, typer.Option("--token", help="the session's bearer token", envvar="BUDGETLAB_TOKEN")]
+
+
+def fail(message: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def parse_value(text: str) -> ParamValue:
+    lowered = text.lower()
+    if lowered in {"true", "false"}:
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, ParamValue]:
+    out: dict[str, ParamValue] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            fail(f"{what} {pair!r} is not key=value")
+        out[key.strip()] = parse_value(value.strip())
+    return out
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+# --- serve ---------------------------------------------------------------------------------------
+
+
+def port_free(host: str, port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+@serve_app.command("oracle")
+def serve_oracle(
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8000,
+    workers: Annotated[int, typer.Option(help="worker processes on one database")] = 1,
+    database_url: Annotated[str | None, typer.Option(envvar="DATABASE_URL",
+                                                     help="SQLAlchemy URL; default SQLite in the working directory")]
+    = None,
+) -> None:
+    """Start the feature oracle (uvicorn). Migrations are applied once before the workers start."""
+    import uvicorn
+
+    from server.config import default_database_url
+    from server.db import upgrade
+
+    if not port_free(host, port):
+        fail(f"port {port} on {host} is in use; pick another with --port")
+    url = database_url or default_database_url()
+    os.environ["DATABASE_URL"] = url
+    try:
+        upgrade(url)
+    except Exception as exc:  # a bad URL or an unreachable database: say so instead of a traceback
+        fail(f"cannot prepare the ledger database at {url}: {exc}")
+    os.environ["BUDGETLAB_SKIP_MIGRATIONS"] = "1"
+    err.print(f"oracle on http://{host}:{port} (docs at /docs), ledger: {url}")
+    uvicorn.run("server.app:app_from_env", factory=True, host=host, port=port, workers=workers,
+                log_level="warning")
+
+
+@serve_app.command("learner")
+def serve_learner(
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8001,
+) -> None:
+    """Start the learner service (runs algorithms against an oracle over HTTP)."""
+    import uvicorn
+
+    if not port_free(host, port):
+        fail(f"port {port} on {host} is in use; pick another with --port")
+    err.print(f"learner on http://{host}:{port} (docs at /docs)")
+    uvicorn.run("learner.service:create_app", factory=True, host=host, port=port, log_level="warning")
+
+
+# --- datasets ------------------------------------------------------------------------------------
+
+
+@datasets_app.command("list")
+def datasets_list(
+    oracle: Annotated[str | None, typer.Option("--oracle", help="ask a running oracle instead of this machine")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List the datasets (built-in, installed and user-added)."""
+    from rich.table import Table
+
+    if oracle:
+        from client.oracle_client import OracleClient
+
+        with OracleClient(oracle) as c:
+            listing = c.datasets()
+    else:
+        from server.datasets import list_datasets
+
+        listing = list_datasets()
+    if as_json:
+        print_json(listing.model_dump())
+        return
+    table = Table("name", "task", "n_train", "n_test", "d", "description")
+    for info in listing.datasets:
+        table.add_row(info.name, info.task, str(info.n_train), str(info.n_test), str(info.d), info.description)
+    console.print(table)
+    if listing.families:
+        console.print("families: " + ", ".join(listing.families))
+
+
+@datasets_app.command("show")
+def datasets_show(spec: Annotated[str, typer.Argument(help="name or name:key=value,...")],
+                  seed: int = 0) -> None:
+    """Describe one dataset (never its values)."""
+    from server.datasets import DatasetError, describe, parse_dataset_spec
+
+    try:
+        name, params = parse_dataset_spec(spec)
+        print_json(describe(name, params, seed).model_dump())
+    except DatasetError as exc:
+        fail(str(exc))
+
+
+@datasets_app.command("add")
+def datasets_add(
+    file: Annotated[Path, typer.Argument(help="CSV, NPY or NPZ file", exists=True, dir_okay=False)],
+    target: Annotated[str | None, typer.Option(help="target column (CSV: name; NPY: index); default last")] = None,
+    name: Annotated[str | None, typer.Option(help="dataset name; default the file's stem")] = None,
+    test_fraction: Annotated[float, typer.Option(min=0.01, max=0.99)] = 0.2,
+) -> None:
+    """Add a dataset to this machine's data directory (BUDGETLAB_DATA_DIR); the oracle serves it memory-mapped."""
+    from server.datasets import DatasetError, add_dataset
+
+    parsed: str | int | None = target
+    if target is not None and target.lstrip("-").isdigit() and file.suffix.lower() != ".csv":
+        parsed = int(target)
+    try:
+        info = add_dataset(file, parsed, name, test_fraction=test_fraction)
+    except (DatasetError, OSError, ValueError) as exc:
+        fail(str(exc))
+        return
+    console.print(f"added [bold]{info.name}[/]: {info.n_train} train / {info.n_test} test examples, d={info.d}")
+
+
+# --- single queries ------------------------------------------------------------------------------
+
+
+def _session(oracle: str, session_id: str, token: str):  # type: ignore[no-untyped-def]
+    from client.oracle_client import OracleClient
+
+    return OracleClient(oracle).session(session_id, token)
+
+
+def _call(fn: Any) -> Any:
+    from client.errors import OracleError, OracleUnavailable
+
+    try:
+        return fn()
+    except (OracleError, OracleUnavailable) as exc:
+        fail(str(exc))
+
+
+@session_app.command("open")
+def session_open(
+    dataset: Annotated[str, typer.Argument(help="name or name:key=value,...")],
+    oracle: OracleOpt = ORACLE_URL,
+    split: str = "train",
+    protocol: str = "batch",
+    order: str = "stream",
+    per_example: Annotated[int | None, typer.Option(help="local budget k")] = None,
+    total: Annotated[float | None, typer.Option(help="global budget K")] = None,
+    seed: int = 0,
+) -> None:
+    """Open a session; prints its id and token (export BUDGETLAB_TOKEN=... for the other commands)."""
+    from client.oracle_client import OracleClient
+    from server.datasets import parse_dataset_spec
+
+    name, params = parse_dataset_spec(dataset)
+    with OracleClient(oracle) as c:
+        s = _call(lambda: c.open_session(name, dataset_params=params, split=split, protocol=protocol,
+                                         order=order, budget=Budget(per_example=per_example, total=total),
+                                         seed=seed))
+    print_json({"id": s.id, "token": s.token, "session": s.info.model_dump(mode="json")})
+
+
+@session_app.command("next")
+def session_next(session_id: str, token: TokenOpt, oracle: OracleOpt = ORACLE_URL) -> None:
+    """Issue the next example of the stream."""
+    print_json(_call(lambda: _session(oracle, session_id, token).next()).model_dump())
+
+
+@session_app.command("observe")
+def session_observe(
+    session_id: str,
+    example: int,
+    attributes: Annotated[list[int], typer.Argument(help="attribute indices")],
+    token: TokenOpt,
+    oracle: OracleOpt = ORACLE_URL,
+) -> None:
+    """Pay for attributes of one example; prints the values, the charge and what remains."""
+    print_json(_call(lambda: _session(oracle, session_id, token).observe(example, attributes)).model_dump())
+
+
+@session_app.command("info")
+def session_info(session_id: str, token: TokenOpt, oracle: OracleOpt = ORACLE_URL) -> None:
+    """Configuration, spend and what remains."""
+    print_json(_call(lambda: _session(oracle, session_id, token).get()).model_dump(mode="json"))
+
+
+@session_app.command("export")
+def session_export(session_id: str, out: Path, token: TokenOpt, oracle: OracleOpt = ORACLE_URL,
+                   format: str = "ndjson") -> None:
+    """Export the session's ledger (NDJSON with its head line, or CSV)."""
+    _call(lambda: _session(oracle, session_id, token).export_ledger(out, format))
+    console.print(f"ledger written to {out}")
+
+
+@session_app.command("close")
+def session_close(session_id: str, token: TokenOpt, oracle: OracleOpt = ORACLE_URL) -> None:
+    """Close the session; later calls answer 409."""
+    print_json(_call(lambda: _session(oracle, session_id, token).close()).model_dump(mode="json"))
+
+
+# --- audit ---------------------------------------------------------------------------------------
+
+
+@app.command("audit")
+def audit(
+    source: Annotated[str, typer.Argument(help="an exported FILE.ndjson, or a session id with --token")],
+    token: Annotated[str | None, typer.Option("--token", envvar="BUDGETLAB_TOKEN")] = None,
+    oracle: OracleOpt = ORACLE_URL,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Verify a ledger: offline from an NDJSON export, or by asking the oracle. Exit 1 if not compliant."""
+    path = Path(source)
+    if path.exists():
+        from server.audit import audit_ndjson
+
+        try:
+            with path.open() as lines:
+                report = audit_ndjson(lines)
+        except (ValueError, KeyError, TypeError) as exc:
+            fail(f"{path} is not a budgetlab ledger export: {exc}")
+            return
+    elif token:
+        report = _call(lambda: _session(oracle, source, token).audit())
+    else:
+        fail(f"{source} is not a file; to audit a live session pass its --token")
+        return
+    if as_json:
+        print_json(report.model_dump())
+    elif report.compliant:
+        console.print(f"[bold green]compliant[/]: {report.rows} rows, chain intact, spent {report.spent_recomputed:g}"
+                      f", at most {report.max_attributes_per_example} attributes per example")
+    else:
+        console.print("[bold red]NOT compliant[/]")
+        for reason in report.reasons:
+            console.print(f"  - {reason}")
+    raise typer.Exit(0 if report.compliant else 1)
+
+
+# --- algorithms and runs -------------------------------------------------------------------------
+
+
+@app.command("algorithms")
+def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List the algorithms with their paper, protocol and parameters."""
+    from rich.table import Table
+
+    from learner.algorithms import algorithms
+
+    infos = [cls.info() for cls in algorithms().values()]
+    if as_json:
+        print_json([i.model_dump() for i in infos])
+        return
+    table = Table("id", "paper", "where", "protocol", "parameters")
+    for i in infos:
+        params = ", ".join(f"{p.name}={p.default}" for p in i.params)
+        table.add_row(i.id, i.paper, i.algorithm, i.protocol, params)
+    console.print(table)
+
+
+@app.command("run")
+def run(
+    algorithm: Annotated[str, typer.Option(help="algorithm id (see 'budgetlab algorithms')")],
+    dataset: Annotated[str, typer.Option(help="dataset name or name:key=value,...")],
+    dataset_param: Annotated[list[str] | None, typer.Option(help="dataset parameter key=value")] = None,
+    per_example: Annotated[int | None, typer.Option(help="local budget: attributes per example")] = None,
+    total: Annotated[float | None, typer.Option(help="global budget: total cost")] = None,
+    param: Annotated[list[str] | None, typer.Option(help="algorithm parameter key=value")] = None,
+    seed: int = 0,
+    max_examples: Annotated[int | None, typer.Option(min=1)] = None,
+    eval_every: Annotated[int | None, typer.Option(min=1)] = None,
+    test_budget: Annotated[int | None, typer.Option(min=1, help="also score with K attributes per test example")]
+    = None,
+    local: Annotated[bool, typer.Option("--local", help="run in-process on a LocalOracle")] = False,
+    oracle: Annotated[str | None, typer.Option("--oracle", help="oracle URL to run against over HTTP")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Run one algorithm on a dataset under a budget, in-process (--local) or against an oracle (--oracle URL)."""
+    from client.running import RunSpec, execute_run
+
+    if local == bool(oracle):
+        fail("choose exactly one of --local and --oracle URL")
+    from server.datasets import DatasetError, parse_dataset_spec
+
+    try:
+        name, params = parse_dataset_spec(dataset)
+    except DatasetError as exc:
+        fail(str(exc))
+        return
+    params.update(parse_pairs(dataset_param, "--dataset-param"))
+    spec = RunSpec(algorithm=algorithm, dataset=name, dataset_params=params,
+                   budget=Budget(per_example=per_example, total=total), params=parse_pairs(param, "--param"),
+                   seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget)
+    result = execute_run(spec, oracle_url=oracle, show_progress=not as_json, console=err, fail=fail)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    final = result.final
+    console.print(f"[bold]{result.algorithm}[/] on {result.dataset}: {result.status} after {result.examples} "
+                  f"examples, {result.attributes} attributes paid" + (f" ({result.message})" if result.message else ""))
+    if final is not None:
+        console.print(f"test MSE {final.test_mse:.5g}  normalized {final.normalized_mse:.4f}  "
+                      f"0-1 error {final.zero_one:.4f}")
+    if result.test_budget is not None:
+        t = result.test_budget
+        console.print(f"with {t.per_example} attributes per test example: MSE {t.mse:.5g}  normalized "
+                      f"{t.normalized_mse:.4f}  0-1 error {t.zero_one:.4f}")
+    if result.session:
+        console.print(f"oracle session: {result.session}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""The learner service: runs one chosen algorithm per run against an oracle over real HTTP."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import FastAPI, Path
+from pydantic import BaseModel
+
+from client.errors import OracleError, OracleUnavailable
+from client.models import AlgorithmList, ErrorBody, RunCreate, RunInfo
+from learner.algorithms import ParamError, algorithms, get_algorithm
+from learner.http_oracle import HttpOracle
+from learner.runs import RunManager
+from server.errors import APIError, install_error_handlers
+
+RunId = Annotated[str, Path(min_length=1, max_length=64)]
+ERRORS = {code: {"model": ErrorBody} for code in (404, 409, 422)}
+
+
+class Health(BaseModel):
+    status: str = "ok"
+
+
+class RunList(BaseModel):
+    runs: list[RunInfo]
+
+
+def validate(request: RunCreate) -> None:
+    cls = get_algorithm(request.algorithm)
+    unknown = sorted(set(request.params) - set(cls.params))
+    if unknown:
+        raise ParamError(f"{cls.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(cls.params)}")
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(title="budgetlab learner", version="1",
+                  description="Runs the papers' attribute-efficient algorithms against a feature oracle over HTTP.")
+    install_error_handlers(app)
+    manager = RunManager()
+    app.state.runs = manager
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    def healthz() -> Health:
+        return Health()
+
+    @app.get("/v1/algorithms", response_model=AlgorithmList, tags=["algorithms"])
+    def list_algorithms() -> AlgorithmList:
+        return AlgorithmList(algorithms=[cls.info() for cls in algorithms().values()])
+
+    @app.post("/v1/runs", status_code=201, response_model=RunInfo, tags=["runs"], responses=ERRORS)
+    def start_run(request: RunCreate) -> RunInfo:
+        """Open an oracle session for the run and start it in the background."""
+        try:
+            validate(request)
+            oracle = HttpOracle(request.oracle_url, request.dataset, dataset_params=request.dataset_params,
+                                protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
+                                seed=request.seed)
+        except ParamError as exc:
+            raise APIError(422, "invalid_params", str(exc)) from None
+        except OracleUnavailable as exc:
+            raise APIError(422, "oracle_unavailable", str(exc)) from None
+        except OracleError as exc:
+            raise APIError(422, "oracle_rejected", exc.detail) from None
+        return manager.start(request, oracle).info()
+
+    @app.get("/v1/runs", response_model=RunList, tags=["runs"])
+    def list_runs() -> RunList:
+        return RunList(runs=[run.info() for run in list(manager.runs.values())])
+
+    @app.get("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=ERRORS)
+    def get_run(run_id: RunId) -> RunInfo:
+        run = manager.get(run_id)
+        if run is None:
+            raise APIError(404, "not_found", f"run {run_id} does not exist")
+        return run.info()
+
+    @app.delete("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=ERRORS)
+    def cancel_run(run_id: RunId) -> RunInfo:
+        """Ask a run to stop; it ends as 'cancelled' with its curve so far."""
+        run = manager.get(run_id)
+        if run is None:
+            raise APIError(404, "not_found", f"run {run_id} does not exist")
+        run.cancel.set()
+        if run.thread is not None:
+            run.thread.join(timeout=10)
+        return run.info()
+
+    return app
