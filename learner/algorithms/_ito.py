@@ -1,0 +1,179 @@
+"""Shared machinery of Ito et al. (2017), "Efficient Sublinear-Regret Algorithms for Online Sparse Linear
+Regression with Limited Observation" (NIPS 2017), §4.
+
+- ``observe``: the procedure Observe(w, k', k1) — the k1 largest |w_i| (the set U_t) plus k' - k1 attributes
+  drawn uniformly without replacement from the rest (V_t). The paper does not say how ties in |w_i| are broken
+  (every |w_i| ties at w_1 = 0); we break them uniformly at random with the algorithm's rng. The estimator below
+  is unbiased conditionally on U_t, so any tie rule keeps it unbiased.
+- ``estimate_gradient``: the unbiased estimator (6), ĝ_t = 2 X_t w_t - 2 y_t z_t with X_t = (x_i x_j / p_ij) and
+  z_t = (x_i / p_i) on S_t, using the exact inclusion probabilities of Observe given U_t (Observation 1 only states
+  the lower bound C_{d,k',k1} on them).
+- ``dual_averaging``: the closed form (5) of w_t = argmin_{||w|| <= r} <ĥ, w> + λ/2 ||w||², with an optional l1 term
+  τ||w||_1 (Algorithm 3, Xiao's l1-RDA), whose minimiser is the soft-thresholded ĥ scaled into the ball.
+- ``DualAveragingLearner``: Algorithm 1's loop (w_t by (5), S_t by Observe, prediction w_t' D_t x_t, ĝ_t by (6))
+  with the number k1 of surely-observed attributes left to the subclass: Algorithm 1 itself and the greedy and
+  uniform baselines of §6 differ only in it.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from client.models import ParamValue
+from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+
+# Theorem 2 sets λ_t = 8 sqrt(t / C_{d,k',k1}); Lemma 4 with G_t <= 16/C is what makes 8 the optimal constant.
+THEOREM_LAMBDA_FACTOR = 8.0
+
+
+@dataclass(frozen=True)
+class ObservePlan:
+    """One draw of Observe(w, k', k1): ``top`` = U_t is observed surely, ``n_random`` attributes are drawn
+    uniformly without replacement from the other d - |U_t|; ``selected`` = S_t = U_t ∪ V_t."""
+
+    d: int
+    top: np.ndarray
+    n_random: int
+    selected: np.ndarray
+
+    def _random_part(self, attributes: np.ndarray) -> np.ndarray:
+        return ~np.isin(attributes, self.top)
+
+    def inclusion(self, attributes: np.ndarray) -> np.ndarray:
+        """p_i = Prob[i ∈ S_t] given U_t."""
+        rest = self.d - len(self.top)
+        single = self.n_random / rest if rest else 1.0
+        return np.where(self._random_part(attributes), single, 1.0)
+
+    def pair_inclusion(self, attributes: np.ndarray) -> np.ndarray:
+        """p_ij = Prob[i, j ∈ S_t] given U_t (p_ii = p_i on the diagonal)."""
+        rest = self.d - len(self.top)
+        m = self.n_random
+        single = m / rest if rest else 1.0
+        double = m * (m - 1) / (rest * (rest - 1)) if rest > 1 else 1.0
+        random_part = self._random_part(attributes).astype(int)
+        both = random_part[:, None] + random_part[None, :]
+        pairs = np.choose(both, [1.0, single, double])
+        np.fill_diagonal(pairs, self.inclusion(attributes))
+        return pairs
+
+
+def largest(w: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the ``count`` largest |w_i|, ties broken uniformly at random."""
+    shuffled = rng.permutation(len(w))
+    order = shuffled[np.argsort(-np.abs(w[shuffled]), kind="stable")]
+    return np.sort(order[:count])
+
+
+def observe(w: np.ndarray, k_prime: int, k1: int, rng: np.random.Generator) -> ObservePlan:
+    """Observe(w, k', k1) of §4: U_t = the k1 largest |w_i|, V_t = k' - k1 uniform draws from [d] \\ U_t."""
+    d = len(w)
+    top = largest(w, k1, rng)
+    rest = np.setdiff1d(np.arange(d), top)
+    n_random = min(k_prime - k1, len(rest))
+    drawn = rng.choice(rest, size=n_random, replace=False)
+    return ObservePlan(d=d, top=top, n_random=n_random, selected=np.sort(np.concatenate([top, drawn])))
+
+
+def pair_constant(d: int, k_prime: int, k1: int) -> float:
+    """C_{d,k',k1} = (k' - k1)(k' - k1 - 1) / (d(d - 1)), Observation 1's lower bound on every p_ij."""
+    return (k_prime - k1) * (k_prime - k1 - 1) / (d * (d - 1)) if d > 1 else 1.0
+
+
+def estimate_gradient(w: np.ndarray, observed: Observed, y: float, plan: ObservePlan) -> np.ndarray:
+    """ĝ_t of (6): an unbiased estimate of ∇(w'x - y)² = 2x(x'w - y) from the attributes S_t of ``plan``."""
+    attributes = np.fromiter(observed.keys(), dtype=np.int64, count=len(observed))
+    x = np.fromiter(observed.values(), dtype=np.float64, count=len(observed))
+    X = np.outer(x, x) / plan.pair_inclusion(attributes)
+    g = np.zeros(plan.d)
+    g[attributes] = 2.0 * (X @ w[attributes]) - 2.0 * y * x / plan.inclusion(attributes)
+    return g
+
+
+def dual_averaging(h: np.ndarray, lam: float, radius: float, l1: float = 0.0) -> np.ndarray:
+    """argmin_{||w|| <= radius} <h, w> + l1 ||w||_1 + lam/2 ||w||² = -u / max(lam, ||u|| / radius), u = soft(h, l1)."""
+    u = np.sign(h) * np.maximum(np.abs(h) - l1, 0.0) if l1 > 0 else h
+    return -u / max(lam, float(np.linalg.norm(u)) / radius)
+
+
+def int_param(algorithm: Algorithm, name: str, value: ParamValue | None, default: int) -> int:
+    """An integer parameter whose default (None) is computed from the Problem."""
+    if value is None:
+        return default
+    if float(value) != int(float(value)):
+        raise ParamError(f"parameter {name}={value!r} of {algorithm.id} must be an integer")
+    return int(float(value))
+
+
+class DualAveragingLearner(Algorithm):
+    """Algorithm 1's loop; subclasses choose k1, the number of largest-weight attributes observed surely."""
+
+    protocol = "online"
+    min_budget = 2  # estimator (6) needs every pair of attributes observable together
+    params: dict[str, tuple[ParamValue | None, str]] = {
+        "k": (None, "sparsity k of the comparator (default k' - 2, the largest Algorithm 1 supports)"),
+        "lambda_scale": (
+            None,
+            "λ_t = lambda_scale * sqrt(t) (default Theorem 2's 8 / sqrt(C_{d,k',k1}) with k1 = min(k, k' - 2))",
+        ),
+        "radius": (1.0, "the dual-averaging iterates stay in ||w|| <= radius (the paper's ||w*|| <= 1)"),
+    }
+
+    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
+        super().__init__(problem, seed=seed, **params)
+        d, self.k_prime = problem.d, problem.budget
+        self.sparsity = int_param(self, "k", self.config["k"], self.k_prime - 2)
+        if self.sparsity < 0:
+            raise ParamError(f"{self.id}: the sparsity k must be >= 0, got {self.sparsity}")
+        self.k1 = self.top_count()
+        if not 0 <= self.k1 <= self.k_prime:
+            raise ParamError(f"{self.id}: k1 must be in 0..{self.k_prime}, got {self.k1}")
+        scale = self.config["lambda_scale"]
+        self.lambda_scale = (
+            THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.lambda_k1()))
+            if scale is None
+            else scale
+        )
+        self.radius = float(self.config["radius"])
+        if self.lambda_scale <= 0 or self.radius <= 0:
+            raise ParamError(f"{self.id}: lambda_scale and radius must be positive")
+        self._h = np.zeros(d)  # ĥ_{t-1}, the sum of the gradient estimates so far
+        self._t = 1
+        self._w = np.zeros(d)
+        self._plan: ObservePlan | None = None
+
+    @abstractmethod
+    def top_count(self) -> int:
+        """k1: how many of the largest |w_i| Observe takes surely (the other k' - k1 are uniform)."""
+
+    def lambda_k1(self) -> int:
+        """The k1 of Theorem 2's λ_t: Algorithm 1's own choice k1 = k, so the baselines learn at its pace."""
+        return min(self.sparsity, self.k_prime - 2)
+
+    def _iterate(self, t: int) -> np.ndarray:
+        return dual_averaging(self._h, self.lambda_scale * math.sqrt(t), self.radius)
+
+    def select(self) -> Sequence[int]:
+        self._w = self._iterate(self._t)
+        self._plan = observe(self._w, self.k_prime, self.k1, self.rng)
+        return self._plan.selected.tolist()
+
+    def update(self, observed: Observed, y: float) -> None:
+        if self._plan is None:
+            raise RuntimeError("update() before select()")
+        self._h += estimate_gradient(self._w, observed, y, self._plan)
+        self._t += 1
+        self._plan = None
+
+    def current_weights(self) -> np.ndarray:
+        return self._w
+
+    @property
+    def weights(self) -> np.ndarray:
+        """w_{t+1}: the dual-averaging iterate from every gradient estimate so far."""
+        return self._iterate(self._t)

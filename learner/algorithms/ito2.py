@@ -1,0 +1,150 @@
+"""Ito et al. (2017), Algorithm 2 (§5.1): online sparse regression with only k' >= k observed attributes, under
+the linear independence of features. §5.1 gives it in outline only (the details were in the supplement, which we
+do not have); this is our reconstruction, from the outline and Theorem 6.
+
+Two learners run side by side:
+- The estimator of w*, on the squares t_s = s² only (J = {s² | s = 1..floor(sqrt T)}). At the start of round t_s
+  it computes w_s — Algorithm 1's dual-averaging iterate (5) from the estimates ĝ_1..ĝ_{s-1} of the earlier
+  square rounds, with λ_s = 8 sqrt(s / C_{d,k',k1}) (Theorem 2 applied to that subsequence) — and the average
+  w̄_s = (w_1 + ... + w_s) / s. Round t_s observes S_t = Observe(w_s, k', k1) and adds ĝ_s of (6).
+- The predictor, every round: w̃_t = argmin_{||w|| <= 1} <h̃_{t-1}, w> + λ̃_t/2 ||w||² with h̃_{t-1} the sum of
+  D_j g̃_j, g̃_j = ∇(w'x_j - y_j)² at w = D_j w̃_j, i.e. D_j g̃_j = 2 (ŷ_j - y_j) D_j x_j, which needs only the
+  observed values. Prediction ŷ_t = w̃_t' D_t x_t.
+- On the other rounds t_s < t < t_{s+1}, S_t is the k' largest |w̄_s| (fixed for the block, as §5.1 says).
+
+Choices the outline leaves open:
+- The exploration rounds t_s observe Observe(w_s, k', k1) rather than the block's fixed set: estimate (6) needs
+  p_ij > 0 for every pair, which a deterministic set cannot give. ``k1`` defaults to 0 (uniform exploration),
+  the value behind Theorem 6's constant C_{d,k',0} = k'(k'-1)/(d(d-1)); §5.1 allows any k1 <= k' - 2.
+- λ̃_t = 8 sqrt(t) (``prediction_lambda_scale``): ||D_t g̃_t|| <= 2 |ŷ_t - y_t| ||x_t|| <= 4 under ||x|| <= 1,
+  |y| <= 1, ||w|| <= 1, and Lemma 4's bound sum_t 16/λ̃_t + λ̃_{T+1}/2 is smallest for the factor 8, giving
+  8 sqrt(T + 1), the sqrt(T) term of Theorem 6 up to its (1 + sqrt d).
+- Ties among the |w̄_s| (all of them before the first estimate, or many zeros in Algorithm 3) are broken at
+  random, once per block.
+- ``weights`` is the next non-exploration round's predictor: w̃ restricted to the block's set (a k'-sparse
+  vector, as online sparse regression asks); ``current_weights`` is w̃_t, applied to what round t observed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from client.models import ParamValue
+from learner.algorithms._ito import (
+    THEOREM_LAMBDA_FACTOR,
+    ObservePlan,
+    dual_averaging,
+    estimate_gradient,
+    int_param,
+    largest,
+    observe,
+    pair_constant,
+)
+from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+
+# ||D_t g̃_t||² <= 16 in the paper's normalisation; Lemma 4 then wants λ̃_t = sqrt(16 * 4) sqrt(t) = 8 sqrt(t).
+PREDICTION_LAMBDA_FACTOR = 8.0
+
+
+class Ito2(Algorithm):
+    """Estimate w* on the square rounds (Algorithm 1 with k1 <= k' - 2); predict by dual averaging on the k'
+    largest coordinates of the averaged estimate."""
+
+    id = "ito2"
+    name = "Ito et al. Algorithm 2"
+    paper = "ito-et-al-2017"
+    algorithm = "Algorithm 2"
+    protocol = "online"
+    min_budget = 2  # the square rounds' estimate (6) needs every pair of attributes observable together
+    params: dict[str, tuple[ParamValue | None, str]] = {
+        "k1": (0, "largest |w_s| observed surely on the square rounds t = s², at most k' - 2 (0: uniform, Thm 6)"),
+        "lambda_scale": (None, "λ_s = lambda_scale * sqrt(s) for w_s (default 8 / sqrt(C_{d,k',k1}), Theorem 2)"),
+        "prediction_lambda_scale": (PREDICTION_LAMBDA_FACTOR, "λ̃_t = prediction_lambda_scale * sqrt(t) for w̃_t"),
+        "radius": (1.0, "all iterates stay in ||w|| <= radius (the paper's ||w*|| <= 1)"),
+    }
+
+    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
+        super().__init__(problem, seed=seed, **params)
+        d, self.k_prime = problem.d, problem.budget
+        self.k1 = int_param(self, "k1", self.config["k1"], 0)
+        if not 0 <= self.k1 <= self.k_prime - 2:
+            raise ParamError(f"{self.id} needs 0 <= k1 <= k' - 2 = {self.k_prime - 2}, got k1={self.k1}")
+        scale = self.config["lambda_scale"]
+        self.lambda_scale = (
+            THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.k1)) if scale is None else scale
+        )
+        self.prediction_lambda_scale = float(self.config["prediction_lambda_scale"])
+        self.radius = float(self.config["radius"])
+        if min(self.lambda_scale, self.prediction_lambda_scale, self.radius) <= 0:
+            raise ParamError(f"{self.id}: lambda_scale, prediction_lambda_scale and radius must be positive")
+        self._t = 1
+        # The estimator of w*: ĥ (sum of the ĝ_s), w_s, and the weighted sum behind w̄_s.
+        self._s = 0
+        self._h_hat = np.zeros(d)
+        self._w_s = np.zeros(d)
+        self._average_sum = np.zeros(d)
+        self._average_mass = 0.0
+        self._block = np.zeros(0, dtype=np.int64)
+        self._plan: ObservePlan | None = None
+        # The predictor: h̃ (sum of the D_t g̃_t) and w̃_t.
+        self._h_tilde = np.zeros(d)
+        self._w_tilde = np.zeros(d)
+
+    def l1_weight(self) -> float:
+        """ρ: the l1 penalty per estimate in the definition of w_s (Algorithm 2 has none)."""
+        return 0.0
+
+    def average_weight(self, s: int) -> float:
+        """The weight of w_s in w̄_s (Algorithm 2: the plain average)."""
+        return 1.0
+
+    def _predictor(self, t: int) -> np.ndarray:
+        return dual_averaging(self._h_tilde, self.prediction_lambda_scale * math.sqrt(t), self.radius)
+
+    def _start_block(self) -> ObservePlan:
+        """Round t_s: compute w_s (from ĝ_1..ĝ_{s-1}), w̄_s and the block's set; draw the round's exploration."""
+        self._s += 1
+        s = self._s
+        self._w_s = dual_averaging(
+            self._h_hat, self.lambda_scale * math.sqrt(s), self.radius, l1=self.l1_weight() * (s - 1)
+        )
+        weight = self.average_weight(s)
+        self._average_sum += weight * self._w_s
+        self._average_mass += weight
+        self._block = largest(self._average_sum / self._average_mass, self.k_prime, self.rng)
+        return observe(self._w_s, self.k_prime, self.k1, self.rng)
+
+    def select(self) -> Sequence[int]:
+        self._w_tilde = self._predictor(self._t)
+        if math.isqrt(self._t) ** 2 == self._t:
+            self._plan = self._start_block()
+            return self._plan.selected.tolist()
+        self._plan = None
+        return self._block.tolist()
+
+    def update(self, observed: Observed, y: float) -> None:
+        attributes = np.fromiter(observed.keys(), dtype=np.int64, count=len(observed))
+        x = np.fromiter(observed.values(), dtype=np.float64, count=len(observed))
+        y_hat = float(self._w_tilde[attributes] @ x)
+        self._h_tilde[attributes] += 2.0 * (y_hat - y) * x
+        if self._plan is not None:
+            self._h_hat += estimate_gradient(self._w_s, observed, y, self._plan)
+            self._plan = None
+        self._t += 1
+
+    def current_weights(self) -> np.ndarray:
+        return self._w_tilde
+
+    @property
+    def estimate(self) -> np.ndarray:
+        """w̄_s, the averaged estimate of w* that chooses the attributes."""
+        return self._average_sum / self._average_mass if self._average_mass else np.zeros(self.problem.d)
+
+    @property
+    def weights(self) -> np.ndarray:
+        w = np.zeros(self.problem.d)
+        w[self._block] = self._predictor(self._t)[self._block]
+        return w
