@@ -1,0 +1,104 @@
+"""AER: Attribute Efficient Regression — Cesa-Bianchi, Shalev-Shwartz, Shamir (2011), Fig. 2.
+
+Pegasos on the squared loss with an unbiased gradient estimate built from k attributes per example,
+followed by a projection onto the L1 ball of radius B (Duchi et al. 2008); the output is the average
+of the iterates.
+
+Choices the paper leaves open or gets wrong (see shared/papers/ERRATA.md):
+
+- Budget split. The paper takes k even and spends k/2 attributes on the vector estimate v (a uniform
+  k/2-subset C, v = (d/|C|) Σ_{j∈C} x_j e_j) and k/2 on the inner product ŷ. An odd budget gives
+  ⌈k/2⌉ to v and ⌊k/2⌋ to ŷ; both estimates stay unbiased.
+- The ŷ indices are drawn i.i.d. from P(i) = |w_i|/||w||_1, as Fig. 2 does (Eq. (7)'s "without
+  replacement" would bias ŷ; its stray e_j is dropped: ŷ is a scalar). Repeated draws are observed once
+  and counted with their multiplicity.
+- While w = 0 the paper samples ŷ's indices uniformly, but every term carries the factor ||w||_1 = 0,
+  so ŷ = 0 exactly: those attributes are not paid for.
+- λ defaults to Theorem 12's 16d·sqrt(log m / (m k)) — the 16d its proof uses, not the 12d of its
+  statement — with m the number of examples of the run (at least 2, so log m > 0).
+- B bounds both |y| and ||w||_1 in Theorem 12; by default it is the largest |y| seen so far.
+- The output w̄ averages the iterates after each update over the examples seen (Fig. 2 divides by the
+  training set size m; the run may stop early, so the mean is over t).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from client.models import ParamValue
+from learner.algorithms._l1_projection import project_l1_ball
+from learner.algorithms._label_bound import LabelBound
+from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+
+
+class AER(Algorithm):
+    """Attribute Efficient Regression: Pegasos with an unbiased k-attribute gradient estimate and L1 projection."""
+
+    id = "aer"
+    name = "AER (Attribute Efficient Regression)"
+    paper = "Cesa-Bianchi, Shalev-Shwartz, Shamir 2011, Efficient Learning with Partially Observed Attributes"
+    algorithm = "Fig. 2"
+    protocol = "batch"
+    budget_kind = "local"
+    min_budget = 2
+    params = {
+        "lam": (None, "Pegasos regularisation λ; default Theorem 12's 16d·sqrt(log m / (m k)) (its proof's 16d)"),
+        "radius": (None, "L1 radius B of the projection; default the largest |y| seen so far (Theorem 12: |y| ≤ B)"),
+    }
+
+    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
+        super().__init__(problem, seed, **params)
+        d, k = problem.d, problem.budget
+        self.vector_draws = (k + 1) // 2
+        self.product_draws = k // 2
+        m = max(problem.n_examples, 2)
+        lam = self.config["lam"]
+        self.lam = float(lam) if lam is not None else 16 * d * np.sqrt(np.log(m) / (m * k))
+        if self.lam <= 0:
+            raise ParamError(f"lam must be positive, got {self.lam}")
+        self.radius = LabelBound(None if self.config["radius"] is None else float(self.config["radius"]))
+        self.w = np.zeros(d)
+        self.w_bar = np.zeros(d)
+        self.t = 0
+        self._subset = np.empty(0, dtype=np.int64)
+        self._draws = np.empty(0, dtype=np.int64)
+
+    def select(self) -> Sequence[int]:
+        d = self.problem.d
+        self._subset = self.rng.choice(d, size=self.vector_draws, replace=False)
+        norm = np.abs(self.w).sum()
+        if norm > 0:
+            self._draws = self.rng.choice(d, size=self.product_draws, replace=True, p=np.abs(self.w) / norm)
+        else:
+            self._draws = np.empty(0, dtype=np.int64)
+        return np.union1d(self._subset, self._draws).tolist()
+
+    def estimates(self, observed: Observed) -> tuple[np.ndarray, np.ndarray, float]:
+        """(C, v restricted to C, ŷ) for the current draws: E[v] = x and E[ŷ] = <w, x> (Lemma 11)."""
+        d = self.problem.d
+        v = (d / self.vector_draws) * np.array([observed[j] for j in self._subset])
+        if self._draws.size == 0:
+            return self._subset, v, 0.0
+        w_draws = self.w[self._draws]
+        x_draws = np.array([observed[j] for j in self._draws])
+        y_hat = np.abs(self.w).sum() / self.product_draws * float(np.sign(w_draws) @ x_draws)
+        return self._subset, v, y_hat
+
+    def update(self, observed: Observed, y: float) -> None:
+        subset, v, y_hat = self.estimates(observed)
+        radius = self.radius.see(y)
+        self.t += 1
+        t = self.t
+        self.w *= 1.0 - 1.0 / t
+        self.w[subset] -= (2.0 / (self.lam * t)) * (y_hat - y) * v
+        self.w = project_l1_ball(self.w, radius)
+        self.w_bar += (self.w - self.w_bar) / t
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.w_bar.copy()
+
+    def current_weights(self) -> np.ndarray:
+        return self.w.copy()
