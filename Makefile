@@ -1,0 +1,34 @@
+# The two commands of the README's quick start. PYTHON must be Python 3.11 or newer.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: sandbox test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.dev-installed: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(VENV)/.installed $@
+
+## Install, start oracle + learner on the embedded SQLite ledger, run the demo comparison (Ctrl-C stops).
+sandbox: $(VENV)/.installed
+	$(BIN)/budgetlab sandbox
+
+## Install the dev extra and run the whole test suite.
+test: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/oracle_bench.py
+	$(BIN)/python benchmarks/learner_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache budgetlab-ledger.db* sandbox-report

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import learner_server, oracle_server
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # User datasets go to a per-test directory, never the developer's working directory.
+    monkeypatch.setenv("BUDGETLAB_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+@pytest.fixture
+def oracle_url(sqlite_url: str) -> Iterator[str]:
+    with oracle_server(sqlite_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def shared_oracle_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("shared") / "ledger.db"
+    with oracle_server(f"sqlite:///{path}") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def learner_url() -> Iterator[str]:
+    with learner_server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh database on the real PostgreSQL server that .ci/run starts (skipped where there is none)."""
+    base = os.environ.get("BUDGETLAB_TEST_POSTGRES_URL")
+    if not base:
+        pytest.skip("BUDGETLAB_TEST_POSTGRES_URL is not set (.ci/run starts a PostgreSQL server and sets it)")
+    import psycopg
+
+    name = f"budgetlab_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield base.rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
