@@ -1,11 +1,18 @@
 """What every dataset of the oracle is: two splits of a matrix and a target, addressed by row.
 
 The arrays may be memory-mapped; nothing here copies a whole split. Values leave a ``Dataset`` only
-through ``values`` (a gather of paid-for cells) and, for evaluation, through ``iter_test`` in chunks.
+through ``values`` (a gather of paid-for cells) and, for evaluation, through ``iter_split`` in chunks.
+
+A memory-mapped matrix is read through the page cache, and every page a read faults in stays counted in
+the process's resident set until it is unmapped. Random single-cell reads of a 4 GB matrix would thus
+grow the RSS without bound (by up to 64 KB per read with the kernel's fault-around), so both readers
+hand the touched pages back every so often with ``madvise(MADV_DONTNEED)``: the data stays in the page
+cache, shared by every worker, and the next read faults it back in for free.
 """
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -14,6 +21,10 @@ import numpy as np
 from client.models import DatasetInfo, DatasetParam, ParamValue, Split, Task
 
 EVAL_CHUNK_ROWS = 65_536
+# A chunk of a wide matrix is bounded in cells too (2^22 float64 = 32 MB), whatever d is.
+EVAL_CHUNK_CELLS = 1 << 22
+# Cells gathered from a memory-mapped X between two releases of its touched pages (at most ~64 MB mapped).
+RELEASE_EVERY_CELLS = 1024
 
 
 class DatasetError(ValueError):
@@ -25,6 +36,9 @@ class Dataset:
     """Train and test splits as row-index arrays into one feature matrix ``X`` and target ``y``.
 
     ``train_rows``/``test_rows`` are fixed per (name, params, seed); ``X`` may be an ``np.memmap``.
+    Served values are ``X * scale``, so 8-bit pixels stay 8-bit in memory and leave as floats in [0, 1].
+    ``true_weights`` is the generating w* of a synthetic design (None for real data); it never leaves
+    the server through the API.
     """
 
     name: str
@@ -38,7 +52,10 @@ class Dataset:
     params: dict[str, ParamValue] = field(default_factory=dict)
     accepted_params: list[DatasetParam] = field(default_factory=list)
     source: str = ""
+    scale: float = 1.0
+    true_weights: np.ndarray | None = field(default=None, repr=False)
     _moments: np.ndarray | None = field(default=None, repr=False)
+    _gathered: int = field(default=0, repr=False)
 
     @property
     def d(self) -> int:
@@ -67,18 +84,34 @@ class Dataset:
     def values(self, split: Split, examples: np.ndarray, attributes: np.ndarray) -> np.ndarray:
         """x[example, attribute] for paired index arrays (examples are positions within the split)."""
         rows = self.rows(split)[np.asarray(examples, dtype=np.int64)]
-        return np.asarray(self.X[rows, np.asarray(attributes, dtype=np.int64)], dtype=np.float64)
+        cells = self._scaled(self.X[rows, np.asarray(attributes, dtype=np.int64)])
+        self._gathered += cells.size
+        if self._gathered >= RELEASE_EVERY_CELLS:
+            self._gathered = 0
+            release_pages(self.X)
+        return cells
 
     def labels(self, split: Split, examples: np.ndarray) -> np.ndarray:
         rows = self.rows(split)[np.asarray(examples, dtype=np.int64)]
         return np.asarray(self.y[rows], dtype=np.float64)
 
-    def iter_split(self, split: Split, chunk: int = EVAL_CHUNK_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(X, y) of a split in row chunks, so a memory-mapped set is never loaded whole."""
+    def iter_split(self, split: Split, chunk: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(X, y) of a split in row chunks, so a memory-mapped set is never loaded whole.
+
+        The default chunk holds at most ``EVAL_CHUNK_ROWS`` rows and ``EVAL_CHUNK_CELLS`` cells.
+        """
         rows = self.rows(split)
+        if chunk is None:
+            chunk = max(1, min(EVAL_CHUNK_ROWS, EVAL_CHUNK_CELLS // max(self.d, 1)))
         for start in range(0, len(rows), chunk):
             idx = np.sort(rows[start : start + chunk])
-            yield np.asarray(self.X[idx], dtype=np.float64), np.asarray(self.y[idx], dtype=np.float64)
+            X = self._scaled(self.X[idx])
+            release_pages(self.X)
+            yield X, np.asarray(self.y[idx], dtype=np.float64)
+
+    def _scaled(self, raw: np.ndarray) -> np.ndarray:
+        values = np.asarray(raw, dtype=np.float64)
+        return values * self.scale if self.scale != 1.0 else values
 
     def second_moments(self) -> np.ndarray:
         """E[x_i^2] over the training split: the prior knowledge DDAERR/DDAELR may declare."""
@@ -90,9 +123,24 @@ class Dataset:
         return self._moments
 
 
+def release_pages(X: np.ndarray) -> None:
+    """Unmap the pages a read of a memory-mapped ``X`` faulted in (a no-op for an in-memory array)."""
+    base = X
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    if base is not None and hasattr(mmap, "MADV_DONTNEED"):
+        base.madvise(mmap.MADV_DONTNEED)
+
+
+def split_sizes(n: int, n_test: int | float) -> tuple[int, int]:
+    """(n_train, n_test) of ``split_rows(n, n_test, seed)``, without drawing the split."""
+    count = int(round(n * n_test)) if isinstance(n_test, float) and n_test < 1 else int(n_test)
+    return n - count, count
+
+
 def split_rows(n: int, n_test: int | float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A fixed random train/test split of ``n`` rows for ``seed`` (``n_test`` a count or a fraction)."""
-    count = int(round(n * n_test)) if isinstance(n_test, float) and n_test < 1 else int(n_test)
+    count = split_sizes(n, n_test)[1]
     perm = np.random.default_rng([seed, 0x5B11]).permutation(n)
     return np.sort(perm[count:]), np.sort(perm[:count])
 

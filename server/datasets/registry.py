@@ -1,0 +1,211 @@
+"""Dataset names to datasets: the built-in families, then the user datasets of the data directory.
+
+``load_dataset`` is deterministic in (name, params, seed) and cached in a bounded LRU (at most
+``CACHE_ENTRIES`` datasets and ``CACHE_BYTES`` of in-memory arrays; memory-mapped arrays count as
+nothing), keyed on the name, the coerced parameters and the seed, plus the data directory and the
+version of a user dataset, so a dataset removed and added again is never served stale, also by
+another worker process. A key is built once even when several threads ask for it at the same time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from client.models import DatasetInfo, DatasetList, ParamValue
+from server.datasets import fashion, mnist, online_sparse, powerlaw, sklearn_sets, sparse_gaussian, user
+from server.datasets.base import Dataset, DatasetError
+from server.datasets.family import Family, resolve_params
+
+BUILTINS: tuple[Family, ...] = (
+    powerlaw.FAMILY,
+    sparse_gaussian.FAMILY,
+    online_sparse.FAMILY,
+    mnist.FAMILY,
+    fashion.FAMILY,
+    sklearn_sets.DIGITS,
+    sklearn_sets.DIABETES,
+)
+CACHE_ENTRIES = 16
+CACHE_BYTES = 1 << 30
+
+
+class _LRU:
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[Hashable, tuple[Dataset, int]] = OrderedDict()
+        self._building: dict[Hashable, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, build: Callable[[], Dataset]) -> Dataset:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key][0]
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                if key in self._entries:
+                    return self._entries[key][0]
+            try:
+                dataset = build()
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            with self._lock:
+                self._entries[key] = (dataset, _footprint(dataset))
+                while len(self._entries) > 1 and (
+                    len(self._entries) > self.max_entries
+                    or sum(size for _, size in self._entries.values()) > self.max_bytes
+                ):
+                    self._entries.popitem(last=False)
+        return dataset
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _footprint(dataset: Dataset) -> int:
+    arrays = (dataset.X, dataset.y, dataset.train_rows, dataset.test_rows)
+    return sum(a.nbytes for a in arrays if not isinstance(a, np.memmap))
+
+
+_CACHE = _LRU(CACHE_ENTRIES, CACHE_BYTES)
+
+
+def _builtin(name: str) -> tuple[Family, tuple[int, ...]] | None:
+    for family in BUILTINS:
+        args = family.match(name)
+        if args is not None:
+            if not family.available():
+                raise DatasetError(f"{name}: the {family.pattern} data ({family.source}) is not installed here")
+            return family, args
+    return None
+
+
+def _unknown(name: str, root: Path) -> DatasetError:
+    builtins = [f.pattern for f in BUILTINS if f.available()]
+    users = user.names(root)
+    return DatasetError(f"unknown dataset {name!r}; built in: {', '.join(builtins)}"
+                        + (f"; user datasets: {', '.join(users)}" if users else "; no user datasets"))
+
+
+def _check_seed(seed: int) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise DatasetError(f"seed must be a non-negative integer; got {seed!r}")
+
+
+def _wrap(family: Family, name: str, args: tuple[int, ...], params: dict[str, ParamValue], seed: int) -> Dataset:
+    data = family.build(args, params, seed)
+    return Dataset(name=name, description=family.describe(args, params), task=family.task, X=data.X, y=data.y,
+                   train_rows=data.train_rows, test_rows=data.test_rows, params=dict(params),
+                   accepted_params=[p.spec() for p in family.params], source=family.source, scale=data.scale,
+                   true_weights=data.true_weights)
+
+
+def load_dataset(name: str, params: Mapping[str, ParamValue] | None = None, seed: int = 0) -> Dataset:
+    """The dataset ``name`` with ``params`` (strings are coerced) for ``seed``; DatasetError if there is none."""
+    _check_seed(seed)
+    seed = int(seed)
+    found = _builtin(name)
+    if found is not None:
+        family, args = found
+        resolved = resolve_params(family.params, params, name)
+        family.check(args, resolved)
+        key = ("builtin", name, tuple(sorted(resolved.items())), seed)
+        return _CACHE.get(key, lambda: _wrap(family, name, args, resolved, seed))
+    root = user.data_dir()
+    if not user.exists(name, root):
+        raise _unknown(name, root)
+    resolve_params((), params, name)
+    key = ("user", str(root.resolve()), name, user.version(name, root), seed)
+    return _CACHE.get(key, lambda: user.load(name, seed, root))
+
+
+def describe(name: str, params: Mapping[str, ParamValue] | None = None, seed: int = 0) -> DatasetInfo:
+    """What ``load_dataset(name, params, seed)`` serves, computed without generating or loading any data."""
+    _check_seed(seed)
+    found = _builtin(name)
+    if found is None:
+        root = user.data_dir()
+        if not user.exists(name, root):
+            raise _unknown(name, root)
+        resolve_params((), params, name)
+        return user.info(name, root)
+    family, args = found
+    resolved = resolve_params(family.params, params, name)
+    family.check(args, resolved)
+    n_train, n_test, d = family.sizes(args, resolved)
+    return DatasetInfo(name=name, description=family.describe(args, resolved), task=family.task, n_train=n_train,
+                       n_test=n_test, d=d, params=resolved, accepted_params=[p.spec() for p in family.params],
+                       source=family.source)
+
+
+def list_datasets() -> DatasetList:
+    """Every available built-in set at its default parameters (one example per family), then the user sets."""
+    available = [f for f in BUILTINS if f.available()]
+    root = user.data_dir()
+    return DatasetList(
+        datasets=[describe(f.example) for f in available] + [user.info(name, root) for name in user.names(root)],
+        families=[f.pattern for f in available if f.pattern != f.example],
+    )
+
+
+def parse_dataset_spec(spec: str) -> tuple[str, dict[str, ParamValue]]:
+    """``name:key=value,key=value`` (the CLI form) to the name and its parameters, values as strings."""
+    name, _, rest = spec.strip().partition(":")
+    name = name.strip()
+    if not name:
+        raise DatasetError(f"dataset spec {spec!r} has no name; the form is name:key=value,key=value")
+    params: dict[str, ParamValue] = {}
+    if rest.strip():
+        for item in rest.split(","):
+            key, eq, value = (part.strip() for part in item.partition("="))
+            if not eq or not key:
+                raise DatasetError(f"dataset spec {spec!r}: expected key=value, got {item.strip()!r}")
+            if key in params:
+                raise DatasetError(f"dataset spec {spec!r} sets {key} twice")
+            params[key] = value
+    return name, params
+
+
+def is_builtin_name(name: str) -> bool:
+    """Whether ``name`` is taken by a built-in set or family, installed here or not."""
+    try:
+        return any(family.match(name) is not None for family in BUILTINS)
+    except DatasetError:
+        return True
+
+
+def add_dataset(
+    path: Path,
+    target: str | int | None = None,
+    name: str | None = None,
+    *,
+    test_fraction: float = 0.2,
+    data_dir: Path | None = None,
+    costs: Sequence[float] | str | Path | None = None,
+) -> DatasetInfo:
+    """Add a CSV, NPY or NPZ file as a user dataset (named after the file unless ``name`` is given)."""
+    name = Path(path).stem if name is None else name
+    if is_builtin_name(name):
+        raise DatasetError(f"{name!r} is the name of a built-in dataset; choose another name")
+    return user.add(Path(path), name, user.data_dir(data_dir), target=target, test_fraction=test_fraction,
+                    costs=costs)
+
+
+def remove_dataset(name: str, data_dir: Path | None = None) -> None:
+    if is_builtin_name(name):
+        raise DatasetError(f"{name!r} is a built-in dataset; only user datasets can be removed")
+    user.remove(name, user.data_dir(data_dir))
+
+
+def clear_cache() -> None:
+    """Forget every cached dataset (the next load builds it again, identically)."""
+    _CACHE.clear()

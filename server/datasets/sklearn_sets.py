@@ -1,0 +1,94 @@
+"""scikit-learn's bundled sets (no download): ``digits-AvB`` and ``diabetes``.
+
+``digits-AvB``: two classes of ``load_digits`` (1,797 8x8 images, about 180 per digit), pixels 0..16
+stored as uint8 and served divided by 16, labels -1 (A) / +1 (B). With so few images a pair keeps 20%
+of them for testing (about 72), split at random per seed.
+
+``diabetes``: ``load_diabetes`` (442 patients, 10 attributes, a disease-progression target), 20%
+held out at random per seed. With ``standardize`` (the default) every attribute and the target are
+centred and scaled to unit variance with the training split's statistics, so that a linear predictor
+without a bias term fits and the papers' bounded-attribute step sizes make sense; ``standardize=false``
+serves scikit-learn's raw values (ages in years, target 25..346).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from client.models import ParamValue
+from server.datasets.base import split_rows, split_sizes
+from server.datasets.family import Data, Family, Param, read_only
+from server.datasets.pairs import PairFamily, pair_positions
+
+TEST_FRACTION = 0.2
+
+
+@cache
+def digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    images, labels = bunch.data.astype(np.uint8), bunch.target.astype(np.int64)
+    read_only(images, labels)
+    return images, labels
+
+
+@cache
+def diabetes() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True, scaled=False)
+    read_only(X, y)
+    return X, y
+
+
+class DigitsPairs(PairFamily):
+    prefix = "digits"
+    pattern = "digits-AvB"
+    example = "digits-3v5"
+    collection = "scikit-learn digits (8x8)"
+    source = "sklearn.datasets.load_digits (bundled with scikit-learn)"
+    class_names = tuple(f"digit {i}" for i in range(10))
+    d = 64
+    scale = 1.0 / 16.0
+
+    def collection_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return digits()
+
+    def pair_rows(self, args: tuple[int, ...], seed: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = pair_positions(digits()[1], *args)
+        train, test = split_rows(len(rows), TEST_FRACTION, seed)
+        return rows[train], rows[test]
+
+
+class Diabetes(Family):
+    pattern = example = "diabetes"
+    task = "regression"
+    source = "sklearn.datasets.load_diabetes (bundled with scikit-learn)"
+    params = (
+        Param("standardize", bool, True, "centre and scale attributes and target to unit variance "
+              "(training-split statistics); false serves the raw values"),
+    )
+
+    def describe(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> str:
+        scaled = "standardized" if params["standardize"] else "raw"
+        return f"Diabetes progression after one year from 10 baseline attributes (scikit-learn, {scaled})"
+
+    def sizes(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> tuple[int, int, int]:
+        X, _ = diabetes()
+        return *split_sizes(len(X), TEST_FRACTION), X.shape[1]
+
+    def build(self, args: tuple[int, ...], params: dict[str, ParamValue], seed: int) -> Data:
+        X, y = diabetes()
+        train, test = split_rows(len(X), TEST_FRACTION, seed)
+        if params["standardize"]:
+            X = (X - X[train].mean(axis=0)) / X[train].std(axis=0)
+            y = (y - y[train].mean()) / y[train].std()
+            read_only(X, y)
+        return Data(X, y, train, test)
+
+
+DIGITS = DigitsPairs()
+DIABETES = Diabetes()

@@ -1,0 +1,352 @@
+"""User datasets: files added once into the data directory and served memory-mapped.
+
+``add`` accepts CSV (a header row; the target column by name or index, default the last column), NPY
+(a 2-D matrix; the target a column index, default the last) and NPZ (arrays ``X`` and ``y``). It
+streams the input in row chunks of about ``CHUNK_BYTES`` through plain file reads and writes, so adding
+a file far larger than memory never holds it whole (a Fortran-ordered array, which cannot be read by
+rows, is the exception: it is read whole). Each dataset becomes ``<data dir>/datasets/<name>/`` with
+``X.npy`` (the input's numeric dtype, native byte order), ``y.npy`` (float64) and ``meta.json``; it
+is written under a temporary name and renamed into place, so a failed add leaves nothing behind.
+
+``load`` maps both arrays read-only (``np.load(mmap_mode="r")``): every worker process shares the page
+cache and nothing is copied. The train/test split is drawn per seed from the stored test fraction.
+A dataset may declare per-attribute costs (a list, or a .npy/.csv file of d numbers), served as
+``Dataset.costs``. The data directory is ``$BUDGETLAB_DATA_DIR`` (read at each call), default
+``./budgetlab-data``.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+import re
+import shutil
+import uuid
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from client.models import DatasetInfo, Task
+from server.datasets.base import Dataset, DatasetError, split_rows, split_sizes
+
+DATA_DIR_ENV = "BUDGETLAB_DATA_DIR"
+DEFAULT_DATA_DIR = "budgetlab-data"
+CHUNK_BYTES = 32 << 20
+FORMATS = (".csv", ".npy", ".npz")
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+Costs = Sequence[float] | str | Path | None
+Opener = Callable[[], AbstractContextManager[IO[bytes]]]
+
+
+def data_dir(root: Path | str | None = None) -> Path:
+    return Path(root) if root is not None else Path(os.environ.get(DATA_DIR_ENV, DEFAULT_DATA_DIR))
+
+
+def _home(name: str, root: Path) -> Path:
+    return root / "datasets" / name
+
+
+def names(root: Path) -> list[str]:
+    base = root / "datasets"
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir() if not p.name.startswith(".") and (p / "meta.json").is_file())
+
+
+def exists(name: str, root: Path) -> bool:
+    return bool(_SAFE_NAME.fullmatch(name)) and (_home(name, root) / "meta.json").is_file()
+
+
+def version(name: str, root: Path) -> tuple[int, int]:
+    """Changes whenever the dataset is removed and added again (part of the registry's cache key)."""
+    st = (_home(name, root) / "meta.json").stat()
+    return st.st_ino, st.st_mtime_ns
+
+
+def _meta(name: str, root: Path) -> dict:
+    try:
+        return json.loads((_home(name, root) / "meta.json").read_text())
+    except FileNotFoundError:
+        raise DatasetError(f"no user dataset {name!r} in {root}") from None
+    except json.JSONDecodeError:
+        raise DatasetError(f"user dataset {name!r} is damaged: its meta.json is not JSON") from None
+
+
+def info(name: str, root: Path) -> DatasetInfo:
+    meta = _meta(name, root)
+    n_train, n_test = split_sizes(meta["n"], meta["test_fraction"])
+    return DatasetInfo(name=name, description=meta["description"], task=meta["task"], n_train=n_train,
+                       n_test=n_test, d=meta["d"], costs=meta["costs"], source=meta["source"])
+
+
+def load(name: str, seed: int, root: Path) -> Dataset:
+    meta = _meta(name, root)
+    home = _home(name, root)
+    X = np.load(home / "X.npy", mmap_mode="r")
+    y = np.load(home / "y.npy", mmap_mode="r")
+    if X.shape != (meta["n"], meta["d"]) or y.shape != (meta["n"],):
+        raise DatasetError(f"user dataset {name!r} is damaged: its arrays do not match meta.json")
+    train, test = split_rows(meta["n"], meta["test_fraction"], seed)
+    costs = None if meta["costs"] is None else np.asarray(meta["costs"], dtype=np.float64)
+    return Dataset(name=name, description=meta["description"], task=meta["task"], X=X, y=y, train_rows=train,
+                   test_rows=test, costs=costs, source=meta["source"])
+
+
+def remove(name: str, root: Path) -> None:
+    if not exists(name, root):
+        raise DatasetError(f"no user dataset {name!r} in {root}")
+    shutil.rmtree(_home(name, root))
+
+
+# --- adding ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Source:
+    """An input file seen as n rows of d attributes plus a target, readable in row chunks."""
+
+    n: int
+    d: int
+    dtype: np.dtype
+    target: str
+    chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]
+
+
+def add(
+    path: Path,
+    name: str,
+    root: Path,
+    *,
+    target: str | int | None = None,
+    test_fraction: float = 0.2,
+    costs: Costs = None,
+) -> DatasetInfo:
+    """Store ``path`` as user dataset ``name``; the caller has checked that the name is not a built-in."""
+    path = Path(path)
+    if not _SAFE_NAME.fullmatch(name):
+        raise DatasetError(f"dataset name {name!r} is not allowed: use 1-100 letters, digits, '_', '-' or '.', "
+                           "starting with a letter or digit")
+    if exists(name, root):
+        raise DatasetError(f"a user dataset named {name!r} already exists; remove it first")
+    if not 0.0 < test_fraction < 1.0:
+        raise DatasetError(f"test_fraction must be strictly between 0 and 1; got {test_fraction}")
+    if not path.is_file():
+        raise DatasetError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise DatasetError(f"cannot read {path.name}: user datasets are {', '.join(FORMATS)} files")
+    source = {".csv": _csv_source, ".npy": _npy_file_source, ".npz": _npz_source}[suffix](path, target)
+    n_train, n_test = split_sizes(source.n, test_fraction)
+    if n_train < 1 or n_test < 1:
+        raise DatasetError(f"{source.n} rows leave no training or no test example at test_fraction {test_fraction}")
+    declared = _read_costs(costs, source.d)
+
+    staging = root / "datasets" / f".adding-{name}-{uuid.uuid4().hex}"
+    staging.mkdir(parents=True)
+    try:
+        task = _write_arrays(source, staging)
+        meta = {"name": name, "description": f"user dataset from {path.name} (target {source.target})",
+                "source": f"user file {path.name}", "task": task, "n": source.n, "d": source.d,
+                "test_fraction": test_fraction, "target": source.target, "costs": declared}
+        (staging / "meta.json").write_text(json.dumps(meta, indent=1))
+        try:
+            staging.rename(_home(name, root))
+        except OSError:
+            raise DatasetError(f"a user dataset named {name!r} already exists; remove it first") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return info(name, root)
+
+
+def _write_arrays(source: _Source, home: Path) -> Task:
+    """Stream the source into X.npy and y.npy; the task is classification when every target is -1 or +1."""
+    signs_only = True
+    rows = 0
+    with _npy_writer(home / "X.npy", source.dtype, (source.n, source.d)) as fx, \
+            _npy_writer(home / "y.npy", np.dtype(np.float64), (source.n,)) as fy:
+        for X, y in source.chunks():
+            X = np.ascontiguousarray(X, dtype=source.dtype)
+            y = np.ascontiguousarray(y, dtype=np.float64)
+            if (X.dtype.kind == "f" and not np.isfinite(X).all()) or not np.isfinite(y).all():
+                raise DatasetError(f"rows {rows}..{rows + len(X) - 1} hold a NaN or infinite value")
+            signs_only = signs_only and bool(np.all(np.abs(y) == 1.0))
+            fx.write(X.data)
+            fy.write(y.data)
+            rows += len(X)
+    if rows != source.n:
+        raise DatasetError(f"expected {source.n} rows, read {rows}")
+    return "classification" if signs_only else "regression"
+
+
+def _npy_writer(path: Path, dtype: np.dtype, shape: tuple[int, ...]) -> IO[bytes]:
+    f = open(path, "wb")  # closed by the caller's with-statement
+    np.lib.format.write_array_header_1_0(
+        f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    )
+    return f
+
+
+def _stored_dtype(dtype: np.dtype, what: str) -> np.dtype:
+    if dtype.fields is not None or dtype.kind not in "biuf":
+        raise DatasetError(f"{what} must hold real numbers; its dtype is {dtype}")
+    if dtype.kind == "f" and dtype.itemsize > 8:
+        return np.dtype(np.float64)
+    return dtype.newbyteorder("=")
+
+
+def _column(target: str | int | None, columns: Sequence[str] | int) -> int:
+    """Index of the target column (by name where columns are named); default the last column."""
+    count = columns if isinstance(columns, int) else len(columns)
+    if target is None:
+        return count - 1
+    if not isinstance(columns, int) and target in columns:
+        return list(columns).index(target)
+    try:
+        index = int(target)
+    except ValueError:
+        known = f"use a column index below {count}" if isinstance(columns, int) else f"the columns are {columns}"
+        raise DatasetError(f"no target column {target!r}; {known}") from None
+    if not -count <= index < count:
+        raise DatasetError(f"target column {index} is out of range for {count} columns")
+    return index % count
+
+
+def _split_target(block: np.ndarray, column: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.delete(block, column, axis=1), block[:, column]
+
+
+def _rows_per_chunk(width: int, itemsize: int) -> int:
+    return max(1, CHUNK_BYTES // max(1, width * itemsize))
+
+
+def _npy_rows(open_file: Opener, what: str) -> tuple[tuple[int, ...], np.dtype, Callable]:
+    """Shape, dtype and a row-chunk reader of an NPY stream (a file or a zip member)."""
+    with open_file() as f:
+        try:
+            major, minor = np.lib.format.read_magic(f)
+            reader = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}.get(major)
+            if reader is None:
+                raise DatasetError(f"{what}: NPY format version {major}.{minor} is not supported")
+            shape, fortran_order, dtype = reader(f)
+        except ValueError as exc:
+            raise DatasetError(f"{what} is not a valid NPY array: {exc}") from None
+
+    def chunks(rows_per_chunk: int) -> Iterator[np.ndarray]:
+        with open_file() as f:
+            if fortran_order:
+                whole = np.lib.format.read_array(f)
+                for start in range(0, len(whole), rows_per_chunk):
+                    yield whole[start : start + rows_per_chunk]
+                return
+            np.lib.format.read_magic(f)
+            reader(f)
+            width = int(np.prod(shape[1:], dtype=np.int64))
+            for start in range(0, shape[0], rows_per_chunk):
+                count = min(rows_per_chunk, shape[0] - start)
+                raw = f.read(count * width * dtype.itemsize)
+                if len(raw) != count * width * dtype.itemsize:
+                    raise DatasetError(f"{what} is truncated: its header promises {shape[0]} rows")
+                yield np.frombuffer(raw, dtype=dtype).reshape((count, *shape[1:]))
+
+    return shape, dtype, chunks
+
+
+def _npy_file_source(path: Path, target: str | int | None) -> _Source:
+    shape, dtype, chunks = _npy_rows(lambda: open(path, "rb"), path.name)
+    if len(shape) != 2 or shape[1] < 2:
+        raise DatasetError(f"{path.name} must be a 2-D matrix with a target column and at least one attribute; "
+                           f"its shape is {shape}")
+    stored = _stored_dtype(dtype, path.name)
+    column = _column(target, shape[1])
+    return _Source(
+        n=shape[0], d=shape[1] - 1, dtype=stored, target=f"column {column}",
+        chunks=lambda: (_split_target(b, column) for b in chunks(_rows_per_chunk(shape[1], dtype.itemsize))),
+    )
+
+
+def _npz_source(path: Path, target: str | int | None) -> _Source:
+    if target is not None:
+        raise DatasetError("an NPZ dataset carries its target as the array y; do not name a target column")
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise DatasetError(f"{path.name} is not an NPZ archive") from None
+    with archive:
+        members = set(archive.namelist())
+    if not {"X.npy", "y.npy"} <= members:
+        raise DatasetError(f"{path.name} must hold arrays named X and y; it holds {sorted(members)}")
+
+    def member(name: str) -> Opener:
+        @contextmanager
+        def open_member() -> Iterator[IO[bytes]]:
+            with zipfile.ZipFile(path) as zipped, zipped.open(name) as f:
+                yield f
+
+        return open_member
+
+    shape, dtype, x_chunks = _npy_rows(member("X.npy"), f"{path.name}:X")
+    y_shape, y_dtype, y_chunks = _npy_rows(member("y.npy"), f"{path.name}:y")
+    if len(shape) != 2 or shape[1] < 1 or y_shape != (shape[0],):
+        raise DatasetError(f"{path.name}: X must be 2-D (n, d) and y 1-D (n,); got {shape} and {y_shape}")
+    stored = _stored_dtype(dtype, f"{path.name}:X")
+    _stored_dtype(y_dtype, f"{path.name}:y")
+    rows = _rows_per_chunk(shape[1], dtype.itemsize)
+    return _Source(n=shape[0], d=shape[1], dtype=stored, target="y",
+                   chunks=lambda: zip(x_chunks(rows), y_chunks(rows), strict=True))
+
+
+def _csv_source(path: Path, target: str | int | None) -> _Source:
+    with open(path, newline="") as f:
+        header = next(csv.reader(f), None)
+        if not header or len(header) < 2:
+            raise DatasetError(f"{path.name} needs a header row naming a target and at least one attribute column")
+        n = sum(1 for line in f if line.strip())
+    columns = [c.strip() for c in header]
+    column = _column(target, columns)
+    rows = _rows_per_chunk(len(columns), 8)
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        with open(path, newline="") as f:
+            next(csv.reader(f))
+            lines = (line for line in f if line.strip())
+            for start in range(0, n, rows):
+                batch = list(itertools.islice(lines, rows))
+                try:
+                    block = np.loadtxt(batch, delimiter=",", quotechar='"', comments=None, ndmin=2,
+                                       dtype=np.float64)
+                except ValueError as exc:
+                    raise DatasetError(f"{path.name}, data rows from {start + 1}: {exc}") from None
+                if block.shape[1] != len(columns):
+                    raise DatasetError(f"{path.name}, data rows from {start + 1}: expected {len(columns)} "
+                                       f"columns, found {block.shape[1]}")
+                yield _split_target(block, column)
+
+    return _Source(n=n, d=len(columns) - 1, dtype=np.dtype(np.float64), target=columns[column], chunks=chunks)
+
+
+def _read_costs(costs: Costs, d: int) -> list[float] | None:
+    if costs is None:
+        return None
+    if isinstance(costs, str | Path):
+        path = Path(costs)
+        try:
+            values = np.load(path) if path.suffix.lower() == ".npy" else np.loadtxt(path, delimiter=",", ndmin=1)
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"cannot read costs from {path}: {exc}") from None
+    else:
+        values = costs
+    try:
+        values = np.asarray(values, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise DatasetError("costs must be numbers") from None
+    if values.shape != (d,) or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise DatasetError(f"costs must be {d} finite non-negative numbers (one per attribute); got {values.size}")
+    return [float(c) for c in values]
