@@ -33,33 +33,36 @@ THEOREM_LAMBDA_FACTOR = 8.0
 
 @dataclass(frozen=True)
 class ObservePlan:
-    """One draw of Observe(w, k', k1): ``top`` = U_t is observed surely, ``n_random`` attributes are drawn
-    uniformly without replacement from the other d - |U_t|; ``selected`` = S_t = U_t ∪ V_t."""
+    """One draw of Observe(w, k', k1): the attributes of ``surely`` (U_t, a mask over [d]) are observed surely,
+    ``n_random`` more are drawn uniformly without replacement from the rest; ``selected`` = S_t = U_t ∪ V_t."""
 
-    d: int
-    top: np.ndarray
+    surely: np.ndarray
     n_random: int
     selected: np.ndarray
 
-    def _random_part(self, attributes: np.ndarray) -> np.ndarray:
-        return ~np.isin(attributes, self.top)
+    @property
+    def d(self) -> int:
+        return len(self.surely)
 
-    def inclusion(self, attributes: np.ndarray) -> np.ndarray:
-        """p_i = Prob[i ∈ S_t] given U_t."""
-        rest = self.d - len(self.top)
-        single = self.n_random / rest if rest else 1.0
-        return np.where(self._random_part(attributes), single, 1.0)
-
-    def pair_inclusion(self, attributes: np.ndarray) -> np.ndarray:
-        """p_ij = Prob[i, j ∈ S_t] given U_t (p_ii = p_i on the diagonal)."""
-        rest = self.d - len(self.top)
+    def _probabilities(self) -> tuple[float, float]:
+        """Prob[i ∈ S_t] and Prob[i, j ∈ S_t] for attributes i ≠ j outside U_t."""
+        rest = self.d - int(self.surely.sum())
         m = self.n_random
         single = m / rest if rest else 1.0
         double = m * (m - 1) / (rest * (rest - 1)) if rest > 1 else 1.0
-        random_part = self._random_part(attributes).astype(int)
-        both = random_part[:, None] + random_part[None, :]
-        pairs = np.choose(both, [1.0, single, double])
-        np.fill_diagonal(pairs, self.inclusion(attributes))
+        return single, double
+
+    def inclusion(self, attributes: np.ndarray) -> np.ndarray:
+        """p_i = Prob[i ∈ S_t] given U_t."""
+        single, _ = self._probabilities()
+        return np.where(self.surely[attributes], 1.0, single)
+
+    def pair_inclusion(self, attributes: np.ndarray) -> np.ndarray:
+        """p_ij = Prob[i, j ∈ S_t] given U_t (p_ii = p_i on the diagonal)."""
+        single, double = self._probabilities()
+        random_part = (~self.surely[attributes]).astype(np.int64)
+        pairs = np.array([1.0, single, double])[random_part[:, None] + random_part[None, :]]
+        np.fill_diagonal(pairs, np.where(random_part, single, 1.0))
         return pairs
 
 
@@ -72,12 +75,14 @@ def largest(w: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
 
 def observe(w: np.ndarray, k_prime: int, k1: int, rng: np.random.Generator) -> ObservePlan:
     """Observe(w, k', k1) of §4: U_t = the k1 largest |w_i|, V_t = k' - k1 uniform draws from [d] \\ U_t."""
-    d = len(w)
-    top = largest(w, k1, rng)
-    rest = np.setdiff1d(np.arange(d), top)
+    surely = np.zeros(len(w), dtype=bool)
+    surely[largest(w, k1, rng)] = True
+    rest = np.flatnonzero(~surely)
     n_random = min(k_prime - k1, len(rest))
     drawn = rng.choice(rest, size=n_random, replace=False)
-    return ObservePlan(d=d, top=top, n_random=n_random, selected=np.sort(np.concatenate([top, drawn])))
+    surely_and_drawn = surely.copy()
+    surely_and_drawn[drawn] = True
+    return ObservePlan(surely=surely, n_random=n_random, selected=np.flatnonzero(surely_and_drawn))
 
 
 def pair_constant(d: int, k_prime: int, k1: int) -> float:

@@ -1,0 +1,171 @@
+"""What the Hazan & Koren and Kukliansky & Shamir learners share: per example, draw k data-point
+indices from q and a few inner-product indices from p(w), pay for the distinct ones, and take an
+OGD (ridge) or EG (lasso) step along the estimated gradient φ̃ · x̃.
+
+``SampledGradient`` is that loop on top of an iterate from ``_iterates``; ``AttributeEfficient`` is the
+``Algorithm`` shell every public class of the family fills in with its sampling choices and step size.
+Randomness: per example, one batch of U[0,1) numbers from the algorithm's generator, the data-point
+draws first, then the inner-product draws (drawn even when w = 0 and not needed, so the stream of
+numbers does not depend on the data).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from abc import abstractmethod
+
+import numpy as np
+
+from learner.algorithms._estimators import squared_loss_gradient
+from learner.algorithms._iterates import LassoIterate, RidgeIterate, ScaledIterate
+from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+
+B_DOC = "radius of the constraint ball on w (the papers' B; their theorems assume |y| <= B)"
+
+
+class DataPointSampler:
+    """Draws i ~ q for x̃: uniform (q_i = 1/d, H&K) or any fixed distribution (K&S), by bisection."""
+
+    def __init__(self, d: int, q: np.ndarray | None = None) -> None:
+        self.d = d
+        self.q = None if q is None else np.asarray(q, dtype=np.float64) / float(np.sum(q))
+        if self.q is not None:
+            self._cumulative = np.cumsum(self.q).tolist()
+            with np.errstate(divide="ignore"):
+                self._inverse = (1.0 / self.q).tolist()
+
+    def probabilities(self) -> np.ndarray:
+        return np.full(self.d, 1.0 / self.d) if self.q is None else self.q
+
+    def draw(self, uniform: float) -> tuple[int, float]:
+        """An index i ~ q and its weight 1/q_i; an index with q_i = 0 is never returned."""
+        if self.q is None:
+            return min(int(uniform * self.d), self.d - 1), float(self.d)
+        cumulative = self._cumulative
+        i = min(bisect.bisect_right(cumulative, uniform * cumulative[-1]), self.d - 1)
+        while self._inverse[i] == math.inf:  # rounding at the very top can land past the last positive q
+            i -= 1
+        return i, self._inverse[i]
+
+
+class SampledGradient:
+    """One learner of the family: select() draws the indices, update() builds g̃ and steps the iterate."""
+
+    def __init__(
+        self,
+        iterate: ScaledIterate,
+        sampler: DataPointSampler,
+        x_draws: int,
+        inner_draws: int,
+        eta: float,
+        rng: np.random.Generator,
+    ) -> None:
+        self.iterate = iterate
+        self.sampler = sampler
+        self.x_draws = x_draws
+        self.inner_draws = inner_draws
+        self.eta = eta
+        self.rng = rng
+        self._x: list[int] = []
+        self._inv_q: list[float] = []
+        self._inner: list[int] = []
+        self._ratios: list[float] = []
+
+    def select(self) -> list[int]:
+        uniforms = self.rng.random(self.x_draws + self.inner_draws).tolist()
+        self._draw_data_point(uniforms[: self.x_draws])
+        self._inner, self._ratios = [], []
+        if not self.iterate.is_zero:
+            for u in uniforms[self.x_draws :]:
+                j, ratio = self.iterate.sample(u)
+                self._inner.append(j)
+                self._ratios.append(ratio)
+        return list(dict.fromkeys(self._x + self._inner))
+
+    def _draw_data_point(self, uniforms: list[float]) -> None:
+        self._x, self._inv_q = [], []
+        for u in uniforms:
+            i, inv_q = self.sampler.draw(u)
+            self._x.append(i)
+            self._inv_q.append(inv_q)
+
+    def gradient(self, observed: Observed, y: float) -> dict[int, float]:
+        return squared_loss_gradient(self._x, self._inv_q, self._inner, self._ratios, observed, y)
+
+    def update(self, observed: Observed, y: float) -> None:
+        self.iterate.step(self.gradient(observed, y), self.eta)
+
+
+class AttributeEfficient(Algorithm):
+    """Algorithm shell over a ``SampledGradient`` engine built by ``build``."""
+
+    budget_kind = "local"
+    min_budget = 2
+
+    def __init__(self, problem: Problem, seed: int = 0, **params) -> None:
+        super().__init__(problem, seed, **params)
+        self.engine = self.build()
+
+    @abstractmethod
+    def build(self) -> SampledGradient:
+        """Resolve the parameters (writing the values in effect back to ``config``) and make the engine."""
+
+    def select(self) -> list[int]:
+        return self.engine.select()
+
+    def update(self, observed: Observed, y: float) -> None:
+        self.engine.update(observed, y)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.engine.iterate.average()
+
+    def current_weights(self) -> np.ndarray:
+        return self.engine.iterate.current()
+
+    # --- parameter helpers ----------------------------------------------------------------------
+
+    def resolve(self, name: str, theoretical: float) -> float:
+        """The parameter if given, else the theoretical value; recorded in ``config`` either way."""
+        value = self.config[name]
+        value = theoretical if value is None else float(value)
+        if not value > 0 or not math.isfinite(value):
+            raise ParamError(f"{self.id}: {name} must be a positive number, got {value}")
+        self.config[name] = value
+        return value
+
+    def even_split(self, name: str = "x_draws") -> tuple[int, int]:
+        """(data-point draws, inner-product draws): the K&S §5 even split, x̃ getting the odd one."""
+        budget = self.problem.budget
+        value = self.config[name]
+        x_draws = math.ceil(budget / 2) if value is None else int(value)
+        if not 1 <= x_draws <= budget - 1:
+            raise ParamError(f"{self.id}: {name} must be in 1..{budget - 1} (the budget is {budget}), got {x_draws}")
+        self.config[name] = x_draws
+        return x_draws, budget - x_draws
+
+
+def ridge_iterate(d: int, B: float, c: np.ndarray | None, start: np.ndarray | None = None) -> RidgeIterate:
+    """p ∝ w² (H&K) when c is None, else p ∝ |w_j| c_j (K&S §5)."""
+    return RidgeIterate(d, B, power=2 if c is None else 1, c=c, start=start)
+
+
+def lasso_iterate(d: int, B: float, c: np.ndarray | None, start: np.ndarray | None = None) -> LassoIterate:
+    """p ∝ |w| (H&K) when c is None, else p ∝ |w_j| c_j (K&S §5)."""
+    return LassoIterate(d, B, power=1, c=c, start=start)
+
+
+def floored_moments(moments: np.ndarray, floor: float) -> np.ndarray:
+    """(1 - floor) E[x²] + floor · mean E[x²]: keeps every q_i > 0 when floor > 0 (ERRATA, ε = 0)."""
+    moments = np.maximum(np.asarray(moments, dtype=np.float64), 0.0)
+    if not moments.sum() > 0:
+        return np.ones_like(moments)
+    return (1.0 - floor) * moments + floor * moments.mean()
+
+
+def check_floor(algorithm: Algorithm) -> float:
+    floor = float(algorithm.config["floor"])
+    if not 0.0 <= floor <= 1.0:
+        raise ParamError(f"{algorithm.id}: floor must be in [0, 1], got {floor}")
+    return floor

@@ -1,0 +1,129 @@
+"""The importance-sampling estimators of Hazan & Koren (2012) and Kukliansky & Shamir (2015).
+
+Pure functions of the draws and the observed values, so the algorithms and the unbiasedness tests
+call exactly the same code. Every draw is made with replacement; a draw is described by its index
+and by the weight its value enters the estimate with (1/q_i for a data-point draw, w_j/p_j for an
+inner-product draw), fixed when the index was drawn.
+
+- ``estimate_x``: x̃ = (1/k) Σ_r x[i_r]/q[i_r] e_{i_r} (H&K Alg. 1 lines 3-7 with q = 1/d; K&S eq. (1)).
+- ``estimate_inner``: the mean of (w_j/p_j) x[j] over the inner-product draws, unbiased for <w, x>
+  (H&K line 9 with p ∝ w², K&S eq. (5) with any p whose support covers w's). Several draws are
+  averaged when the budget is split evenly, as in K&S §5.
+- ``genest_phi``: Procedure 3 (GenEst) for AESVR's f' = ½[erf((r-δ)/ε) + erf((r+δ)/ε)], r = <w,x> - y.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+Observed = Mapping[int, float]
+
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def estimate_x(draws: Sequence[int], inv_q: Sequence[float], observed: Observed) -> dict[int, float]:
+    """Sparse x̃: attribute -> estimate, from k draws i_r with weights 1/q[i_r]."""
+    k = len(draws)
+    x_tilde: dict[int, float] = {}
+    for i, weight in zip(draws, inv_q, strict=True):
+        x_tilde[i] = x_tilde.get(i, 0.0) + observed[i] * weight / k
+    return x_tilde
+
+
+def estimate_inner(draws: Sequence[int], ratios: Sequence[float], observed: Observed) -> float:
+    """Unbiased estimate of <w, x> from draws j_s with weights w[j_s]/p[j_s]; exactly 0 without draws (w = 0)."""
+    if not draws:
+        return 0.0
+    return sum(r * observed[j] for j, r in zip(draws, ratios, strict=True)) / len(draws)
+
+
+def squared_loss_gradient(
+    x_draws: Sequence[int],
+    inv_q: Sequence[float],
+    inner_draws: Sequence[int],
+    ratios: Sequence[float],
+    observed: Observed,
+    y: float,
+) -> dict[int, float]:
+    """g̃ = φ̃ · x̃ with φ̃ = <w,x>~ - y: unbiased for (<w,x> - y) x since the two draws are independent."""
+    phi = estimate_inner(inner_draws, ratios, observed) - y
+    return {i: phi * v for i, v in estimate_x(x_draws, inv_q, observed).items()}
+
+
+# --- GenEst (Hazan & Koren, Procedure 3) --------------------------------------------------------------
+
+
+def erf_coefficient(n: int) -> float:
+    """a_n of erf(x) = Σ a_n x^n: a_{2j+1} = (2/√π)(-1)^j / (j!(2j+1)) (H&K eq. (7)), 0 for even n."""
+    if n % 2 == 0:
+        return 0.0
+    j = (n - 1) // 2
+    return TWO_OVER_SQRT_PI * (-1) ** j / (math.factorial(j) * (2 * j + 1))
+
+
+def genest_group_size(n: int, N: int) -> int:
+    """Draws per factor θ̃_r: one while n <= 2 log2 N, else N averaged (Procedure 3 lines 3 and 10)."""
+    return 1 if n <= 2 * math.log2(N) else N
+
+
+def genest_max_order(cap: int, N: int) -> int:
+    """The largest n whose n·group_size draws fit in ``cap`` (draws grow with n, so all smaller n fit)."""
+    n = 0
+    while (n + 1) * genest_group_size(n + 1, N) <= cap:
+        n += 1
+    return n
+
+
+def genest_order(uniform: float, n_max: int) -> tuple[int, float]:
+    """n with Pr[n] = 2^-(n+1) (Procedure 3 line 2) conditioned on n <= n_max, and that probability."""
+    mass = 1.0 - 0.5 ** (n_max + 1)
+    target = uniform * mass
+    cumulative = 0.0
+    for n in range(n_max + 1):
+        p = 0.5 ** (n + 1)
+        cumulative += p
+        if target < cumulative:
+            return n, p / mass
+    return n_max, 0.5 ** (n_max + 1) / mass
+
+
+def genest_phi(
+    n: int,
+    p_n: float,
+    groups: Sequence[Sequence[int]],
+    ratios: Sequence[Sequence[float]],
+    observed: Observed,
+    y: float,
+    delta: float,
+    epsilon: float,
+) -> float:
+    """½[GenEst(w, x/ε, (y+δ)/ε) + GenEst(w, x/ε, (y-δ)/ε)] for one drawn order n.
+
+    θ̃_r = (<w,x>~_r - y ∓ δ)/ε with <w,x>~_r the group-r inner-product estimate, and each term is
+    a_n θ̃_1···θ̃_n / Pr[n]. The two GenEst calls share n and the draws: each term stays unbiased (the
+    θ̃_r are independent across r), which halves the attributes they cost.
+    """
+    a = erf_coefficient(n)
+    if a == 0.0:
+        return 0.0
+    plus = minus = 1.0
+    for group, group_ratios in zip(groups, ratios, strict=True):
+        inner = estimate_inner(group, group_ratios, observed)
+        plus *= (inner - y - delta) / epsilon
+        minus *= (inner - y + delta) / epsilon
+    return a / p_n * 0.5 * (plus + minus)
+
+
+def smoothed_derivative(residual: float, delta: float, epsilon: float) -> float:
+    """f'_ε(r) = ½[erf((r-δ)/ε) + erf((r+δ)/ε)], the exact derivative GenEst estimates."""
+    return 0.5 * (math.erf((residual - delta) / epsilon) + math.erf((residual + delta) / epsilon))
+
+
+def truncated_smoothed_derivative(residual: float, delta: float, epsilon: float, n_max: int) -> float:
+    """What GenEst estimates when the budget caps its order at n_max: erf's series cut after n_max."""
+
+    def series(x: float) -> float:
+        return sum(erf_coefficient(n) * x**n for n in range(n_max + 1))
+
+    return 0.5 * (series((residual - delta) / epsilon) + series((residual + delta) / epsilon))

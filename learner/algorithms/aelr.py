@@ -1,0 +1,51 @@
+"""AELR: Attribute Efficient Lasso Regression — Hazan & Koren (2012), Algorithm 2.
+
+Per example: k indices drawn uniformly (x̃ as in AERR), one index j drawn with p_j = |w_j| / ||w||_1
+(φ̃ = ||w||_1 sign(w_j) x[j] - y), g̃ = φ̃ x̃, clipped to ḡ = clip(g̃, 1/η), then the EG± update
+z+ *= exp(-η ḡ), z- *= exp(η ḡ), w = B (z+ - z-) / (||z+||_1 + ||z-||_1). Output: the average iterate.
+
+Choices the paper leaves open (see shared/papers/ERRATA.md):
+
+- Budget: k + 1 attributes per example (k uniform draws and one |w|-weighted draw); the experiments'
+  "k = 4" is a local budget of 5. Draws are i.i.d. with replacement, repeated indices paid for once.
+- w_1 = 0 (z+ = z- = 1) leaves p undefined: while w = 0, <w, x> = 0 exactly, so φ̃ = -y and the
+  |w|-weighted draw is skipped (ERRATA: "spend the draw with ŷ term 0").
+- η defaults to Theorem 3.4's step size as its proof gives it, (1/2B) sqrt(k log 2d / (10 d m))
+  (ERRATA: the printed (1/4B²) sqrt(2k log 2d / (5md)) is a factor 1/B off), m the run's examples.
+- B defaults to 1 (labels ±1 in the experiments; the theorem assumes |y| <= B and ||x||_∞ <= 1).
+- Cost per example is O(k log d): only the clipped coordinates of z± change, the normaliser and
+  ||w||_1 live in sum trees and the average is kept lazily (learner/algorithms/_iterates.py). z± are
+  rescaled together when their total leaves [1e-50, 1e50], which leaves w unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+
+from learner.algorithms._attribute_efficient import B_DOC, AttributeEfficient, DataPointSampler, SampledGradient
+from learner.algorithms._iterates import LassoIterate
+from learner.algorithms.aerr import HAZAN_KOREN
+
+
+def aelr_eta(k: int, d: int, m: int, B: float) -> float:
+    """Theorem 3.4 as its proof derives it (ERRATA): η = (1/2B) sqrt(k log 2d / (10 d m))."""
+    return math.sqrt(k * math.log(2 * d) / (10 * d * max(m, 1))) / (2 * B)
+
+
+class AELR(AttributeEfficient):
+    """Attribute Efficient Lasso Regression: clipped EG± with uniform and |w|-weighted attribute draws."""
+
+    id = "aelr"
+    name = "AELR (Attribute Efficient Lasso Regression)"
+    paper = HAZAN_KOREN
+    algorithm = "Algorithm 2"
+    params = {
+        "B": (1.0, B_DOC),
+        "eta": (None, "step size η; default Theorem 3.4's (1/2B)·sqrt(k log 2d/(10dm)) (ERRATA), k = budget - 1"),
+    }
+
+    def build(self) -> SampledGradient:
+        d, k = self.problem.d, self.problem.budget - 1
+        B = self.resolve("B", 1.0)
+        eta = self.resolve("eta", aelr_eta(k, d, self.problem.n_examples, B))
+        return SampledGradient(LassoIterate(d, B), DataPointSampler(d), k, 1, eta, self.rng)

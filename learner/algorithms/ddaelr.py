@@ -1,0 +1,69 @@
+"""DDAELR: Data-Dependent Attribute Efficient Lasso Regression — Kukliansky & Shamir (2015), §4.1.
+
+GAELR (Algorithm 3) with the q that minimises the bound on ||E x̃²||_∞ given the second moments,
+q_i = E x_i² / Σ_j E x_j² (Lemma 4.3). The moments are prior knowledge the runner fetches from the
+oracle (recorded in its ledger) and passes as ``Problem.second_moments``.
+
+Choices (the options of the paper's experiments, §5; see shared/papers/ERRATA.md):
+
+- Inner product: p_j ∝ |w_j| sqrt(E x_j²) (§4's improved estimator, used in all experiments).
+- Budget: ``problem.budget`` attributes split evenly (§5): ceil(budget/2) data-point draws, the rest
+  for the inner product; ``x_draws`` overrides. i.i.d. draws, each distinct index paid for once.
+- ``floor``: q and p use (1 - floor) E x² + floor · mean(E x²); default 0 (exact moments: an attribute
+  with E x_i² = 0 is 0 in every training example).
+- w_1 = 0 (z+ = z- = 1): there <w, x> = 0 exactly, so φ̃ = -y without inner-product draws.
+- η defaults to Theorem 4.6: (1/2B) sqrt(log 2d / (5 m (||E x²||_1 / k + 1))), k = data-point draws.
+  The theorem assumes ||x||_∞ <= 1.
+- B defaults to 1 (labels ±1 in the experiments; the theorem assumes |y| <= B).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from learner.algorithms._attribute_efficient import (
+    B_DOC,
+    AttributeEfficient,
+    DataPointSampler,
+    SampledGradient,
+    check_floor,
+    floored_moments,
+    lasso_iterate,
+)
+from learner.algorithms.ddaerr import FLOOR_DOC
+from learner.algorithms.gaelr import gaelr_eta
+from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
+
+
+def lasso_engine(
+    algorithm: AttributeEfficient, moments: np.ndarray, eta: float, start: np.ndarray | None = None
+) -> SampledGradient:
+    """GAELR with Lemma 4.3's q ∝ moments and p ∝ |w_j| sqrt(moments_j)."""
+    d = algorithm.problem.d
+    x_draws, inner_draws = algorithm.even_split()
+    iterate = lasso_iterate(d, float(algorithm.config["B"]), np.sqrt(moments), start)
+    return SampledGradient(iterate, DataPointSampler(d, moments), x_draws, inner_draws, eta, algorithm.rng)
+
+
+class DDAELR(AttributeEfficient):
+    """Data-Dependent AELR: GAELR with q ∝ E x_i² from known second moments."""
+
+    id = "ddaelr"
+    name = "DDAELR (Data-Dependent Attribute Efficient Lasso Regression)"
+    paper = KUKLIANSKY_SHAMIR
+    algorithm = "Algorithm 3 with Lemma 4.3 (Section 4.1)"
+    needs_second_moments = True
+    params = {
+        "B": (1.0, B_DOC),
+        "eta": (None, "step size η; default Theorem 4.6's (1/2B)·sqrt(log 2d/(5m(||E x²||_1/k + 1)))"),
+        "x_draws": (None, X_DRAWS_DOC),
+        "floor": (0.0, FLOOR_DOC),
+    }
+
+    def build(self) -> SampledGradient:
+        assert self.problem.second_moments is not None
+        moments = floored_moments(self.problem.second_moments, check_floor(self))
+        x_draws, _ = self.even_split()
+        B = self.resolve("B", 1.0)
+        eta = self.resolve("eta", gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B, float(moments.sum())))
+        return lasso_engine(self, moments, eta)

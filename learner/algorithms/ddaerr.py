@@ -1,0 +1,77 @@
+"""DDAERR: Data-Dependent Attribute Efficient Ridge Regression — Kukliansky & Shamir (2015), §3.1.
+
+GAERR (Algorithm 1) with the q that minimises the variance bound of x̃ given the second moments,
+q_i = sqrt(E x_i²) / Σ_j sqrt(E x_j²) (eq. (4)). The moments are prior knowledge: the runner fetches
+them from the oracle (which records that reveal in its ledger) and passes ``Problem.second_moments``.
+
+Choices (the options of the paper's experiments, §5; see shared/papers/ERRATA.md):
+
+- Inner product: p_j ∝ |w_j| sqrt(E x_j²) (the improved estimator of §3/§5, all the experiments
+  used), φ̃ = mean over the draws of (w_j / p_j) x[j] - y.
+- Budget: ``problem.budget`` = k + 1 attributes split evenly (§5): ceil(budget/2) draws for x̃, the rest
+  for the inner product (5 -> 3 + 2, 57 -> 29 + 28); ``x_draws`` overrides. i.i.d. draws with
+  replacement, each distinct index paid for once.
+- ``floor``: q and p use (1 - floor) E x² + floor · mean(E x²). Default 0: with the exact moments an
+  attribute with E x_i² = 0 is 0 in every training example, so never drawing it loses nothing.
+- w_1 = 0: there <w, x> = 0 exactly, so φ̃ = -y without inner-product draws.
+- η defaults to Theorem 3.5: 1 / sqrt(m (||E x²||_{1/2} / k + 1)), ||v||_{1/2} = (Σ sqrt v_i)²,
+  k = the data-point draws. The theorem assumes ||x||_2 <= 1, i.e. Σ E x_i² <= 1.
+- B defaults to 1 (labels ±1 in the experiments; the theorem assumes |y| <= B).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from learner.algorithms._attribute_efficient import (
+    B_DOC,
+    AttributeEfficient,
+    DataPointSampler,
+    SampledGradient,
+    check_floor,
+    floored_moments,
+    ridge_iterate,
+)
+from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC, gaerr_eta
+
+FLOOR_DOC = "q and p use (1 - floor)·E x² + floor·mean(E x²), keeping every q_i > 0 when floor > 0"
+
+
+def half_norm(moments: np.ndarray) -> float:
+    """||v||_{1/2} = (Σ_i sqrt v_i)², which equals Σ_i v_i / q_i at eq. (4)'s q."""
+    return float(np.sum(np.sqrt(moments))) ** 2
+
+
+def ridge_engine(
+    algorithm: AttributeEfficient, moments: np.ndarray, eta: float, start: np.ndarray | None = None
+) -> SampledGradient:
+    """GAERR with eq. (4)'s q ∝ sqrt(moments) and p ∝ |w_j| sqrt(moments_j)."""
+    d = algorithm.problem.d
+    root = np.sqrt(moments)
+    x_draws, inner_draws = algorithm.even_split()
+    iterate = ridge_iterate(d, float(algorithm.config["B"]), root, start)
+    return SampledGradient(iterate, DataPointSampler(d, root), x_draws, inner_draws, eta, algorithm.rng)
+
+
+class DDAERR(AttributeEfficient):
+    """Data-Dependent AERR: GAERR with q ∝ sqrt(E x_i²) from known second moments."""
+
+    id = "ddaerr"
+    name = "DDAERR (Data-Dependent Attribute Efficient Ridge Regression)"
+    paper = KUKLIANSKY_SHAMIR
+    algorithm = "Algorithm 1 with eq. (4) (Section 3.1)"
+    needs_second_moments = True
+    params = {
+        "B": (1.0, B_DOC),
+        "eta": (None, "step size η; default Theorem 3.5's 1/sqrt(m(||E x²||_{1/2}/k + 1))"),
+        "x_draws": (None, X_DRAWS_DOC),
+        "floor": (0.0, FLOOR_DOC),
+    }
+
+    def build(self) -> SampledGradient:
+        assert self.problem.second_moments is not None
+        moments = floored_moments(self.problem.second_moments, check_floor(self))
+        x_draws, _ = self.even_split()
+        self.resolve("B", 1.0)
+        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, half_norm(moments)))
+        return ridge_engine(self, moments, eta)

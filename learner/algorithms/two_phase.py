@@ -1,0 +1,165 @@
+"""Two-Phased DDAERR and DDAELR — Kukliansky & Shamir (2015), Algorithms 2 and 4.
+
+Without prior knowledge of the second moments: phase 1 (the first m_1 examples) estimates them,
+A[i] = mean of the observed x_i², then phase 2 (the next m_2) runs DDAERR / DDAELR with A in place of
+E x², and the output is phase 2's average iterate.
+
+Choices (the paper's experiments, §5; see shared/papers/ERRATA.md):
+
+- m_1 = m/10 and m_2 = 9m/10 of the run's m examples (``phase1`` sets the fraction).
+- Phase 1 runs AERR / AELR (Hazan & Koren Algorithms 1 / 2, budget - 1 uniform draws and one
+  w-weighted draw, their theoretical η for m_1 examples unless ``eta1`` is given), and phase 2 starts
+  from its average iterate. Every value observed in phase 1 feeds A, each distinct attribute of an
+  example once: which attributes are drawn depends only on past examples, so each per-attribute mean
+  of x_i² stays unbiased, and it uses the whole budget instead of the k + 1 uniform draws of line 5.
+- ε = 0, as in the experiments (the q_i of line 12 use A itself, not A + 13ε/6), with ERRATA's floor:
+  q and p use (1 - floor) A + floor · mean(A), ``floor`` = 0.01 by default, so an attribute phase 1
+  never saw keeps q_i > 0 and can still be learnt (with floor = 0 it could not).
+- Phase 2 is DDAERR / DDAELR as in ddaerr.py / ddaelr.py: p_j ∝ |w_j| sqrt(A_j), the budget split
+  evenly (``x_draws`` overrides), i.i.d. draws with replacement.
+- η (phase 2) defaults to the theorems with ε = 0: Theorem 3.12's max(sqrt(k/(6 d m_2)),
+  sqrt(k/(m_2 (2||2A||_{1/2} + k)))) for ridge and Theorem 4.7's sqrt(k log 2d / (20 B² m_2 (8||A||_1 + k)))
+  for lasso, k = the data-point draws, A floored as above.
+- B defaults to 1 (labels ±1 in the experiments; the theorems assume |y| <= B).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+
+import numpy as np
+
+from learner.algorithms._attribute_efficient import (
+    B_DOC,
+    AttributeEfficient,
+    DataPointSampler,
+    SampledGradient,
+    check_floor,
+    floored_moments,
+)
+from learner.algorithms._iterates import LassoIterate, RidgeIterate
+from learner.algorithms.aelr import aelr_eta
+from learner.algorithms.aerr import aerr_eta
+from learner.algorithms.base import Observed, ParamError
+from learner.algorithms.ddaelr import lasso_engine
+from learner.algorithms.ddaerr import FLOOR_DOC, half_norm, ridge_engine
+from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
+
+
+def two_phase_params(eta_doc: str) -> dict:
+    return {
+        "B": (1.0, B_DOC),
+        "eta": (None, eta_doc),
+        "eta1": (None, "phase-1 step size; default the AERR/AELR theorem's η for m_1 examples"),
+        "x_draws": (None, X_DRAWS_DOC),
+        "floor": (0.01, FLOOR_DOC),
+        "phase1": (0.1, "share m_1/m of the examples spent estimating the moments (the experiments' 1/10)"),
+    }
+
+
+class TwoPhase(AttributeEfficient):
+    """Phase 1: AERR/AELR while estimating E x²; phase 2: the data-dependent learner from there."""
+
+    def build(self) -> SampledGradient:
+        share = float(self.config["phase1"])
+        if not 0.0 <= share < 1.0:
+            raise ParamError(f"{self.id}: phase1 must be in [0, 1), got {share}")
+        check_floor(self)
+        self.even_split()
+        self.resolve("B", 1.0)
+        m = self.problem.n_examples
+        self.m1 = round(share * m)
+        self.m2 = max(m - self.m1, 1)
+        self.counts = np.zeros(self.problem.d)
+        self.square_sums = np.zeros(self.problem.d)
+        self.seen = 0
+        self.phase = 1
+        if self.m1 == 0:
+            return self.second_phase(None)
+        d, k = self.problem.d, self.problem.budget - 1
+        sampler = DataPointSampler(d)
+        return SampledGradient(self.first_iterate(), sampler, k, 1, self.resolve("eta1", self.first_eta(k)), self.rng)
+
+    def update(self, observed: Observed, y: float) -> None:
+        if self.phase == 1:
+            for i, value in observed.items():
+                self.counts[i] += 1
+                self.square_sums[i] += value * value
+        self.engine.update(observed, y)
+        self.seen += 1
+        if self.phase == 1 and self.seen == self.m1:
+            self.engine = self.second_phase(self.engine.iterate.average())
+
+    def moment_estimates(self) -> np.ndarray:
+        """A[i] = square_sums[i] / counts[i] (Algorithm 2/4 line 8), 0 for attributes never observed."""
+        return np.divide(self.square_sums, self.counts, out=np.zeros_like(self.square_sums), where=self.counts > 0)
+
+    def second_phase(self, start: np.ndarray | None) -> SampledGradient:
+        self.phase = 2
+        moments = floored_moments(self.moment_estimates(), float(self.config["floor"]))
+        x_draws = int(self.config["x_draws"])
+        eta = self.resolve("eta", self.second_eta(moments, x_draws))
+        return self.data_dependent_engine(moments, eta, start)
+
+    @abstractmethod
+    def first_iterate(self) -> RidgeIterate | LassoIterate: ...
+
+    @abstractmethod
+    def first_eta(self, k: int) -> float: ...
+
+    @abstractmethod
+    def second_eta(self, moments: np.ndarray, x_draws: int) -> float: ...
+
+    @abstractmethod
+    def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient: ...
+
+
+class TwoPhasedDDAERR(TwoPhase):
+    """Two-Phased DDAERR: AERR on m/10 examples while estimating E x², then DDAERR with the estimates."""
+
+    id = "ddaerr-2phase"
+    name = "Two-Phased DDAERR"
+    paper = KUKLIANSKY_SHAMIR
+    algorithm = "Algorithm 2"
+    params = two_phase_params(
+        "phase-2 step size; default Theorem 3.12 with ε = 0: max(sqrt(k/(6dm₂)), sqrt(k/(m₂(2||2A||_{1/2} + k))))"
+    )
+
+    def first_iterate(self) -> RidgeIterate:
+        return RidgeIterate(self.problem.d, float(self.config["B"]))
+
+    def first_eta(self, k: int) -> float:
+        return aerr_eta(k, self.problem.d, self.m1)
+
+    def second_eta(self, moments: np.ndarray, x_draws: int) -> float:
+        worst = math.sqrt(x_draws / (6 * self.problem.d * self.m2))
+        return max(worst, math.sqrt(x_draws / (self.m2 * (2 * half_norm(2 * moments) + x_draws))))
+
+    def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient:
+        return ridge_engine(self, moments, eta, start)
+
+
+class TwoPhasedDDAELR(TwoPhase):
+    """Two-Phased DDAELR: AELR on m/10 examples while estimating E x², then DDAELR with the estimates."""
+
+    id = "ddaelr-2phase"
+    name = "Two-Phased DDAELR"
+    paper = KUKLIANSKY_SHAMIR
+    algorithm = "Algorithm 4"
+    params = two_phase_params(
+        "phase-2 step size; default Theorem 4.7 with ε = 0: sqrt(k log 2d/(20B²m₂(8||A||_1 + k)))"
+    )
+
+    def first_iterate(self) -> LassoIterate:
+        return LassoIterate(self.problem.d, float(self.config["B"]))
+
+    def first_eta(self, k: int) -> float:
+        return aelr_eta(k, self.problem.d, self.m1, float(self.config["B"]))
+
+    def second_eta(self, moments: np.ndarray, x_draws: int) -> float:
+        d, B = self.problem.d, float(self.config["B"])
+        return math.sqrt(x_draws * math.log(2 * d) / (20 * B**2 * self.m2 * (8 * float(moments.sum()) + x_draws)))
+
+    def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient:
+        return lasso_engine(self, moments, eta, start)
