@@ -4,7 +4,7 @@ Public API: ``load_dataset``, ``describe``, ``list_datasets``, ``parse_dataset_s
 ``remove_dataset`` (see ``registry``); ``Dataset`` and ``DatasetError`` (see ``base``).
 """
 
-from server.datasets.base import Dataset, DatasetError, split_rows, stream_order
+from server.datasets.base import Dataset, DatasetError, UnknownDataset, split_rows, stream_order
 from server.datasets.registry import (
     add_dataset,
     clear_cache,
@@ -27,4 +27,5 @@ __all__ = [
     "remove_dataset",
     "split_rows",
     "stream_order",
+    "UnknownDataset",
 ]

@@ -31,6 +31,10 @@ class DatasetError(ValueError):
     """A dataset name or parameter the registry cannot serve (a 4xx for the API)."""
 
 
+class UnknownDataset(DatasetError):
+    """No dataset of that name is served here (a 404, where a bad parameter is a 422)."""
+
+
 @dataclass
 class Dataset:
     """Train and test splits as row-index arrays into one feature matrix ``X`` and target ``y``.

@@ -18,7 +18,7 @@ import numpy as np
 
 from client.models import DatasetInfo, DatasetList, ParamValue
 from server.datasets import fashion, mnist, online_sparse, powerlaw, sklearn_sets, sparse_gaussian, user
-from server.datasets.base import Dataset, DatasetError
+from server.datasets.base import Dataset, DatasetError, UnknownDataset
 from server.datasets.family import Family, resolve_params
 
 BUILTINS: tuple[Family, ...] = (
@@ -84,15 +84,15 @@ def _builtin(name: str) -> tuple[Family, tuple[int, ...]] | None:
         args = family.match(name)
         if args is not None:
             if not family.available():
-                raise DatasetError(f"{name}: the {family.pattern} data ({family.source}) is not installed here")
+                raise UnknownDataset(f"{name}: the {family.pattern} data ({family.source}) is not installed here")
             return family, args
     return None
 
 
-def _unknown(name: str, root: Path) -> DatasetError:
+def _unknown(name: str, root: Path) -> UnknownDataset:
     builtins = [f.pattern for f in BUILTINS if f.available()]
     users = user.names(root)
-    return DatasetError(f"unknown dataset {name!r}; built in: {', '.join(builtins)}"
+    return UnknownDataset(f"unknown dataset {name!r}; built in: {', '.join(builtins)}"
                         + (f"; user datasets: {', '.join(users)}" if users else "; no user datasets"))
 
 

@@ -9,7 +9,15 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from client.models import DatasetInfo, DatasetList, ErrorBody
-from server.datasets import DatasetError, add_dataset, describe, list_datasets, parse_dataset_spec, remove_dataset
+from server.datasets import (
+    DatasetError,
+    UnknownDataset,
+    add_dataset,
+    describe,
+    list_datasets,
+    parse_dataset_spec,
+    remove_dataset,
+)
 from server.deps import Admin
 from server.errors import APIError
 
@@ -40,8 +48,10 @@ def dataset(
     try:
         name, params = parse_dataset_spec(spec)
         return describe(name, params, seed)
-    except DatasetError as exc:
+    except UnknownDataset as exc:
         raise APIError(404, "unknown_dataset", str(exc)) from None
+    except DatasetError as exc:
+        raise APIError(422, "invalid_dataset_params", str(exc)) from None
 
 
 @router.post("", status_code=201, response_model=DatasetInfo, dependencies=[Admin])

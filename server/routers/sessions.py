@@ -119,9 +119,10 @@ def ledger(
     if format == "json":
         rows, next_after = sessions.ledger_page(session_id, token, after, limit)
         return LedgerPage(rows=rows, next_after=next_after)
+    # Authenticate before streaming starts: once the status line is out, an error can no longer be a 404.
+    head = sessions.head(session_id, token)
     rows_iter = (r for r in sessions.iter_ledger(session_id, token) if r["seq"] > after)
     if format == "ndjson":
-        head = sessions.head(session_id, token)
 
         def ndjson() -> Iterator[str]:
             for row in rows_iter:
