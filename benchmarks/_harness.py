@@ -1,0 +1,178 @@
+"""What both benchmark scripts share: the command line, an oracle in its own process, and the report.
+
+The oracle runs as ``budgetlab serve oracle`` in a subprocess (never in the benchmark's own process), so
+the client's Python never competes with the server's for one GIL: the figures are those a user sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+ADMIN_TOKEN = "bench-admin"
+
+
+@dataclass
+class Figure:
+    name: str
+    value: float | bool
+    unit: str = ""
+    target: str = ""
+    # True: the target is met, False: missed, None: an informational figure without a target.
+    met: bool | None = None
+
+    @property
+    def result(self) -> str:
+        return "" if self.met is None else ("PASS" if self.met else "MISS")
+
+
+@dataclass
+class Report:
+    benchmark: str
+    mode: str
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, name: str, value: float | bool, unit: str = "", target: str = "", met: bool | None = None) -> None:
+        # Plain Python numbers, so numpy scalars never reach json.dumps.
+        self.figures.append(Figure(name, value if isinstance(value, bool) else float(value), unit, target, met))
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        progress(f"note: {text}")
+
+    def emit(self, as_json: bool) -> None:
+        if as_json:
+            body = {"benchmark": self.benchmark, "mode": self.mode, "notes": self.notes,
+                    "figures": {f.name: {**asdict(f), "result": f.result} for f in self.figures}}
+            sys.stdout.write(json.dumps(body) + "\n")
+            return
+        rows = [(f.name, _format(f.value), f.unit, f.target, f.result) for f in self.figures]
+        header = ("figure", "value", "unit", "target", "result")
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        lines = [f"{self.benchmark} ({self.mode})", _row(header, widths), _row(tuple("-" * w for w in widths), widths)]
+        lines += [_row(r, widths) for r in rows]
+        lines += [f"note: {n}" for n in self.notes]
+        sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _format(value: float | bool) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _row(cells: tuple[str, ...], widths: list[int]) -> str:
+    # Names left, numbers right, so a column of figures reads at a glance.
+    first, value, *rest = cells
+    return "  ".join([first.ljust(widths[0]), value.rjust(widths[1]),
+                      *(c.ljust(w) for c, w in zip(rest, widths[2:], strict=True))]).rstrip()
+
+
+def progress(text: str) -> None:
+    """Progress goes to stderr, so stdout holds only the report (one JSON object with --json)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def arguments(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds: checks the script runs")
+    return parser.parse_args()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def budgetlab_command() -> list[str]:
+    script = Path(sys.executable).with_name("budgetlab")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from client.cli import app; app()"]
+
+
+@dataclass
+class OracleProcess:
+    url: str
+    process: subprocess.Popen
+    data_dir: Path
+    database: Path
+
+
+@contextmanager
+def oracle_process(workdir: Path, timeout: float = 90.0) -> Iterator[OracleProcess]:
+    """``budgetlab serve oracle`` on a free loopback port, its ledger and data directory under ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    database = workdir / "ledger.db"
+    data_dir = workdir / "data"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "BUDGETLAB_DATA_DIR": str(data_dir),
+           "BUDGETLAB_ADMIN_TOKEN": ADMIN_TOKEN}
+    port = free_port()
+    log = (workdir / "oracle.log").open("wb")
+    process = subprocess.Popen([*budgetlab_command(), "serve", "oracle", "--port", str(port)], env=env, cwd=workdir,
+                               stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, timeout, workdir / "oracle.log")
+        yield OracleProcess(url, process, data_dir, database)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, timeout: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the oracle exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"the oracle at {url} did not become healthy in {timeout:g} s")
+
+
+def free_disk(path: Path) -> int:
+    return shutil.disk_usage(path).free
+
+
+def process_memory(pid: int) -> dict[str, float]:
+    """Resident memory of a process in MB: VmRSS (psutil if installed), and from /proc its parts and peak."""
+    figures: dict[str, float] = {}
+    try:
+        import psutil
+
+        figures["VmRSS"] = psutil.Process(pid).memory_info().rss / 2**20
+    except ImportError:
+        pass
+    status = Path(f"/proc/{pid}/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
+                figures.setdefault(key, int(rest.split()[0]) / 1024)
+    if "VmRSS" not in figures:
+        raise RuntimeError(f"cannot read the memory of process {pid}: install psutil or run on Linux")
+    return figures

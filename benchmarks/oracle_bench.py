@@ -1,0 +1,268 @@
+"""Oracle benchmarks (issue 2): observe latency, batch ledger throughput, memory of a 4 GB memory-mapped dataset.
+
+Each part talks to a real ``budgetlab serve oracle`` process on a loopback port with a SQLite ledger in a
+temporary directory (``$TMPDIR``), so the figures include HTTP, the budget checks and the committed,
+hash-chained ledger rows:
+
+- observe latency: p50 of one ``observe`` of 5 attributes (raw httpx, one pool session, a fresh example per
+  request), against the p50 of ``GET /healthz`` on the same server, interleaved request by request so
+  both see the same machine load. Target: observe <= 1.5x healthz. The SDK's p50 is shown for reference.
+- batch observe: one ``observe/batch`` of 1,000 examples x 50 attributes; ledgered values per second
+  against raw ``sqlite3.executemany`` of the very rows the oracle wrote (read back from its ledger) into a
+  fresh database migrated with the project's own Alembic revision and opened with the oracle's pragmas.
+  Target: >= 0.5x.
+- memory-mapped dataset: a 1,000,000 x 1,000 float32 matrix plus a target column (4 GB) written as NPY
+  in chunks, added through the admin API, then random attributes of random examples observed for a
+  while; the oracle process's VmRSS must stay below 300 MB. With too little free disk for the file and
+  the oracle's stored copy, the row count is scaled down and a note says so.
+
+Usage: ``python benchmarks/oracle_bench.py [--json] [--smoke]``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+from _harness import ADMIN_TOKEN, Report, arguments, free_disk, oracle_process, process_memory, progress
+
+from client.oracle_client import OracleClient
+from server.db import upgrade
+
+LATENCY_TARGET = 1.5
+BATCH_TARGET = 0.5
+RSS_TARGET_MB = 300.0
+# Headroom left on the disk besides the NPY file and the oracle's stored copy of it.
+DISK_MARGIN = 1 << 30
+LEDGER_COLUMNS = ("session_id", "seq", "kind", "example", "attribute", "value", "cost", "payload", "prev_hash", "hash")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    warmup: int
+    latency_pairs: int
+    batch_examples: int
+    batch_attributes: int
+    batch_repeats: int
+    big_rows: int
+    big_attributes: int
+    observe_seconds: float
+
+
+FULL = Sizes(warmup=200, latency_pairs=2000, batch_examples=1000, batch_attributes=50, batch_repeats=3,
+             big_rows=1_000_000, big_attributes=1000, observe_seconds=20.0)
+SMOKE = Sizes(warmup=5, latency_pairs=30, batch_examples=50, batch_attributes=10, batch_repeats=1,
+              big_rows=2000, big_attributes=50, observe_seconds=0.5)
+# The synthetic dataset of the latency and batch parts: wide enough for 50 attributes, rows for every request.
+SMALL_D = 100
+
+
+def small_dataset(sizes: Sizes) -> dict[str, int]:
+    n_train = max(sizes.warmup + sizes.latency_pairs, sizes.batch_examples * sizes.batch_repeats)
+    return {"d": SMALL_D, "n_train": n_train, "n_test": 100}
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def ok(response: httpx.Response) -> httpx.Response:
+    if response.status_code != 200:
+        raise RuntimeError(f"{response.request.method} {response.request.url.path} -> {response.status_code}: "
+                           f"{response.text[:500]}")
+    return response
+
+
+# --- observe latency ---------------------------------------------------------------------------------
+
+
+def observe_latency(url: str, sizes: Sizes, report: Report) -> None:
+    progress("observe latency ...")
+    rng = np.random.default_rng(1)
+    params = small_dataset(sizes)
+    with OracleClient(url) as sdk, httpx.Client(base_url=url) as http:
+        session = sdk.open_session("sparse-gaussian", dataset_params=params, order="pool",
+                                   budget={"per_example": 5})
+        path, headers = f"/v1/sessions/{session.id}/observe", auth(session.token)
+        health, observe = [], []
+        for example in range(sizes.warmup + sizes.latency_pairs):
+            body = {"example": example, "attributes": rng.choice(SMALL_D, 5, replace=False).tolist()}
+            start = time.perf_counter()
+            ok(http.get("/healthz"))
+            middle = time.perf_counter()
+            ok(http.post(path, json=body, headers=headers))
+            end = time.perf_counter()
+            if example >= sizes.warmup:
+                health.append(middle - start)
+                observe.append(end - middle)
+
+        sdk_session = sdk.open_session("sparse-gaussian", dataset_params=params, order="pool",
+                                       budget={"per_example": 5})
+        through_sdk = []
+        for example in range(sizes.warmup + sizes.latency_pairs):
+            attributes = rng.choice(SMALL_D, 5, replace=False).tolist()
+            start = time.perf_counter()
+            sdk_session.observe(example, attributes)
+            if example >= sizes.warmup:
+                through_sdk.append(time.perf_counter() - start)
+
+    observe_p50, health_p50 = float(np.median(observe)) * 1e3, float(np.median(health)) * 1e3
+    ratio = observe_p50 / health_p50
+    report.add("observe_p50", observe_p50, "ms")
+    report.add("healthz_p50", health_p50, "ms")
+    report.add("observe_to_healthz_p50", ratio, "x", f"<= {LATENCY_TARGET}", ratio <= LATENCY_TARGET)
+    report.add("observe_p50_sdk", float(np.median(through_sdk)) * 1e3, "ms")
+    report.add("observe_p99", float(np.percentile(observe, 99)) * 1e3, "ms")
+
+
+# --- batch observe against raw sqlite3 ---------------------------------------------------------------
+
+
+def batch_throughput(url: str, database: Path, workdir: Path, sizes: Sizes, report: Report) -> None:
+    progress("batch observe ...")
+    rng = np.random.default_rng(2)
+    n, k = sizes.batch_examples, sizes.batch_attributes
+    with OracleClient(url) as sdk, httpx.Client(base_url=url, timeout=600) as http:
+        session = sdk.open_session("sparse-gaussian", dataset_params=small_dataset(sizes), order="pool",
+                                   budget={"per_example": k})
+        seconds = []
+        for repeat in range(sizes.batch_repeats):
+            items = [{"example": e, "attributes": rng.choice(SMALL_D, k, replace=False).tolist()}
+                     for e in range(repeat * n, (repeat + 1) * n)]
+            start = time.perf_counter()
+            response = ok(http.post(f"/v1/sessions/{session.id}/observe/batch", json={"items": items},
+                                    headers=auth(session.token)))
+            seconds.append(time.perf_counter() - start)
+            if response.json()["fresh"] != n * k:
+                raise RuntimeError("the batch did not pay for every requested value")
+    oracle_rate = n * k / float(np.median(seconds))
+
+    rows = ledger_observe_rows(database, session.id)
+    raw_rate = raw_sqlite_rate(workdir / "raw-ledger.db", [rows[i : i + n * k] for i in range(0, len(rows), n * k)])
+    ratio = oracle_rate / raw_rate
+    report.add("batch_observe_values_per_s", oracle_rate, "values/s")
+    report.add("raw_sqlite_rows_per_s", raw_rate, "rows/s")
+    report.add("batch_to_raw_sqlite", ratio, "x", f">= {BATCH_TARGET}", ratio >= BATCH_TARGET)
+
+
+def ledger_observe_rows(database: Path, session_id: str) -> list[tuple]:
+    with sqlite3.connect(database) as conn:
+        return conn.execute(
+            f"SELECT {', '.join(LEDGER_COLUMNS)} FROM ledger WHERE session_id = ? AND kind = 'observe' ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+
+
+def raw_sqlite_rate(path: Path, batches: list[list[tuple]]) -> float:
+    """Rows per second of one ``executemany`` transaction per batch, into the oracle's own schema."""
+    upgrade(f"sqlite:///{path}")
+    conn = sqlite3.connect(path, isolation_level=None)
+    # The oracle's pragmas (server/db.py), so both sides pay for the same durability.
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    insert = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({', '.join('?' * len(LEDGER_COLUMNS))})"
+    seconds = []
+    try:
+        for rows in batches:
+            start = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(insert, rows)
+            conn.execute("COMMIT")
+            seconds.append(time.perf_counter() - start)
+    finally:
+        conn.close()
+    return len(batches[0]) / float(np.median(seconds))
+
+
+# --- a 4 GB dataset, memory-mapped -------------------------------------------------------------------
+
+
+def fitting_rows(sizes: Sizes, workdir: Path, report: Report) -> int:
+    """The row count whose NPY file and the oracle's stored copy both fit on the disk (with a margin)."""
+    d = sizes.big_attributes
+    per_row = (d + 1) * 4 + d * 4 + 8  # the input row (attributes and target), the stored X row and y
+    free = free_disk(workdir)
+    rows = min(sizes.big_rows, max(0, (free - DISK_MARGIN) // per_row))
+    if rows < sizes.big_rows:
+        report.note(f"only {free / 2**30:.1f} GB free under {workdir}: the mapped dataset is scaled down from "
+                    f"{sizes.big_rows:,} to {rows:,} rows")
+    return int(rows)
+
+
+def write_npy(path: Path, rows: int, attributes: int) -> None:
+    """A (rows, attributes + 1) float32 NPY written in chunks; the last column is the target."""
+    block = np.random.default_rng(3).standard_normal((min(rows, 8192), attributes + 1), dtype=np.float32)
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, attributes + 1))
+    for start in range(0, rows, len(block)):
+        count = min(len(block), rows - start)
+        # Shift each chunk so rows differ without drawing 10^9 normals.
+        out[start : start + count] = block[:count] + np.float32(start / rows)
+    out.flush()
+    del out
+
+
+def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report) -> None:
+    rows = fitting_rows(sizes, workdir, report)
+    if rows < 1000:
+        report.note("not enough free disk for the memory-mapped dataset part; skipped")
+        return
+    source = workdir / "big.npy"
+    progress(f"writing a {rows:,} x {sizes.big_attributes + 1:,} float32 NPY ...")
+    start = time.perf_counter()
+    write_npy(source, rows, sizes.big_attributes)
+    progress(f"  {source.stat().st_size / 2**30:.2f} GB in {time.perf_counter() - start:.0f} s")
+
+    with oracle_process(workdir / "mapped") as oracle, OracleClient(oracle.url, timeout=3600,
+                                                                    admin_token=ADMIN_TOKEN) as sdk:
+        pid = oracle.process.pid
+        idle = process_memory(pid)
+        progress("adding it through the admin API ...")
+        start = time.perf_counter()
+        info = sdk.add_dataset(str(source), name="mapped")
+        report.add("mapped_add_seconds", time.perf_counter() - start, "s")
+        source.unlink()  # the oracle serves its own stored copy; free the disk early
+        if info.d != sizes.big_attributes or info.n_train + info.n_test != rows:
+            raise RuntimeError(f"the added dataset has the wrong shape: {info}")
+
+        progress(f"observing random attributes of random examples for {sizes.observe_seconds:g} s ...")
+        rng = np.random.default_rng(4)
+        session = sdk.open_session("mapped", order="pool", budget={"per_example": 5})
+        examples = rng.permutation(info.n_train)
+        requests = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < sizes.observe_seconds and requests < len(examples):
+            session.observe(int(examples[requests]), rng.choice(info.d, 5, replace=False).tolist())
+            requests += 1
+        rate = requests / (time.perf_counter() - start)
+        memory = process_memory(pid)
+
+    report.add("mapped_dataset_gb", rows * (sizes.big_attributes + 1) * 4 / 1e9, "GB")
+    report.add("mapped_observe_requests_per_s", rate, "req/s")
+    report.add("mapped_oracle_rss", memory["VmRSS"], "MB", f"< {RSS_TARGET_MB:g}", memory["VmRSS"] < RSS_TARGET_MB)
+    report.add("idle_oracle_rss", idle["VmRSS"], "MB")
+    for key, name in (("RssAnon", "mapped_oracle_rss_anon"), ("RssFile", "mapped_oracle_rss_file"),
+                      ("VmHWM", "mapped_oracle_rss_peak")):
+        if key in memory:
+            report.add(name, memory[key], "MB")
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0])
+    sizes = SMOKE if args.smoke else FULL
+    report = Report("oracle_bench", "smoke" if args.smoke else "full")
+    with tempfile.TemporaryDirectory(prefix="budgetlab-bench-") as tmp:
+        workdir = Path(tmp)
+        with oracle_process(workdir / "small") as oracle:
+            observe_latency(oracle.url, sizes, report)
+            batch_throughput(oracle.url, oracle.database, workdir, sizes, report)
+        mapped_dataset_memory(workdir, sizes, report)
+    report.emit(args.json)
+
+
+if __name__ == "__main__":
+    main()
