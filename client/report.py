@@ -1,0 +1,207 @@
+"""The written record of a comparison: ``report.md`` for people and ``results.json`` with every curve.
+
+Per design and algorithm: the final test MSE, normalized MSE and 0-1 error as mean ± std over the seeds that
+produced a curve, what was paid, wall time, the audit of every session and every failure; online runs add their
+cumulative loss and regret R_T / 10^2 (the unit of Ito et al.'s Tables 2-3). Designs that share a group (the digit
+pairs of Cesa-Bianchi et al.'s table) are also summarised by the median over the group.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from client.compare import CompareConfig, Design, RunOutcome
+
+OK_STATUSES = ("finished", "budget_exhausted")
+
+
+@dataclass
+class Stat:
+    mean: float
+    std: float
+    n: int
+
+    def text(self, digits: int = 4) -> str:
+        return f"{self.mean:.{digits}g} ± {self.std:.2g}" if self.n > 1 else f"{self.mean:.{digits}g}"
+
+
+def stat(values: list[float]) -> Stat | None:
+    if not values:
+        return None
+    return Stat(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values))
+
+
+@dataclass
+class AlgorithmSummary:
+    label: str
+    id: str
+    params: dict[str, Any]
+    per_example: int | None
+    runs: list[RunOutcome] = field(default_factory=list)
+
+    @property
+    def completed(self) -> list[RunOutcome]:
+        return [r for r in self.runs if r.result.status in OK_STATUSES and r.result.final is not None]
+
+    def final(self, metric: str) -> Stat | None:
+        return stat([getattr(r.result.final, metric) for r in self.completed])
+
+    def of(self, attribute: str) -> Stat | None:
+        return stat([float(getattr(r.result, attribute)) for r in self.completed])
+
+    def regret(self) -> Stat | None:
+        return stat([r.regret for r in self.completed if r.regret is not None])
+
+    def cumulative_loss(self) -> Stat | None:
+        return stat([r.result.cumulative_loss for r in self.completed if r.result.cumulative_loss is not None])
+
+    @property
+    def failures(self) -> list[RunOutcome]:
+        return [r for r in self.runs if r not in self.completed]
+
+    def audits(self) -> str:
+        texts = [r.audit for r in self.runs]
+        if texts and all(t == texts[0] for t in texts):
+            return f"{texts[0]} ({len(texts)} sessions)" if texts[0] == "compliant" else texts[0]
+        return "; ".join(f"seed {r.seed}: {r.audit}" for r in self.runs)
+
+
+def summarize(design_index: int, design: Design, outcomes: list[RunOutcome]) -> list[AlgorithmSummary]:
+    summaries = {e.label: AlgorithmSummary(e.label, e.id, e.params, e.per_example or design.budget.per_example)
+                 for e in design.algorithms}
+    for outcome in outcomes:
+        if outcome.design == design_index:
+            summaries[outcome.entry.label].runs.append(outcome)
+    return list(summaries.values())
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower())[:48].strip("-") or "design"
+
+
+def _cell(value: Stat | None, digits: int = 4) -> str:
+    return value.text(digits) if value is not None else "—"
+
+
+def design_section(design: Design, summaries: list[AlgorithmSummary], plots: list[str]) -> list[str]:
+    budget = design.budget
+    lines = [f"## {design.name}", ""]
+    if design.description:
+        lines += [design.description, ""]
+    params = ", ".join(f"{k}={v}" for k, v in design.dataset.params.items())
+    lines += [f"Dataset `{design.dataset.name}`" + (f" ({params})" if params else "")
+              + f"; budget: {budget.per_example or 'all'} attributes per example"
+              + (f", {budget.total:g} in total" if budget.total is not None else "") + ".", ""]
+    lines += ["| algorithm | per example | test MSE | normalized MSE | 0-1 error | attributes paid | examples "
+              "| wall time (s) | runs ok | audit |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for s in summaries:
+        lines.append(f"| {s.label} (`{s.id}`) | {s.per_example or 'all'} | {_cell(s.final('test_mse'))} "
+                     f"| {_cell(s.final('normalized_mse'))} | {_cell(s.final('zero_one'), 3)} "
+                     f"| {_cell(s.of('attributes'), 6)} | {_cell(s.of('examples'), 6)} | {_cell(s.of('wall_time'), 3)} "
+                     f"| {len(s.completed)}/{len(s.runs)} | {s.audits()} |")
+    online = [s for s in summaries if s.cumulative_loss() is not None]
+    if online:
+        lines += ["", "Online protocol (Ito et al. 2017): cumulative squared loss of the predictions made before "
+                  "each label, and the regret R_T against the best "
+                  f"{design.regret_k}-sparse predictor in the unit ball, in units of 10^2 as in Tables 2-3.", "",
+                  "| algorithm | rounds T | cumulative loss | R_T / 10^2 |", "|---|---|---|---|"]
+        for s in online:
+            regret = s.regret()
+            scaled = Stat(regret.mean / 100, regret.std / 100, regret.n) if regret else None
+            lines.append(f"| {s.label} | {_cell(s.of('examples'), 6)} | {_cell(s.cumulative_loss())} "
+                         f"| {_cell(scaled, 4)} |")
+    with_test = [(s, r) for s in summaries for r in s.completed if r.result.test_budget is not None]
+    if with_test:
+        lines += ["", "Prediction on a budget (test sessions that observe only the K largest weights):", "",
+                  "| algorithm | K | test MSE | 0-1 error |", "|---|---|---|---|"]
+        for s in summaries:
+            scores = [r.result.test_budget for r in s.completed if r.result.test_budget is not None]
+            if scores:
+                lines.append(f"| {s.label} | {scores[0].per_example} | {_cell(stat([t.mse for t in scores]))} "
+                             f"| {_cell(stat([t.zero_one for t in scores]), 3)} |")
+    failures = [r for s in summaries for r in s.failures]
+    if failures:
+        lines += ["", "Runs that did not complete:", ""]
+        lines += [f"- {r.entry.label}, seed {r.seed}: **{r.result.status}** — {r.result.message or 'no message'}"
+                  for r in failures]
+    if plots:
+        lines += [""] + [f"![{Path(p).stem}]({p})" for p in plots]
+    return lines + [""]
+
+
+def median_tables(designs: list[Design], summaries: list[list[AlgorithmSummary]]) -> list[str]:
+    """Median over the designs of each group of the per-design mean final test MSE and 0-1 error."""
+    lines: list[str] = []
+    groups = sorted({d.group for d in designs if d.group})
+    for group in groups:
+        members = [s for d, s in zip(designs, summaries, strict=True) if d.group == group]
+        lines += [f"## {group}: median over {len(members)} datasets", "",
+                  "| algorithm | median test MSE | median 0-1 error |", "|---|---|---|"]
+        for label in [s.label for s in members[0]]:
+            mse = [f.mean for m in members for s in m if s.label == label and (f := s.final("test_mse"))]
+            zero_one = [f.mean for m in members for s in m if s.label == label and (f := s.final("zero_one"))]
+            lines.append(f"| {label} | {statistics.median(mse):.4g} | {statistics.median(zero_one):.3g} |"
+                         if mse else f"| {label} | — | — |")
+        lines.append("")
+    return lines
+
+
+def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
+                 mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0) -> Path:
+    """Write report.md, results.json and the plots into ``out``; returns the report's path."""
+    from client.plots import plot_design
+
+    out.mkdir(parents=True, exist_ok=True)
+    per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
+    lines = [f"# {config.title}", ""]
+    if config.description:
+        lines += [config.description, ""]
+    lines += [f"- mode: {mode}" + (f"; preset `{preset}`" + (" with --quick" if quick else "") if preset else ""),
+              f"- seeds: {', '.join(map(str, config.seeds))}; max examples: {config.max_examples or 'all'}; "
+              f"eval every: {config.eval_every or 'default'}",
+              f"- generated {datetime.now(UTC).isoformat(timespec='seconds')}, wall time {wall_time:.1f} s"]
+    if config.expected_time:
+        lines.append(f"- expected run time of the full comparison: {config.expected_time}")
+    lines.append("")
+    lines += median_tables(designs, per_design)
+    designs_json = []
+    for i, (design, summaries) in enumerate(zip(designs, per_design, strict=True)):
+        plots = plot_design(out, f"{i:02d}-{slug(design.name)}", design, summaries, metric=config.metric,
+                            log_x=config.log_x)
+        lines += design_section(design, summaries, [p.name for p in plots])
+        designs_json.append(design_json(design, summaries, [p.name for p in plots]))
+    (out / "report.md").write_text("\n".join(lines))
+    results = {"title": config.title, "mode": mode, "preset": preset, "quick": quick, "wall_time": wall_time,
+               "config": config.model_dump(mode="json"), "designs": designs_json}
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    return out / "report.md"
+
+
+def _stat_json(value: Stat | None) -> dict[str, float] | None:
+    return None if value is None else {"mean": value.mean, "std": value.std, "n": value.n}
+
+
+def design_json(design: Design, summaries: list[AlgorithmSummary], plots: list[str]) -> dict[str, Any]:
+    algorithms = []
+    for s in summaries:
+        algorithms.append({
+            "label": s.label, "id": s.id, "params": s.params, "per_example": s.per_example,
+            "summary": {"test_mse": _stat_json(s.final("test_mse")),
+                        "normalized_mse": _stat_json(s.final("normalized_mse")),
+                        "zero_one": _stat_json(s.final("zero_one")), "attributes": _stat_json(s.of("attributes")),
+                        "examples": _stat_json(s.of("examples")), "wall_time": _stat_json(s.of("wall_time")),
+                        "cumulative_loss": _stat_json(s.cumulative_loss()), "regret": _stat_json(s.regret())},
+            "runs": [{"seed": r.seed, "run_id": r.run_id, "audit": r.audit, "audit_compliant": r.audit_compliant,
+                      "regret": r.regret, "regret_curve": r.regret_curve,
+                      "result": r.result.model_dump(mode="json")} for r in s.runs],
+        })
+    return {"name": design.name, "group": design.group, "description": design.description,
+            "dataset": design.dataset.model_dump(), "budget": design.budget.model_dump(), "regret_k": design.regret_k,
+            "plots": plots, "algorithms": algorithms}
