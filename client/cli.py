@@ -379,6 +379,44 @@ def run(
         console.print(f"oracle session: {result.session}")
 
 
+# --- comparisons and the sandbox -----------------------------------------------------------------
+
+
+@app.command("compare")
+def compare(
+    config: Annotated[Path | None, typer.Argument(help="comparison config (TOML)", exists=True, dir_okay=False)]
+    = None,
+    out: Annotated[Path | None, typer.Option("--out", help="directory for report.md, results.json and plots")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", help="a paper's experiment (see --list)")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="a preset's small version (under a minute)")] = False,
+    list_presets: Annotated[bool, typer.Option("--list", help="list the presets and their run times")] = False,
+    local: Annotated[bool, typer.Option("--local", help="run in-process on LocalOracles (no ledger)")] = False,
+    learner: Annotated[str | None, typer.Option("--learner", help="learner service URL")] = None,
+    oracle: Annotated[str | None, typer.Option("--oracle", help="oracle URL the runs use")] = None,
+    parallel: Annotated[int, typer.Option(min=1, help="runs at the same time")] = 2,
+) -> None:
+    """Compare algorithms x seeds on one dataset and budget; write a report with plots (see 'compare --list')."""
+    from client.compare import run_compare
+
+    run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
+                learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail)
+
+
+@app.command("sandbox")
+def sandbox(
+    demo_only: Annotated[bool, typer.Option("--demo-only", help="exit after the demo comparison")] = False,
+    oracle_port: Annotated[int, typer.Option(help="oracle port")] = 8000,
+    learner_port: Annotated[int, typer.Option(help="learner port")] = 8001,
+    out: Annotated[Path, typer.Option("--out", help="directory for the ledger, logs and the demo report")]
+    = Path("sandbox-report"),
+) -> None:
+    """Start oracle + learner (SQLite ledger), run the demo comparison, keep serving until Ctrl-C."""
+    from client.sandbox import run_sandbox
+
+    run_sandbox(demo_only=demo_only, oracle_port=oracle_port, learner_port=learner_port, out=out, console=console,
+                fail=fail)
+
+
 def main() -> None:
     app()
 
