@@ -310,7 +310,7 @@ RunStatus = Literal["pending", "running", "finished", "budget_exhausted", "oracl
 
 
 class RunCreate(Strict):
-    oracle_url: str = Field(..., min_length=1)
+    oracle_url: str | None = Field(None, min_length=1, description="default: the learner's ORACLE_URL")
     dataset: str = Field(..., min_length=1)
     dataset_params: dict[str, ParamValue] = Field(default_factory=dict)
     algorithm: str

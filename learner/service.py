@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from fastapi import FastAPI, Path
 from pydantic import BaseModel
 
 from client.errors import OracleError, OracleUnavailable
-from client.models import AlgorithmList, ErrorBody, RunCreate, RunInfo
+from client.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo
+from client.oracle_client import DEFAULT_ORACLE_URL, OracleClient
 from learner.algorithms import ParamError, algorithms, get_algorithm
 from learner.http_oracle import HttpOracle
 from learner.runs import RunManager
@@ -33,7 +35,9 @@ def validate(request: RunCreate) -> None:
         raise ParamError(f"{cls.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(cls.params)}")
 
 
-def create_app() -> FastAPI:
+def create_app(oracle_url: str | None = None) -> FastAPI:
+    """The learner app; runs that name no oracle use ``oracle_url`` (default: env ORACLE_URL, else port 8000)."""
+    default_oracle = oracle_url or os.environ.get("ORACLE_URL") or DEFAULT_ORACLE_URL
     app = FastAPI(title="budgetlab learner", version="1",
                   description="Runs the papers' attribute-efficient algorithms against a feature oracle over HTTP.")
     install_error_handlers(app)
@@ -51,6 +55,7 @@ def create_app() -> FastAPI:
     @app.post("/v1/runs", status_code=201, response_model=RunInfo, tags=["runs"], responses=ERRORS)
     def start_run(request: RunCreate) -> RunInfo:
         """Open an oracle session for the run and start it in the background."""
+        request = request.model_copy(update={"oracle_url": request.oracle_url or default_oracle})
         try:
             validate(request)
             oracle = HttpOracle(request.oracle_url, request.dataset, dataset_params=request.dataset_params,
@@ -74,6 +79,22 @@ def create_app() -> FastAPI:
         if run is None:
             raise APIError(404, "not_found", f"run {run_id} does not exist")
         return run.info()
+
+    @app.get("/v1/runs/{run_id}/audit", response_model=AuditReport, tags=["runs"],
+             responses={**ERRORS, 502: {"model": ErrorBody}})
+    def audit_run(run_id: RunId) -> AuditReport:
+        """The oracle's audit of the run's session (the learner holds the session's token, the caller need not)."""
+        run = manager.get(run_id)
+        if run is None:
+            raise APIError(404, "not_found", f"run {run_id} does not exist")
+        assert run.request.oracle_url is not None
+        try:
+            with OracleClient(run.request.oracle_url) as client:
+                return client.session(run.oracle.session.id, run.oracle.session.token).audit()
+        except OracleUnavailable as exc:
+            raise APIError(502, "oracle_unavailable", str(exc)) from None
+        except OracleError as exc:
+            raise APIError(502, "oracle_error", exc.detail) from None
 
     @app.delete("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=ERRORS)
     def cancel_run(run_id: RunId) -> RunInfo:

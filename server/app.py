@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from fastapi import FastAPI, Query
@@ -57,7 +58,11 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
 
 def app_from_env() -> FastAPI:
-    """Entry point for ``uvicorn --factory`` (several workers each build their app from the environment)."""
-    return create_app()
+    """Entry point for ``uvicorn --factory`` (several workers each build their app from the environment).
+
+    ``budgetlab serve oracle`` migrates once before it starts the workers and says so with
+    ``BUDGETLAB_SKIP_MIGRATIONS=1``, so that N workers do not race to upgrade one database.
+    """
+    return create_app(migrate=os.environ.get("BUDGETLAB_SKIP_MIGRATIONS") != "1")
 
 

@@ -1,0 +1,190 @@
+"""The learner end to end: the same run in-process and over real HTTP, the learner service, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from client.models import Budget
+from learner.http_oracle import HttpOracle
+from learner.oracle import LocalOracle
+from learner.runner import run_algorithm
+from tests.servers import oracle_server
+
+GAUSS = {"d": 30, "n_train": 300, "n_test": 100, "s_plus": 3, "s_minus": 2}
+SAME_SEED_CASES = [
+    ("aerr", "sparse-gaussian", GAUSS, 5, {}),
+    ("aelr", "sparse-gaussian", GAUSS, 5, {}),
+    ("ddaelr-2phase", "sparse-gaussian", GAUSS, 5, {}),
+    ("hybrid", "sparse-gaussian", GAUSS, 10, {"batch": 10}),  # small batches, so 300 examples make several stages
+    ("ito1", "online-sparse", {"d": 10, "k": 2, "n_train": 300, "n_test": 100}, 4, {}),
+]
+BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
+
+
+def wait_run(learner_url: str, run_id: str, timeout: float = 120.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = httpx.get(f"{learner_url}/v1/runs/{run_id}").json()
+        if info["status"] not in ("pending", "running"):
+            return info
+        time.sleep(0.05)
+    raise TimeoutError(f"run {run_id} did not end")
+
+
+def audit(learner_url: str, run_id: str) -> dict:
+    # The run's token stays inside the learner, which asks the oracle for the session's audit.
+    r = httpx.get(f"{learner_url}/v1/runs/{run_id}/audit")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.mark.parametrize(("algorithm", "dataset", "params", "k", "algorithm_params"), SAME_SEED_CASES,
+                         ids=[c[0] for c in SAME_SEED_CASES])
+def test_same_seed_same_weights_in_process_and_over_http(shared_oracle_url: str, algorithm: str, dataset: str,
+                                                         params: dict, k: int, algorithm_params: dict) -> None:
+    protocol = "online" if algorithm == "ito1" else "batch"
+    budget = Budget(per_example=k)
+    local = run_algorithm(algorithm, LocalOracle(dataset, dataset_params=params, budget=budget, seed=4,
+                                                 protocol=protocol), params=algorithm_params, seed=4, eval_every=100)
+    remote_oracle = HttpOracle(shared_oracle_url, dataset, dataset_params=params, budget=budget, seed=4,
+                               protocol=protocol)
+    remote = run_algorithm(algorithm, remote_oracle, params=algorithm_params, seed=4, eval_every=100)
+    remote_oracle.close()
+    assert local.status == remote.status == "finished"
+    assert np.any(np.asarray(local.weights) != 0), "a run that never moves proves nothing"
+    np.testing.assert_array_equal(local.weights, remote.weights)
+    assert [p.test_mse for p in local.curve] == pytest.approx([p.test_mse for p in remote.curve], rel=1e-12)
+    assert local.attributes == remote.attributes and remote.attributes <= k * 300
+    if protocol == "online":
+        assert local.cumulative_loss == pytest.approx(remote.cumulative_loss, rel=1e-12)
+
+
+def test_learner_service_runs_several_at_once_and_each_session_is_compliant(shared_oracle_url: str,
+                                                                            learner_url: str) -> None:
+    algorithms = ["aerr", "aelr", "hybrid", "exploration"]
+    ids = []
+    for algorithm in algorithms:
+        r = httpx.post(f"{learner_url}/v1/runs", json={
+            "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS,
+            "algorithm": algorithm, "budget": {"per_example": 10}, "seed": 1, "eval_every": 50,
+        })
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["id"])
+    listed = {run["id"] for run in httpx.get(f"{learner_url}/v1/runs").json()["runs"]}
+    assert set(ids) <= listed
+    for run_id, algorithm in zip(ids, algorithms, strict=True):
+        info = wait_run(learner_url, run_id)
+        assert info["status"] == "finished", info["message"]
+        assert info["progress_examples"] == 300 and info["max_examples"] == 300
+        result = info["result"]
+        assert result["algorithm"] == algorithm and [p["examples"] for p in info["curve"]] == [50, 100, 150, 200,
+                                                                                              250, 300]
+        report = audit(learner_url, run_id)
+        assert report["compliant"] and report["session_id"] == info["session"], report
+        assert report["attributes_recomputed"] == result["attributes"] == info["progress_attributes"] <= 10 * 300
+
+
+def test_algorithms_endpoint_lists_every_paper_algorithm_with_parameters(learner_url: str) -> None:
+    listed = {a["id"]: a for a in httpx.get(f"{learner_url}/v1/algorithms").json()["algorithms"]}
+    assert {"aer", "aer-baseline", "aerr", "aelr", "gaerr", "gaelr", "ddaerr", "ddaelr", "ddaerr-2phase",
+            "ddaelr-2phase", "ito1", "ito2", "ito3", "greedy", "uniform", "exploration", "exploitation", "hybrid",
+            "ridge", "lasso", "ogd-ridge", "eg-lasso"} <= set(listed)
+    aerr = listed["aerr"]
+    assert "Hazan" in aerr["paper"] and {"B", "eta"} <= {p["name"] for p in aerr["params"]}
+
+
+def test_budget_running_out_ends_the_run_with_its_curve(shared_oracle_url: str, learner_url: str) -> None:
+    r = httpx.post(f"{learner_url}/v1/runs", json={
+        "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS,
+        "algorithm": "aerr", "budget": {"per_example": 5, "total": 200}, "seed": 2, "eval_every": 10,
+    })
+    info = wait_run(learner_url, r.json()["id"])
+    assert info["status"] == "budget_exhausted" and "budget" in info["message"]
+    assert info["result"]["cost"] <= 200 and info["result"]["cost"] > 190
+    assert info["curve"] and info["curve"][-1]["examples"] == info["result"]["examples"] < 300
+    assert audit(learner_url, info["id"])["compliant"]
+
+
+def test_cancel_ends_a_run_with_the_curve_so_far(shared_oracle_url: str, learner_url: str) -> None:
+    big = {**GAUSS, "n_train": 50_000}
+    run_id = httpx.post(f"{learner_url}/v1/runs", json={
+        "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": big,
+        "algorithm": "aelr", "budget": {"per_example": 5}, "eval_every": 20,
+    }).json()["id"]
+    while httpx.get(f"{learner_url}/v1/runs/{run_id}").json()["progress_examples"] < 40:
+        time.sleep(0.05)
+    cancelled = httpx.delete(f"{learner_url}/v1/runs/{run_id}").json()
+    assert cancelled["status"] == "cancelled"
+    assert 40 <= cancelled["result"]["examples"] < 50_000 and cancelled["curve"]
+
+
+def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path, learner_url: str) -> None:
+    with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as url:
+        run_id = httpx.post(f"{learner_url}/v1/runs", json={
+            "oracle_url": url, "dataset": "sparse-gaussian", "dataset_params": {**GAUSS, "n_train": 50_000},
+            "algorithm": "aerr", "budget": {"per_example": 5}, "eval_every": 20,
+        }).json()["id"]
+        while httpx.get(f"{learner_url}/v1/runs/{run_id}").json()["progress_examples"] < 20:
+            time.sleep(0.05)
+    info = wait_run(learner_url, run_id)
+    assert info["status"] == "oracle_unavailable", info
+    assert info["progress_examples"] >= 20 and info["curve"]
+    assert httpx.get(f"{learner_url}/healthz").status_code == 200
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"algorithm": "no-such"}, 422),
+    ({"algorithm": "aerr", "params": {"no_such_param": 1}}, 422),
+    ({"algorithm": "aerr", "dataset": "no-such-dataset"}, 422),
+    ({"algorithm": "aerr", "oracle_url": "http://127.0.0.1:9"}, 422),
+    ({"algorithm": "aerr", "seed": -1}, 422),
+])
+def test_bad_run_requests_get_json_4xx(shared_oracle_url: str, learner_url: str, body: dict, status: int) -> None:
+    before = len(httpx.get(f"{learner_url}/v1/runs").json()["runs"])
+    request = {"oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS, **body}
+    r = httpx.post(f"{learner_url}/v1/runs", json=request)
+    assert r.status_code == status and set(r.json()) >= {"error", "detail"}, r.text
+    assert len(httpx.get(f"{learner_url}/v1/runs").json()["runs"]) == before
+    missing = httpx.get(f"{learner_url}/v1/runs/nope")
+    assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+
+
+def run_cli(*args: str) -> dict:
+    done = subprocess.run([BUDGETLAB, "run", *args, "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_cli_run_json_local_and_over_http_agree_and_score_with_a_test_budget(shared_oracle_url: str) -> None:
+    common = ["--algorithm", "aerr", "--dataset", "sparse-gaussian:d=30,n_train=300", "--dataset-param", "n_test=100",
+              "--dataset-param", "s_plus=3", "--dataset-param", "s_minus=2", "--per-example", "5", "--seed", "3",
+              "--eval-every", "100", "--test-budget", "3"]
+    local = run_cli(*common, "--local")
+    remote = run_cli(*common, "--oracle", shared_oracle_url)
+    for out in (local, remote):
+        assert {"algorithm", "dataset", "params", "seed", "weights", "curve", "final", "session"} <= set(out)
+        assert [p["examples"] for p in out["curve"]] == [100, 200, 300]
+        assert {"examples", "attributes", "test_mse", "normalized_mse", "zero_one"} <= set(out["curve"][0])
+        assert out["test_budget"]["per_example"] == 3
+    assert local["session"] is None and remote["session"]
+    assert local["weights"] == remote["weights"] and local["final"]["test_mse"] == pytest.approx(
+        remote["final"]["test_mse"], rel=1e-12)
+    # At most 3 of 30 attributes per test example: worse than the full-information score of the same weights.
+    assert remote["test_budget"]["mse"] >= remote["final"]["test_mse"] * 0.999
+
+
+def test_cli_run_rejects_bad_input_with_a_message() -> None:
+    done = subprocess.run([BUDGETLAB, "run", "--algorithm", "nope", "--dataset", "diabetes", "--local"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "unknown algorithm" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run([BUDGETLAB, "run", "--algorithm", "aerr", "--dataset", "diabetes"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "--local" in done.stderr and "Traceback" not in done.stderr
