@@ -31,8 +31,8 @@ DEMO = {
     "dataset": {"name": "fashion-1v9"},
     "budget": {"per_example": 5},
     "seeds": [0, 1],
-    "max_examples": 1000,
-    "eval_every": 50,
+    "max_examples": 400,
+    "eval_every": 40,
     "log_x": True,
     "algorithms": [
         {"id": "aerr", "label": "AERR"},
