@@ -221,9 +221,13 @@ def session_open(
 ) -> None:
     """Open a session; prints its id and token (export BUDGETLAB_TOKEN=... for the other commands)."""
     from client.oracle_client import OracleClient
-    from server.datasets import parse_dataset_spec
+    from server.datasets import DatasetError, parse_dataset_spec
 
-    name, params = parse_dataset_spec(dataset)
+    try:
+        name, params = parse_dataset_spec(dataset)
+    except DatasetError as exc:
+        fail(str(exc))
+        return
     with OracleClient(oracle) as c:
         s = _call(lambda: c.open_session(name, dataset_params=params, split=split, protocol=protocol,
                                          order=order, budget=Budget(per_example=per_example, total=total),
