@@ -10,6 +10,16 @@ Regression with Limited Observation" (NIPS 2017), §4.
   the lower bound C_{d,k',k1} on them).
 - ``dual_averaging``: the closed form (5) of w_t = argmin_{||w|| <= r} <ĥ, w> + λ/2 ||w||², with an optional l1 term
   τ||w||_1 (Algorithm 3, Xiao's l1-RDA), whose minimiser is the soft-thresholded ĥ scaled into the ball.
+- ``LambdaSchedule``: the sequence λ_t. Theorem 2's λ_t = 8 sqrt(t / C_{d,k',k1}) is Lemma 4's optimum
+  2 sqrt(t G) for the worst-case bound G = 16 / C on E||ĝ_t||² (||x|| <= 1, |y| <= 1). On any instance whose
+  features do not fill the unit ball that bound is loose by orders of magnitude (about 7,000x for
+  ``online-sparse`` with (d, k, k') = (10, 2, 4): E||ĝ_t||² ~ 0.1 against 16 / C = 720), and the iterate
+  w_t = -ĥ_{t-1} / λ_t stays near 0 for all T = 5,000 rounds: Algorithm 1, greedy and uniform then all predict
+  about 0 and their regrets are equal, far from Table 2. The default (``lambda_rule=adaptive``) is therefore
+  the same optimum with the realised gradients, λ_t = 2 sqrt(sum_{s<t} ||ĝ_s||²) (AdaGrad-style dual
+  averaging); by Jensen E[sqrt(sum ||ĝ_s||²)] <= sqrt(16 T / C), so Theorem 2's bound still holds up to the
+  one-round lag of the sum. ``lambda_rule=theorem`` restores Theorem 2's schedule, and ``lambda_scale`` fixes
+  λ_t = lambda_scale sqrt(t).
 - ``DualAveragingLearner``: Algorithm 1's loop (w_t by (5), S_t by Observe, prediction w_t' D_t x_t, ĝ_t by (6))
   with the number k1 of surely-observed attributes left to the subclass: Algorithm 1 itself and the greedy and
   uniform baselines of §6 differ only in it.
@@ -29,6 +39,17 @@ from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
 # Theorem 2 sets λ_t = 8 sqrt(t / C_{d,k',k1}); Lemma 4 with G_t <= 16/C is what makes 8 the optimal constant.
 THEOREM_LAMBDA_FACTOR = 8.0
+# Lemma 4's sum_t G_t / λ_t + λ_{T+1} / 2 is smallest for λ_t = 2 sqrt(sum_{s<=t} G_s).
+ADAPTIVE_LAMBDA_FACTOR = 2.0
+LAMBDA_RULES = ("adaptive", "theorem")
+LAMBDA_PARAMS: dict[str, tuple[ParamValue | None, str]] = {
+    "lambda_rule": (
+        "adaptive",
+        "adaptive: λ_t = 2 sqrt(sum_{s<t} ||ĝ_s||²) (Lemma 4's optimum with the realised gradients); "
+        "theorem: Theorem 2's 8 sqrt(t / C_{d,k',k1})",
+    ),
+    "lambda_scale": (None, "fix λ_t = lambda_scale * sqrt(t) instead (overrides lambda_rule)"),
+}
 
 
 @dataclass(frozen=True)
@@ -103,7 +124,38 @@ def estimate_gradient(w: np.ndarray, observed: Observed, y: float, plan: Observe
 def dual_averaging(h: np.ndarray, lam: float, radius: float, l1: float = 0.0) -> np.ndarray:
     """argmin_{||w|| <= radius} <h, w> + l1 ||w||_1 + lam/2 ||w||² = -u / max(lam, ||u|| / radius), u = soft(h, l1)."""
     u = np.sign(h) * np.maximum(np.abs(h) - l1, 0.0) if l1 > 0 else h
-    return -u / max(lam, float(np.linalg.norm(u)) / radius)
+    scale = max(lam, float(np.linalg.norm(u)) / radius)
+    # u = 0 (no gradient yet, or all of it thresholded away) has the minimiser 0 whatever λ is, λ = 0 included.
+    return -u / scale if scale > 0 else np.zeros_like(h)
+
+
+class LambdaSchedule:
+    """λ_t of the dual averaging: ``scale`` sqrt(t) if a scale is fixed, else 2 sqrt(sum of the recorded ||g||²)."""
+
+    def __init__(self, scale: float | None) -> None:
+        self.scale = scale
+        self._energy = 0.0
+
+    def record(self, g: np.ndarray) -> None:
+        self._energy += float(g @ g)
+
+    def at(self, t: int) -> float:
+        if self.scale is not None:
+            return self.scale * math.sqrt(t)
+        return ADAPTIVE_LAMBDA_FACTOR * math.sqrt(self._energy)
+
+
+def lambda_schedule(algorithm: Algorithm, theorem_scale: float, rule: str = "lambda_rule",
+                    scale: str = "lambda_scale") -> LambdaSchedule:
+    """The schedule the parameters ``rule`` and ``scale`` ask for; ``theorem_scale`` is the theorem's factor."""
+    fixed, chosen = algorithm.config[scale], algorithm.config[rule]
+    if chosen not in LAMBDA_RULES:
+        raise ParamError(f"{algorithm.id}: {rule} must be one of {', '.join(LAMBDA_RULES)}, got {chosen!r}")
+    if fixed is not None:
+        if float(fixed) <= 0:
+            raise ParamError(f"{algorithm.id}: {scale} must be positive, got {fixed}")
+        return LambdaSchedule(float(fixed))
+    return LambdaSchedule(theorem_scale if chosen == "theorem" else None)
 
 
 def int_param(algorithm: Algorithm, name: str, value: ParamValue | None, default: int) -> int:
@@ -122,10 +174,7 @@ class DualAveragingLearner(Algorithm):
     min_budget = 2  # estimator (6) needs every pair of attributes observable together
     params: dict[str, tuple[ParamValue | None, str]] = {
         "k": (None, "sparsity k of the comparator (default k' - 2, the largest Algorithm 1 supports)"),
-        "lambda_scale": (
-            None,
-            "λ_t = lambda_scale * sqrt(t) (default Theorem 2's 8 / sqrt(C_{d,k',k1}) with k1 = min(k, k' - 2))",
-        ),
+        **LAMBDA_PARAMS,
         "radius": (1.0, "the dual-averaging iterates stay in ||w|| <= radius (the paper's ||w*|| <= 1)"),
     }
 
@@ -138,15 +187,12 @@ class DualAveragingLearner(Algorithm):
         self.k1 = self.top_count()
         if not 0 <= self.k1 <= self.k_prime:
             raise ParamError(f"{self.id}: k1 must be in 0..{self.k_prime}, got {self.k1}")
-        scale = self.config["lambda_scale"]
-        self.lambda_scale = (
-            THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.lambda_k1()))
-            if scale is None
-            else scale
+        self.lambdas = lambda_schedule(
+            self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.lambda_k1()))
         )
         self.radius = float(self.config["radius"])
-        if self.lambda_scale <= 0 or self.radius <= 0:
-            raise ParamError(f"{self.id}: lambda_scale and radius must be positive")
+        if self.radius <= 0:
+            raise ParamError(f"{self.id}: radius must be positive")
         self._h = np.zeros(d)  # ĥ_{t-1}, the sum of the gradient estimates so far
         self._t = 1
         self._w = np.zeros(d)
@@ -157,11 +203,12 @@ class DualAveragingLearner(Algorithm):
         """k1: how many of the largest |w_i| Observe takes surely (the other k' - k1 are uniform)."""
 
     def lambda_k1(self) -> int:
-        """The k1 of Theorem 2's λ_t: Algorithm 1's own choice k1 = k, so the baselines learn at its pace."""
+        """The k1 of Theorem 2's λ_t (``lambda_rule=theorem``): Algorithm 1's own choice k1 = k, so the baselines
+        learn at its pace."""
         return min(self.sparsity, self.k_prime - 2)
 
     def _iterate(self, t: int) -> np.ndarray:
-        return dual_averaging(self._h, self.lambda_scale * math.sqrt(t), self.radius)
+        return dual_averaging(self._h, self.lambdas.at(t), self.radius)
 
     def select(self) -> Sequence[int]:
         self._w = self._iterate(self._t)
@@ -171,7 +218,9 @@ class DualAveragingLearner(Algorithm):
     def update(self, observed: Observed, y: float) -> None:
         if self._plan is None:
             raise RuntimeError("update() before select()")
-        self._h += estimate_gradient(self._w, observed, y, self._plan)
+        g = estimate_gradient(self._w, observed, y, self._plan)
+        self._h += g
+        self.lambdas.record(g)
         self._t += 1
         self._plan = None
 

@@ -8,8 +8,11 @@ Choices the paper leaves open (see ``_ito`` for the shared ones):
 - k (the comparator's sparsity) is a parameter, default k' - 2, the largest sparsity Theorem 2 covers; k1 defaults
   to k, as in §6 ("We set k1 = k in the setting of (d, k, k')"). Any 0 <= k1 <= k' - 2 is accepted, which covers
   Table 3's setting where k1 is smaller than the true sparsity.
-- λ_t = 8 sqrt(t / C_{d,k',k1}) (Theorem 2), C_{d,k',k1} = (k' - k1)(k' - k1 - 1) / (d(d - 1)); ``lambda_scale``
-  overrides the factor in front of sqrt(t). The iterates stay in the unit ball (``radius``) of Assumption (1).
+- λ_t: by default 2 sqrt(sum_{s<t} ||ĝ_s||²), Lemma 4's optimum with the realised gradient estimates in place of
+  Theorem 2's worst-case bound, because Theorem 2's λ_t = 8 sqrt(t / C_{d,k',k1}),
+  C_{d,k',k1} = (k' - k1)(k' - k1 - 1) / (d(d - 1)), is so large on data inside the unit ball that w_t never leaves
+  0 within the paper's T = 5,000 (see ``_ito``); ``lambda_rule=theorem`` restores it and ``lambda_scale`` fixes
+  λ_t = lambda_scale sqrt(t). The iterates stay in the unit ball (``radius``) of Assumption (1).
 - ``weights`` is w_{t+1}, the iterate from all estimates so far; the paper outputs no average.
 """
 

@@ -5,7 +5,7 @@ do not have); this is our reconstruction, from the outline and Theorem 6.
 Two learners run side by side:
 - The estimator of w*, on the squares t_s = s² only (J = {s² | s = 1..floor(sqrt T)}). At the start of round t_s
   it computes w_s — Algorithm 1's dual-averaging iterate (5) from the estimates ĝ_1..ĝ_{s-1} of the earlier
-  square rounds, with λ_s = 8 sqrt(s / C_{d,k',k1}) (Theorem 2 applied to that subsequence) — and the average
+  square rounds, with Algorithm 1's λ_s on that subsequence (see below) — and the average
   w̄_s = (w_1 + ... + w_s) / s. Round t_s observes S_t = Observe(w_s, k', k1) and adds ĝ_s of (6).
 - The predictor, every round: w̃_t = argmin_{||w|| <= 1} <h̃_{t-1}, w> + λ̃_t/2 ||w||² with h̃_{t-1} the sum of
   D_j g̃_j, g̃_j = ∇(w'x_j - y_j)² at w = D_j w̃_j, i.e. D_j g̃_j = 2 (ŷ_j - y_j) D_j x_j, which needs only the
@@ -16,9 +16,13 @@ Choices the outline leaves open:
 - The exploration rounds t_s observe Observe(w_s, k', k1) rather than the block's fixed set: estimate (6) needs
   p_ij > 0 for every pair, which a deterministic set cannot give. ``k1`` defaults to 0 (uniform exploration),
   the value behind Theorem 6's constant C_{d,k',0} = k'(k'-1)/(d(d-1)); §5.1 allows any k1 <= k' - 2.
-- λ̃_t = 8 sqrt(t) (``prediction_lambda_scale``): ||D_t g̃_t|| <= 2 |ŷ_t - y_t| ||x_t|| <= 4 under ||x|| <= 1,
-  |y| <= 1, ||w|| <= 1, and Lemma 4's bound sum_t 16/λ̃_t + λ̃_{T+1}/2 is smallest for the factor 8, giving
-  8 sqrt(T + 1), the sqrt(T) term of Theorem 6 up to its (1 + sqrt d).
+- λ_s and λ̃_t follow ``_ito.LambdaSchedule``: by default adaptive, λ_s = 2 sqrt(sum_{j<s} ||ĝ_j||²) and
+  λ̃_t = 2 sqrt(sum_{j<t} ||D_j g̃_j||²), Lemma 4's optimum with the realised gradients, because the worst-case
+  schedules are far too large on data inside the unit ball (see ``_ito``). ``lambda_rule=theorem`` restores
+  them: λ_s = 8 sqrt(s / C_{d,k',k1}) (Theorem 2 on the square rounds) and λ̃_t = 8 sqrt(t), since
+  ||D_t g̃_t|| <= 2 |ŷ_t - y_t| ||x_t|| <= 4 under ||x|| <= 1, |y| <= 1, ||w|| <= 1 and Lemma 4's bound
+  sum_t 16/λ̃_t + λ̃_{T+1}/2 is smallest for the factor 8 (the sqrt(T) term of Theorem 6 up to its (1 + sqrt d)).
+  ``lambda_scale`` and ``prediction_lambda_scale`` fix either factor in front of sqrt(s) or sqrt(t).
 - Ties among the |w̄_s| (all of them before the first estimate, or many zeros in Algorithm 3) are broken at
   random, once per block.
 - ``weights`` is the next non-exploration round's predictor: w̃ restricted to the block's set (a k'-sparse
@@ -34,11 +38,13 @@ import numpy as np
 
 from client.models import ParamValue
 from learner.algorithms._ito import (
+    LAMBDA_PARAMS,
     THEOREM_LAMBDA_FACTOR,
     ObservePlan,
     dual_averaging,
     estimate_gradient,
     int_param,
+    lambda_schedule,
     largest,
     observe,
     pair_constant,
@@ -61,8 +67,9 @@ class Ito2(Algorithm):
     min_budget = 2  # the square rounds' estimate (6) needs every pair of attributes observable together
     params: dict[str, tuple[ParamValue | None, str]] = {
         "k1": (0, "largest |w_s| observed surely on the square rounds t = s², at most k' - 2 (0: uniform, Thm 6)"),
-        "lambda_scale": (None, "λ_s = lambda_scale * sqrt(s) for w_s (default 8 / sqrt(C_{d,k',k1}), Theorem 2)"),
-        "prediction_lambda_scale": (PREDICTION_LAMBDA_FACTOR, "λ̃_t = prediction_lambda_scale * sqrt(t) for w̃_t"),
+        **LAMBDA_PARAMS,
+        "prediction_lambda_scale": (None, "fix λ̃_t = prediction_lambda_scale * sqrt(t) for w̃_t (overrides "
+                                    "lambda_rule for the predictor)"),
         "radius": (1.0, "all iterates stay in ||w|| <= radius (the paper's ||w*|| <= 1)"),
     }
 
@@ -72,14 +79,11 @@ class Ito2(Algorithm):
         self.k1 = int_param(self, "k1", self.config["k1"], 0)
         if not 0 <= self.k1 <= self.k_prime - 2:
             raise ParamError(f"{self.id} needs 0 <= k1 <= k' - 2 = {self.k_prime - 2}, got k1={self.k1}")
-        scale = self.config["lambda_scale"]
-        self.lambda_scale = (
-            THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.k1)) if scale is None else scale
-        )
-        self.prediction_lambda_scale = float(self.config["prediction_lambda_scale"])
+        self.lambdas = lambda_schedule(self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.k1)))
+        self.prediction_lambdas = lambda_schedule(self, PREDICTION_LAMBDA_FACTOR, scale="prediction_lambda_scale")
         self.radius = float(self.config["radius"])
-        if min(self.lambda_scale, self.prediction_lambda_scale, self.radius) <= 0:
-            raise ParamError(f"{self.id}: lambda_scale, prediction_lambda_scale and radius must be positive")
+        if self.radius <= 0:
+            raise ParamError(f"{self.id}: radius must be positive")
         self._t = 1
         # The estimator of w*: ĥ (sum of the ĝ_s), w_s, and the weighted sum behind w̄_s.
         self._s = 0
@@ -102,14 +106,14 @@ class Ito2(Algorithm):
         return 1.0
 
     def _predictor(self, t: int) -> np.ndarray:
-        return dual_averaging(self._h_tilde, self.prediction_lambda_scale * math.sqrt(t), self.radius)
+        return dual_averaging(self._h_tilde, self.prediction_lambdas.at(t), self.radius)
 
     def _start_block(self) -> ObservePlan:
         """Round t_s: compute w_s (from ĝ_1..ĝ_{s-1}), w̄_s and the block's set; draw the round's exploration."""
         self._s += 1
         s = self._s
         self._w_s = dual_averaging(
-            self._h_hat, self.lambda_scale * math.sqrt(s), self.radius, l1=self.l1_weight() * (s - 1)
+            self._h_hat, self.lambdas.at(s), self.radius, l1=self.l1_weight() * (s - 1)
         )
         weight = self.average_weight(s)
         self._average_sum += weight * self._w_s
@@ -129,9 +133,13 @@ class Ito2(Algorithm):
         attributes = np.fromiter(observed.keys(), dtype=np.int64, count=len(observed))
         x = np.fromiter(observed.values(), dtype=np.float64, count=len(observed))
         y_hat = float(self._w_tilde[attributes] @ x)
-        self._h_tilde[attributes] += 2.0 * (y_hat - y) * x
+        g_tilde = 2.0 * (y_hat - y) * x
+        self._h_tilde[attributes] += g_tilde
+        self.prediction_lambdas.record(g_tilde)
         if self._plan is not None:
-            self._h_hat += estimate_gradient(self._w_s, observed, y, self._plan)
+            g_hat = estimate_gradient(self._w_s, observed, y, self._plan)
+            self._h_hat += g_hat
+            self.lambdas.record(g_hat)
             self._plan = None
         self._t += 1
 
