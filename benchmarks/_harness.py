@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -56,7 +56,8 @@ class Report:
     def emit(self, as_json: bool) -> None:
         if as_json:
             body = {"benchmark": self.benchmark, "mode": self.mode, "notes": self.notes,
-                    "figures": {f.name: {**asdict(f), "result": f.result} for f in self.figures}}
+                    "figures": {f.name: {"value": f.value, "unit": f.unit, "target": f.target, "met": f.met,
+                                         "result": f.result} for f in self.figures}}
             sys.stdout.write(json.dumps(body) + "\n")
             return
         rows = [(f.name, _format(f.value), f.unit, f.target, f.result) for f in self.figures]

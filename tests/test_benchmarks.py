@@ -1,0 +1,44 @@
+"""The benchmark scripts still run: each in its --smoke mode (tiny sizes), as a user runs it, from its own file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+ORACLE_FIGURES = ("observe_p50", "healthz_p50", "observe_to_healthz_p50", "batch_observe_values_per_s",
+                  "raw_sqlite_rows_per_s", "batch_to_raw_sqlite", "mapped_oracle_rss")
+LEARNER_FIGURES = ("aerr_d1000_examples_per_s", "aelr_d1000_examples_per_s", "aerr_d100000_examples_per_s",
+                   "aelr_d100000_examples_per_s", "aerr_mnist_http_examples_per_s",
+                   "aerr_mnist_in_process_examples_per_s", "aerr_mnist_http_to_in_process")
+
+
+def run(script: str, *flags: str) -> str:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--smoke", *flags], capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_oracle_bench_table_names_every_figure_with_its_verdict() -> None:
+    out = run("oracle_bench.py")
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    for name in ORACLE_FIGURES:
+        assert name in lines, out
+    for name in ("observe_to_healthz_p50", "batch_to_raw_sqlite", "mapped_oracle_rss"):
+        assert lines[name].endswith(("PASS", "MISS")), lines[name]
+
+
+@pytest.mark.slow
+def test_learner_bench_json_holds_every_figure_as_a_positive_rate() -> None:
+    report = json.loads(run("learner_bench.py", "--json"))
+    assert report["mode"] == "smoke"
+    for name in LEARNER_FIGURES:
+        assert report["figures"][name]["value"] > 0, name
+    # The same seed learns the same weights through HTTP as in-process (DESIGN.md), even at smoke size.
+    assert report["figures"]["aerr_mnist_http_weights_equal_in_process"]["value"] is True
