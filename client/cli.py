@@ -413,12 +413,13 @@ def sandbox(
     learner_port: Annotated[int, typer.Option(help="learner port")] = 8001,
     out: Annotated[Path, typer.Option("--out", help="directory for the ledger, logs and the demo report")]
     = Path("sandbox-report"),
+    examples: Annotated[int | None, typer.Option(min=1, help="examples per demo run (default 400)")] = None,
 ) -> None:
     """Start oracle + learner (SQLite ledger), run the demo comparison, keep serving until Ctrl-C."""
     from client.sandbox import run_sandbox
 
-    run_sandbox(demo_only=demo_only, oracle_port=oracle_port, learner_port=learner_port, out=out, console=console,
-                fail=fail)
+    run_sandbox(demo_only=demo_only, oracle_port=oracle_port, learner_port=learner_port, out=out, examples=examples,
+                console=console, fail=fail)
 
 
 def main() -> None:

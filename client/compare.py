@@ -229,7 +229,8 @@ def progress_bars(console: Console, enabled: bool) -> Iterator[Progress]:
 
 
 def _label(job: Job, designs: list[Design]) -> str:
-    return f"{job.entry.label} seed {job.seed} [{designs[job.design].name}]"
+    where = f" · {designs[job.design].name[:32]}" if len(designs) > 1 else ""
+    return f"{job.entry.label[:24]} · seed {job.seed}{where}"
 
 
 def run_local(jobs: list[Job], designs: list[Design], *, parallel: int, bars: Progress) -> list[RunOutcome]:
@@ -328,9 +329,6 @@ def audit_outcome(http: httpx.Client, outcome: RunOutcome) -> None:
         outcome.audit = "no session (the run did not start)"
         return
     answer = http.get(f"/v1/runs/{outcome.run_id}/audit")
-    if answer.status_code in (404, 405):  # the run exists (it was just polled): the route is what is missing
-        outcome.audit = "not available (the learner service has no GET /v1/runs/{id}/audit)"
-        return
     if answer.status_code != 200:
         outcome.audit = f"audit failed: {_error_text(answer)}"
         return
@@ -442,5 +440,5 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     report = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,
                           wall_time=time.perf_counter() - started)
     failed = sum(o.result.status not in ("finished", "budget_exhausted") for o in outcomes)
-    console.print(f"{len(outcomes) - failed}/{len(outcomes)} runs completed; report: {report}")
+    console.print(f"{len(outcomes) - failed}/{len(outcomes)} runs completed; report: {report}", soft_wrap=True)
     return report

@@ -115,10 +115,11 @@ def managed_services(out: Path, oracle_port: int | None = None,
         yield oracle, learner, ledger
 
 
-def demo_config() -> CompareConfig:
+def demo_config(examples: int | None = None) -> CompareConfig:
     from server.datasets import DatasetError, describe
 
-    config = CompareConfig.model_validate(DEMO)
+    config = CompareConfig.model_validate({**DEMO, **({"max_examples": examples, "eval_every": max(1, examples // 10)}
+                                                      if examples else {})})
     try:
         describe(DEMO["dataset"]["name"])  # type: ignore[index]
     except DatasetError:
@@ -128,24 +129,24 @@ def demo_config() -> CompareConfig:
     return config
 
 
-def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Path, console: Console,
-                fail: Callable[[str], None]) -> None:
+def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Path, examples: int | None,
+                console: Console, fail: Callable[[str], None]) -> None:
     """``budgetlab sandbox``: start, demo, print where everything is, serve until Ctrl-C (or exit with --demo-only)."""
     from client.compare import run_comparison
     from client.report import write_report
 
-    config = demo_config()
+    config = demo_config(examples)
     try:
         with managed_services(out, oracle_port, learner_port) as (oracle, learner, ledger):
             console.print(f"oracle  {oracle}  (API docs {oracle}/docs)\nlearner {learner}  (API docs {learner}/docs)"
-                          f"\nledger  {ledger}")
+                          f"\nledger  {ledger}", soft_wrap=True)
             started = time.perf_counter()
             designs, outcomes = run_comparison(config, local=False, learner_url=learner, oracle_url=oracle,
                                                parallel=2, console=console)
             report = write_report(out, config, designs, outcomes, mode=f"sandbox: learner {learner}, oracle {oracle}",
                                   wall_time=time.perf_counter() - started)
             console.print(f"demo report: {report.resolve()}\nresults:     {(out / 'results.json').resolve()}"
-                          f"\nAPI docs:    {oracle}/docs and {learner}/docs\nledger:      {ledger}")
+                          f"\nAPI docs:    {oracle}/docs and {learner}/docs\nledger:      {ledger}", soft_wrap=True)
             if demo_only:
                 return
             console.print("services keep running; Ctrl-C stops them")

@@ -1,0 +1,125 @@
+"""``budgetlab compare`` end to end: the real learner service against the real oracle, and in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from client.cli import app
+
+CONFIG = """
+title = "compare test"
+dataset = { name = "digits-3v5" }
+budget = { per_example = 4 }
+seeds = [0, 1]
+max_examples = 40
+eval_every = 10
+log_x = true
+
+[[algorithms]]
+id = "aer"
+label = "AER"
+
+[[algorithms]]
+id = "aelr"
+label = "AELR"
+per_example = 5
+
+[[algorithms]]
+id = "ridge"
+label = "Ridge"
+per_example = 64
+
+[[algorithms]]
+id = "aer"
+label = "AER broken"
+params = { no_such_param = 1 }
+"""
+
+RUNNER = CliRunner()
+
+
+def compare(tmp_path: Path, name: str, *args: str) -> dict:
+    config = tmp_path / "compare.toml"
+    config.write_text(CONFIG)
+    out = tmp_path / name
+    result = RUNNER.invoke(app, ["compare", str(config), "--out", str(out), *args])
+    assert result.exit_code == 0, result.output
+    assert "report:" in result.output
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def service_results(learner_url: str, shared_oracle_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("compare")
+    return {"results": compare(tmp, "service", "--learner", learner_url, "--oracle", shared_oracle_url),
+            "out": tmp / "service", "learner": learner_url}
+
+
+def by_label(results: dict) -> dict[str, dict]:
+    (design,) = results["designs"]
+    return {a["label"]: a for a in design["algorithms"]}
+
+
+def test_service_compare_writes_report_curves_and_plots(service_results: dict) -> None:
+    out: Path = service_results["out"]
+    algorithms = by_label(service_results["results"])
+    for label in ("AER", "AELR", "Ridge"):
+        runs = algorithms[label]["runs"]
+        assert [r["seed"] for r in runs] == [0, 1]
+        for run in runs:
+            assert run["result"]["status"] == "finished"
+            assert [p["examples"] for p in run["result"]["curve"]] == [10, 20, 30, 40]
+            assert run["result"]["session"]
+        assert algorithms[label]["summary"]["test_mse"]["n"] == 2
+    # Ridge pays all 64 attributes of each of its 40 examples; AER at most its 4.
+    assert algorithms["Ridge"]["summary"]["attributes"]["mean"] == 64 * 40
+    assert algorithms["AER"]["summary"]["attributes"]["mean"] <= 4 * 40
+    report = (out / "report.md").read_text()
+    assert "| AER (`aer`) | 4 |" in report and "| Ridge (`ridge`) | 64 |" in report
+    plots = service_results["results"]["designs"][0]["plots"]
+    assert len(plots) == 2
+    for name in plots:
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in report
+
+
+def test_a_failing_run_is_reported_and_the_others_complete(service_results: dict) -> None:
+    broken = by_label(service_results["results"])["AER broken"]
+    assert [r["result"]["status"] for r in broken["runs"]] == ["failed", "failed"]
+    assert all("no_such_param" in r["result"]["message"] for r in broken["runs"])
+    assert broken["summary"]["test_mse"] is None
+    report = (service_results["out"] / "report.md").read_text()
+    assert "AER broken, seed 0: **failed**" in report
+    assert "0/2" in report.split("AER broken (`aer`)")[1].splitlines()[0]
+
+
+def test_every_session_is_audited_compliant(service_results: dict) -> None:
+    algorithms = by_label(service_results["results"])
+    audits = [r["audit"] for label in ("AER", "AELR", "Ridge") for r in algorithms[label]["runs"]]
+    assert len(audits) == 6
+    assert set(audits) == {"compliant"}
+    assert "compliant (2 sessions)" in (service_results["out"] / "report.md").read_text()
+
+
+def test_local_compare_gives_the_service_weights(service_results: dict, tmp_path: Path) -> None:
+    local = by_label(compare(tmp_path, "local", "--local"))
+    service = by_label(service_results["results"])
+    for label in ("AER", "AELR", "Ridge"):
+        for here, there in zip(local[label]["runs"], service[label]["runs"], strict=True):
+            assert here["audit"] == "local (no ledger)"
+            assert here["result"]["weights"] == pytest.approx(there["result"]["weights"], rel=1e-9, abs=1e-12)
+            assert here["result"]["final"]["test_mse"] == pytest.approx(there["result"]["final"]["test_mse"],
+                                                                        rel=1e-9)
+    assert "local (no ledger)" in (tmp_path / "local" / "report.md").read_text()
+
+
+def test_bad_invocations_fail_with_a_message(tmp_path: Path) -> None:
+    result = RUNNER.invoke(app, ["compare", "--preset", "no-such-preset", "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "unknown preset" in result.output
+    result = RUNNER.invoke(app, ["compare", "--preset", "ito-synthetic", "--out", str(tmp_path), "--learner",
+                                 "http://127.0.0.1:9"])
+    assert result.exit_code == 1 and "both --learner and --oracle" in result.output
