@@ -12,22 +12,22 @@ from server.errors import APIError
 from server.sessions import SessionService
 
 
-def service(request: Request) -> SessionService:
+async def service(request: Request) -> SessionService:
     return request.app.state.sessions
 
 
-def settings(request: Request) -> Settings:
+async def settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def bearer(authorization: Annotated[str | None, Header()] = None) -> str:
+async def bearer(authorization: Annotated[str | None, Header()] = None) -> str:
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise APIError(401, "unauthorized", "send the session's token as 'Authorization: Bearer <token>'")
     return token.strip()
 
 
-def admin(token: Annotated[str, Depends(bearer)], config: Annotated[Settings, Depends(settings)]) -> None:
+async def admin(token: Annotated[str, Depends(bearer)], config: Annotated[Settings, Depends(settings)]) -> None:
     if config.admin_token is None:
         raise APIError(403, "admin_disabled", "set BUDGETLAB_ADMIN_TOKEN on the oracle to enable admin endpoints")
     if not hmac.compare_digest(token, config.admin_token):

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from client.models import (
     AuditReport,
@@ -75,6 +75,23 @@ def _stream_order(n: int, seed: int) -> np.ndarray:
     return stream_order(n, seed)
 
 
+# The hot path's statements are built once: constructing a select/update per request costs more than
+# running it on SQLite. Bound parameters carry the per-request values.
+_LOAD = select(SESSIONS).where(SESSIONS.c.id == bindparam("b_id"))
+_LOAD_LOCKED = _LOAD.with_for_update()
+_INSERT_ROWS = insert(LEDGER)
+_UPDATE_SESSION = update(SESSIONS).where(SESSIONS.c.id == bindparam("b_id"))
+_PAID = select(LEDGER.c.example, LEDGER.c.attribute, LEDGER.c.value).where(
+    LEDGER.c.session_id == bindparam("b_id"), LEDGER.c.kind == "observe",
+    LEDGER.c.example.in_(bindparam("b_examples", expanding=True)),
+)
+
+_ROW_OF_KIND = select(LEDGER.c.seq, LEDGER.c.value).where(
+    LEDGER.c.session_id == bindparam("b_id"), LEDGER.c.kind == bindparam("b_kind"),
+    LEDGER.c.example == bindparam("b_example"),
+)
+
+
 class SessionService:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -95,10 +112,7 @@ class SessionService:
         return rt
 
     def _load(self, conn: Connection, session_id: str, token: str, *, lock: bool, open_only: bool) -> Any:
-        query = select(SESSIONS).where(SESSIONS.c.id == session_id)
-        if lock:
-            query = query.with_for_update()
-        rec = conn.execute(query).one_or_none()
+        rec = conn.execute(_LOAD_LOCKED if lock else _LOAD, {"b_id": session_id}).one_or_none()
         # A wrong token and an unknown id answer the same, so a token reveals nothing about other sessions.
         if rec is None or not hmac.compare_digest(rec.token_hash, token_hash(token)):
             raise APIError(404, "not_found", f"session {session_id} does not exist (or the token is not its own)")
@@ -119,12 +133,9 @@ class SessionService:
 
     def _commit_rows(self, conn: Connection, rec: Any, chain: Chain, **counters: Any) -> None:
         if chain.rows:
-            conn.execute(insert(LEDGER), chain.rows)
-        conn.execute(
-            update(SESSIONS)
-            .where(SESSIONS.c.id == rec.id)
-            .values(ledger_rows=chain.seq, head_hash=chain.head, last_active=_now(), **counters)
-        )
+            conn.execute(_INSERT_ROWS, chain.rows)
+        conn.execute(_UPDATE_SESSION, {"b_id": rec.id, "ledger_rows": chain.seq, "head_hash": chain.head,
+                                       "last_active": _now(), **counters})
 
     def _info(self, rec: Any) -> SessionInfo:
         budget = Budget.model_validate(rec.budget)
@@ -239,11 +250,7 @@ class SessionService:
             if rec.protocol != "batch":
                 raise APIError(409, "online_protocol", "labels are revealed by predict in the online protocol")
             position = self._position(rec, rt, example)
-            seen = conn.execute(
-                select(LEDGER.c.value).where(
-                    LEDGER.c.session_id == rec.id, LEDGER.c.kind == "label", LEDGER.c.example == example
-                )
-            ).first()
+            seen = conn.execute(_ROW_OF_KIND, {"b_id": rec.id, "b_kind": "label", "b_example": example}).first()
             if seen is not None:
                 return LabelResponse(example=example, label=seen.value, charged=0.0)
             chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
@@ -276,11 +283,7 @@ class SessionService:
             used: Counter[int] = Counter()
             for start in range(0, len(examples), IN_CHUNK):
                 chunk = examples[start : start + IN_CHUNK]
-                for row in conn.execute(
-                    select(LEDGER.c.example, LEDGER.c.attribute, LEDGER.c.value).where(
-                        LEDGER.c.session_id == rec.id, LEDGER.c.kind == "observe", LEDGER.c.example.in_(chunk)
-                    )
-                ):
+                for row in conn.execute(_PAID, {"b_id": rec.id, "b_examples": chunk}):
                     paid[(row.example, row.attribute)] = row.value
                     used[row.example] += 1
 
@@ -328,11 +331,7 @@ class SessionService:
             if rec.protocol != "online":
                 raise APIError(409, "batch_protocol", "predict belongs to the online protocol and test sessions")
             position = self._position(rec, rt, example)
-            done = conn.execute(
-                select(LEDGER.c.seq).where(
-                    LEDGER.c.session_id == rec.id, LEDGER.c.kind == "predict", LEDGER.c.example == example
-                )
-            ).first()
+            done = conn.execute(_ROW_OF_KIND, {"b_id": rec.id, "b_kind": "predict", "b_example": example}).first()
             if done is not None:
                 raise APIError(409, "already_predicted", f"a prediction for example {example} was already committed")
             label = float(rt.dataset.labels(rec.split, np.array([position]))[0])
