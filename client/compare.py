@@ -402,7 +402,7 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     if list_presets:
         for name, cfg in presets().items():
             console.print(f"[bold]{name}[/]  ({cfg.expected_time or 'run time not stated'}; --quick under a minute)"
-                          f"\n    {cfg.title}")
+                          f"\n    {cfg.title}", soft_wrap=True)
         return None
     if (config is None) == (preset is None):
         fail("give a CONFIG.toml or --preset NAME (see --list)")
