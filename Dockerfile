@@ -1,0 +1,16 @@
+# budgetlab: one image for the oracle, the learner service and the CLI (see docker-compose.yml).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+WORKDIR /app
+
+# Installed the way README.md's quick start does it (the Makefile's install step).
+COPY pyproject.toml README.md ./
+COPY server ./server
+COPY learner ./learner
+COPY client ./client
+RUN python -m pip install --quiet -e .
+
+EXPOSE 8000 8001
+# The oracle by default; the learner runs `budgetlab serve learner --host 0.0.0.0` (docker-compose.yml).
+CMD ["budgetlab", "serve", "oracle", "--host", "0.0.0.0"]

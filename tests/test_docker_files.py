@@ -1,0 +1,86 @@
+"""Offline checks of Dockerfile and docker-compose.yml (no Docker engine here): schema, wiring, install command."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = ROOT / "docker-compose.yml"
+BIN = Path(sys.executable).parent
+
+
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_compose_file_matches_the_compose_spec_schema() -> None:
+    done = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_docker_compose_accepts_the_file() -> None:
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        pytest.skip("the docker-compose binary is not installed here")
+    done = subprocess.run([binary, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_services_are_wired_by_health() -> None:
+    services = compose()["services"]
+    assert set(services) == {"postgres", "oracle", "learner", "demo"}
+    assert services["postgres"]["image"] == "postgres:16"
+    assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
+    volume = services["postgres"]["volumes"][0].split(":")[0]
+    assert volume in compose()["volumes"]  # a named volume keeps the ledger
+    for name, port in (("oracle", 8000), ("learner", 8001)):
+        check = " ".join(services[name]["healthcheck"]["test"])
+        assert "urllib" in check and f"{port}/healthz" in check
+        assert f"{port}:{port}" in services[name]["ports"]
+    assert services["oracle"]["environment"]["DATABASE_URL"].startswith("postgresql+psycopg://")
+    assert "@postgres:5432/" in services["oracle"]["environment"]["DATABASE_URL"]
+    assert services["oracle"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert services["learner"]["environment"]["ORACLE_URL"] == "http://oracle:8000"
+    assert services["learner"]["depends_on"] == {"oracle": {"condition": "service_healthy"}}
+    assert services["demo"]["depends_on"] == {"oracle": {"condition": "service_healthy"},
+                                              "learner": {"condition": "service_healthy"}}
+    demo = services["demo"]["command"]
+    assert demo[:2] == ["budgetlab", "compare"] and "--quick" in demo
+    assert demo[demo.index("--learner") + 1] == "http://learner:8001"
+    assert demo[demo.index("--oracle") + 1] == "http://oracle:8000"
+
+
+def test_dockerfile_installs_like_the_makefile_and_uses_python_311_slim() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim$", dockerfile, re.M)
+    (make_install,) = re.findall(r"^\t\$\(BIN\)/(python -m pip install .* -e \.)$", (ROOT / "Makefile").read_text(),
+                                 re.M)
+    assert f"RUN {make_install}\n" in dockerfile
+    assert "make sandbox" in (ROOT / "README.md").read_text()  # the README's install goes through the Makefile
+
+
+def test_entry_points_exist_in_the_cli() -> None:
+    services = compose()["services"]
+    commands = [services["oracle"]["command"], services["learner"]["command"], services["demo"]["command"]]
+    assert commands[0][:3] == ["budgetlab", "serve", "oracle"] and "0.0.0.0" in commands[0]
+    assert commands[1][:3] == ["budgetlab", "serve", "learner"] and "0.0.0.0" in commands[1]
+    for command in commands:
+        first_option = next(i for i, a in enumerate(command) if a.startswith("--"))
+        done = subprocess.run([str(BIN / "budgetlab"), *command[1:first_option], "--help"], capture_output=True,
+                              text=True, env={**os.environ, "COLUMNS": "200"})
+        assert done.returncode == 0, done.stderr
+        options = [a for a in command[first_option:] if a.startswith("--")]
+        assert all(option in done.stdout for option in options), (options, done.stdout)
+    preset = commands[2][commands[2].index("--preset") + 1]
+    from client.presets import preset_names
+
+    assert preset in preset_names()
