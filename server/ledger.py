@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GENESIS = "0" * 64
+EMPTY_PAYLOAD = "{}"
 
 
 def canonical_payload(payload: dict[str, Any]) -> str:
+    if not payload:
+        return EMPTY_PAYLOAD
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
@@ -67,6 +70,22 @@ class Chain:
         self.seq += 1
         self.head = digest
         return row
+
+    def observations(self, examples: list[int], attributes: list[int], values: list[float],
+                     costs: list[float]) -> None:
+        """Append one ``observe`` row per cell: ``append`` for the bulk case, with the same canonical content."""
+        sid, head, seq, rows = self.session_id, self.head, self.seq, self.rows
+        sha256 = hashlib.sha256
+        for example, attribute, value, cost in zip(examples, attributes, values, costs, strict=True):
+            value, cost = float(value), float(cost)
+            content = f"{sid}|{seq}|observe|{int(example)}|{int(attribute)}|{value!r}|{cost!r}|{EMPTY_PAYLOAD}"
+            digest = sha256(f"{head}\n{content}".encode()).hexdigest()
+            rows.append({"session_id": sid, "seq": seq, "kind": "observe", "example": example,
+                         "attribute": attribute, "value": value, "cost": cost, "payload": EMPTY_PAYLOAD,
+                         "prev_hash": head, "hash": digest})
+            head = digest
+            seq += 1
+        self.head, self.seq = head, seq
 
 
 @dataclass

@@ -79,7 +79,8 @@ def _stream_order(n: int, seed: int) -> np.ndarray:
 # running it on SQLite. Bound parameters carry the per-request values.
 _LOAD = select(SESSIONS).where(SESSIONS.c.id == bindparam("b_id"))
 _LOAD_LOCKED = _LOAD.with_for_update()
-_INSERT_ROWS = insert(LEDGER)
+LEDGER_COLUMNS = tuple(c.name for c in LEDGER.columns)
+_INSERT_SQL = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({', '.join(['{p}'] * len(LEDGER_COLUMNS))})"
 _UPDATE_SESSION = update(SESSIONS).where(SESSIONS.c.id == bindparam("b_id"))
 _PAID = select(LEDGER.c.example, LEDGER.c.attribute, LEDGER.c.value).where(
     LEDGER.c.session_id == bindparam("b_id"), LEDGER.c.kind == "observe",
@@ -133,7 +134,11 @@ class SessionService:
 
     def _commit_rows(self, conn: Connection, rec: Any, chain: Chain, **counters: Any) -> None:
         if chain.rows:
-            conn.execute(_INSERT_ROWS, chain.rows)
+            # Straight to the driver's executemany: SQLAlchemy's per-row parameter handling costs more than
+            # SQLite's insert itself on a 50,000-row batch.
+            placeholder = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+            conn.exec_driver_sql(_INSERT_SQL.format(p=placeholder),
+                                 [tuple(row[c] for c in LEDGER_COLUMNS) for row in chain.rows])
         conn.execute(_UPDATE_SESSION, {"b_id": rec.id, "ledger_rows": chain.seq, "head_hash": chain.head,
                                        "last_active": _now(), **counters})
 
@@ -307,9 +312,8 @@ class SessionService:
                 values = rt.dataset.values(rec.split, pos, attrs).tolist()
                 costs = rt.costs[attrs].tolist()
                 chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
-                for e, a, v, c in zip(fresh_ex, fresh_attr, values, costs, strict=True):
-                    chain.append("observe", example=e, attribute=a, value=v, cost=c)
-                    paid[(e, a)] = chain.rows[-1]["value"]
+                chain.observations(fresh_ex, fresh_attr, values, costs)
+                paid.update(zip(zip(fresh_ex, fresh_attr, strict=True), values, strict=True))
                 self._commit_rows(conn, rec, chain, spent_cost=rec.spent_cost + charge,
                                   spent_attributes=rec.spent_attributes + len(fresh_attr))
             spent = rec.spent_cost + charge

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
+from pydantic import BaseModel
 
 from client.models import (
     AuditReport,
@@ -39,6 +40,11 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
 SessionId = Annotated[str, Path(min_length=1, max_length=64)]
 
 
+def serialized(model: BaseModel) -> Response:
+    """The hot endpoints' answer, built once: returning the model would make FastAPI validate it again."""
+    return Response(model.model_dump_json(), media_type="application/json")
+
+
 @router.post("", status_code=201, response_model=SessionCreated)
 def open_session(body: SessionCreate, sessions: Service) -> SessionCreated:
     """Open a session on a dataset split with a budget; the token in the answer is shown only once."""
@@ -62,20 +68,19 @@ def next_example(session_id: SessionId, sessions: Service, token: Token) -> Next
 
 
 @router.post("/{session_id}/observe", response_model=ObserveResponse)
-def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> ObserveResponse:
+def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> Response:
     """Pay for attributes of one example; already-paid ones are free. All or nothing (402 on any budget)."""
     items, charged, fresh, spent, remaining = sessions.observe(session_id, token, [body])
-    return ObserveResponse(example=body.example, attributes=body.attributes, values=items[0].values,
-                           charged=charged, fresh=fresh, spent=spent, remaining=remaining)
+    return serialized(ObserveResponse(example=body.example, attributes=body.attributes, values=items[0].values,
+                                      charged=charged, fresh=fresh, spent=spent, remaining=remaining))
 
 
 @router.post("/{session_id}/observe/batch", response_model=ObserveBatchResponse)
-def observe_batch(
-    session_id: SessionId, body: ObserveBatchRequest, sessions: Service, token: Token
-) -> ObserveBatchResponse:
+def observe_batch(session_id: SessionId, body: ObserveBatchRequest, sessions: Service, token: Token) -> Response:
     """Pay for attributes of many examples in one all-or-nothing request."""
     items, charged, fresh, spent, remaining = sessions.observe(session_id, token, body.items)
-    return ObserveBatchResponse(items=items, charged=charged, fresh=fresh, spent=spent, remaining=remaining)
+    return serialized(ObserveBatchResponse(items=items, charged=charged, fresh=fresh, spent=spent,
+                                           remaining=remaining))
 
 
 @router.post("/{session_id}/label", response_model=LabelResponse)
