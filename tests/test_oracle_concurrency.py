@@ -17,7 +17,8 @@ BUDGET = 200
 
 def hammer(url: str, workers: int = THREADS) -> tuple[str, dict]:
     r = httpx.post(f"{url}/v1/sessions", json={
-        "dataset": "sparse-gaussian", "dataset_params": {"d": 10, "n_train": 400, "n_test": 10, "s_plus": 2, "s_minus": 2},
+        "dataset": "sparse-gaussian",
+        "dataset_params": {"d": 10, "n_train": 400, "n_test": 10, "s_plus": 2, "s_minus": 2},
         "order": "pool", "budget": {"total": BUDGET, "per_example": 3}, "seed": 5,
     })
     sid, headers = r.json()["id"], {"Authorization": f"Bearer {r.json()['token']}"}
