@@ -41,6 +41,7 @@ from server import budget as rules
 from server.audit import audit_rows
 from server.datasets import DatasetError, load_dataset
 from server.datasets.base import Dataset, stream_order
+from server.driver_sql import DriverSQL
 from server.errors import APIError
 from server.evaluation import evaluate_weights
 from server.ledger import GENESIS, Chain, ledger_rows_as_dicts
@@ -68,6 +69,8 @@ class Runtime:
     budget: Budget
     costs: np.ndarray
     order: np.ndarray | None
+    # Every attribute costs 1 (the common case): a charge is then a count, with no array work per request.
+    unit_costs: bool
 
 
 @lru_cache(maxsize=64)
@@ -82,11 +85,6 @@ _LOAD_LOCKED = _LOAD.with_for_update()
 LEDGER_COLUMNS = tuple(c.name for c in LEDGER.columns)
 _INSERT_SQL = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({', '.join(['{p}'] * len(LEDGER_COLUMNS))})"
 _UPDATE_SESSION = update(SESSIONS).where(SESSIONS.c.id == bindparam("b_id"))
-_PAID = select(LEDGER.c.example, LEDGER.c.attribute, LEDGER.c.value).where(
-    LEDGER.c.session_id == bindparam("b_id"), LEDGER.c.kind == "observe",
-    LEDGER.c.example.in_(bindparam("b_examples", expanding=True)),
-)
-
 _ROW_OF_KIND = select(LEDGER.c.seq, LEDGER.c.value).where(
     LEDGER.c.session_id == bindparam("b_id"), LEDGER.c.kind == bindparam("b_kind"),
     LEDGER.c.example == bindparam("b_example"),
@@ -96,6 +94,7 @@ _ROW_OF_KIND = select(LEDGER.c.seq, LEDGER.c.value).where(
 class SessionService:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._driver = DriverSQL(engine)
         self._runtimes: dict[str, Runtime] = {}
 
     # --- helpers --------------------------------------------------------------------------------
@@ -106,7 +105,8 @@ class SessionService:
             dataset = load_dataset(rec.dataset, rec.dataset_params, rec.seed)
             budget = Budget.model_validate(rec.budget)
             order = _stream_order(rec.n_examples, rec.seed) if rec.example_order == "stream" else None
-            rt = Runtime(dataset, budget, rules.attribute_costs(budget, dataset.costs, dataset.d), order)
+            costs = rules.attribute_costs(budget, dataset.costs, dataset.d)
+            rt = Runtime(dataset, budget, costs, order, bool(np.all(costs == 1.0)))
             if len(self._runtimes) > 4096:
                 self._runtimes.clear()
             self._runtimes[rec.id] = rt
@@ -114,6 +114,9 @@ class SessionService:
 
     def _load(self, conn: Connection, session_id: str, token: str, *, lock: bool, open_only: bool) -> Any:
         rec = conn.execute(_LOAD_LOCKED if lock else _LOAD, {"b_id": session_id}).one_or_none()
+        return self._check(rec, session_id, token, open_only=open_only)
+
+    def _check(self, rec: Any, session_id: str, token: str, *, open_only: bool) -> Any:
         # A wrong token and an unknown id answer the same, so a token reveals nothing about other sessions.
         if rec is None or not hmac.compare_digest(rec.token_hash, token_hash(token)):
             raise APIError(404, "not_found", f"session {session_id} does not exist (or the token is not its own)")
@@ -275,8 +278,11 @@ class SessionService:
         for item in items:
             if len(set(item.attributes)) != len(item.attributes):
                 raise APIError(422, "duplicate_attributes", f"an attribute of example {item.example} is listed twice")
-        with self.engine.begin() as conn:
-            rec = self._load(conn, session_id, token, lock=True, open_only=True)
+        driver = self._driver
+        with driver.transaction() as cursor:
+            rec = self._check(driver.load_session(cursor, session_id), session_id, token, open_only=True)
+            if rec.id not in self._runtimes:
+                driver.decode_json(rec)
             rt = self._runtime(rec)
             for item in items:
                 bad = [a for a in item.attributes if not 0 <= a < rec.d]
@@ -288,9 +294,10 @@ class SessionService:
             used: Counter[int] = Counter()
             for start in range(0, len(examples), IN_CHUNK):
                 chunk = examples[start : start + IN_CHUNK]
-                for row in conn.execute(_PAID, {"b_id": rec.id, "b_examples": chunk}):
-                    paid[(row.example, row.attribute)] = row.value
-                    used[row.example] += 1
+                cursor.execute(driver.paid(len(chunk)), (rec.id, *chunk))
+                for example, attribute, value in cursor.fetchall():
+                    paid[(example, attribute)] = value
+                    used[example] += 1
 
             fresh_ex: list[int] = []
             fresh_attr: list[int] = []
@@ -301,7 +308,13 @@ class SessionService:
                 fresh_attr.extend(new)
                 new_by_example[item.example] = len(new)
             attrs = np.asarray(fresh_attr, dtype=np.int64)
-            charge = float(rt.costs[attrs].sum()) if attrs.size else 0.0
+            if rt.unit_costs:
+                costs = [1.0] * len(fresh_attr)
+                charge = float(len(fresh_attr))
+            else:
+                cost_array = rt.costs[attrs]
+                costs = cost_array.tolist()
+                charge = float(cost_array.sum()) if attrs.size else 0.0
             try:
                 rules.enforce(rt.budget, rec.spent_cost, charge, used, new_by_example)
             except rules.BudgetExceeded as exc:
@@ -310,12 +323,12 @@ class SessionService:
             if attrs.size:
                 pos = np.fromiter((positions[e] for e in fresh_ex), dtype=np.int64, count=len(fresh_ex))
                 values = rt.dataset.values(rec.split, pos, attrs).tolist()
-                costs = rt.costs[attrs].tolist()
                 chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
                 chain.observations(fresh_ex, fresh_attr, values, costs)
                 paid.update(zip(zip(fresh_ex, fresh_attr, strict=True), values, strict=True))
-                self._commit_rows(conn, rec, chain, spent_cost=rec.spent_cost + charge,
-                                  spent_attributes=rec.spent_attributes + len(fresh_attr))
+                driver.write(cursor, rec, chain.rows, seq=chain.seq, head=chain.head, now=_now(),
+                             spent_cost=rec.spent_cost + charge,
+                             spent_attributes=rec.spent_attributes + len(fresh_attr))
             spent = rec.spent_cost + charge
             out = [
                 ObservedValues(example=item.example, attributes=item.attributes,

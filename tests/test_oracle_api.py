@@ -285,3 +285,29 @@ def test_sdk_raises_typed_errors(oracle_url: str) -> None:
         with pytest.raises(OracleError) as bad:
             client.open_session("nope")
         assert bad.value.status == 422
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_observe_on_driver_sql_reads_back_through_sqlalchemy(backend: str, request: pytest.FixtureRequest) -> None:
+    """Observe writes with plain driver SQL; what it writes must read back through SQLAlchemy on both databases."""
+    from tests.servers import oracle_server
+
+    database_url = request.getfixturevalue(f"{backend}_url")
+    with oracle_server(database_url) as url:
+        sid, h, _ = open_session(url, order="pool", budget={"per_example": 2, "total": 3})
+        assert httpx.post(f"{url}/v1/sessions/{sid}/observe", headers=h,
+                          json={"example": 0, "attributes": [1, 2]}).status_code == 200
+        # Refusals roll back on a connection that stays in use: later observes still work and charge.
+        assert_error(httpx.post(f"{url}/v1/sessions/{sid}/observe", headers=h,
+                                json={"example": 1, "attributes": [1, 2, 3]}), 402)
+        assert_error(httpx.post(f"{url}/v1/sessions/{sid}/observe", headers={"Authorization": "Bearer x"},
+                                json={"example": 1, "attributes": [1]}), 404)
+        assert httpx.post(f"{url}/v1/sessions/{sid}/observe", headers=h,
+                          json={"example": 1, "attributes": [4]}).status_code == 200
+        assert counters(url, sid, h) == (3.0, 3, 4)
+        # last_active, written by the driver path, is parsed by the idle sweep: recent, so not closed.
+        admin = {"Authorization": "Bearer admin-secret"}
+        assert sid not in httpx.post(f"{url}/v1/admin/close-idle?idle_seconds=3600", headers=admin).json()["closed"]
+        assert sid in httpx.post(f"{url}/v1/admin/close-idle?idle_seconds=0", headers=admin).json()["closed"]
+        report = httpx.get(f"{url}/v1/sessions/{sid}/audit", headers=h).json()
+        assert report["compliant"] and report["spent_recomputed"] == report["spent_recorded"] == 3.0

@@ -68,7 +68,7 @@ def next_example(session_id: SessionId, sessions: Service, token: Token) -> Next
 
 
 @router.post("/{session_id}/observe", response_model=ObserveResponse)
-def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> Response:
+async def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> Response:
     """Pay for attributes of one example; already-paid ones are free. All or nothing (402 on any budget)."""
     items, charged, fresh, spent, remaining = sessions.observe(session_id, token, [body])
     return serialized(ObserveResponse(example=body.example, attributes=body.attributes, values=items[0].values,
