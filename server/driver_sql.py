@@ -19,10 +19,10 @@ from typing import Any
 from sqlalchemy import Engine
 
 from server.errors import APIError
-from server.tables import LedgerEntry, SessionRecord
+from server.ledger import ROW_FIELDS
+from server.tables import SessionRecord
 
 SESSIONS = SessionRecord.__table__
-LEDGER_COLUMNS = tuple(c.name for c in LedgerEntry.__table__.columns)
 # Everything observe reads from a session row; the JSON columns are decoded only when a session's
 # dataset is not cached yet.
 SESSION_COLUMNS = ("id", "token_hash", "status", "dataset", "dataset_params", "split", "example_order", "budget",
@@ -50,8 +50,8 @@ class DriverSQL:
         # SQLite takes its write lock with BEGIN IMMEDIATE; PostgreSQL locks the session row.
         lock = "" if self.sqlite else " FOR UPDATE"
         self.load = f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE id = {p}{lock}"
-        marks = ", ".join([p] * len(LEDGER_COLUMNS))
-        self.insert = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({marks})"
+        marks = ", ".join([p] * len(ROW_FIELDS))
+        self.insert = f"INSERT INTO ledger ({', '.join(ROW_FIELDS)}) VALUES ({marks})"
         self.update = (f"UPDATE sessions SET ledger_rows = {p}, head_hash = {p}, last_active = {p}, spent_cost = {p}, "
                        f"spent_attributes = {p} WHERE id = {p}")
         self._json: dict[str, Callable[[Any], Any]] = {
@@ -124,7 +124,8 @@ class DriverSQL:
             if isinstance(value, str | bytes):
                 setattr(rec, name, process(value))
 
-    def write(self, cursor: Any, rec: SimpleNamespace, rows: Sequence[dict[str, Any]], *, seq: int, head: str,
+    def write(self, cursor: Any, rec: SimpleNamespace, rows: Sequence[tuple], *, seq: int, head: str,
               now: datetime, spent_cost: float, spent_attributes: int) -> None:
-        cursor.executemany(self.insert, [tuple(row[c] for c in LEDGER_COLUMNS) for row in rows])
+        """Insert ``ROW_FIELDS`` tuples and move the session's counters and chain head in the same transaction."""
+        cursor.executemany(self.insert, rows)
         cursor.execute(self.update, (seq, head, self._datetime(now), spent_cost, spent_attributes, rec.id))

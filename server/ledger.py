@@ -14,6 +14,8 @@ from typing import Any
 
 GENESIS = "0" * 64
 EMPTY_PAYLOAD = "{}"
+# The order of a ledger row's fields wherever a row travels as a tuple (bulk inserts, exports).
+ROW_FIELDS = ("session_id", "seq", "kind", "example", "attribute", "value", "cost", "payload", "prev_hash", "hash")
 
 
 def canonical_payload(payload: dict[str, Any]) -> str:
@@ -71,21 +73,29 @@ class Chain:
         self.head = digest
         return row
 
-    def observations(self, examples: list[int], attributes: list[int], values: list[float],
-                     costs: list[float]) -> None:
-        """Append one ``observe`` row per cell: ``append`` for the bulk case, with the same canonical content."""
-        sid, head, seq, rows = self.session_id, self.head, self.seq, self.rows
+    def observation_rows(self, examples: list[int], attributes: list[int], values: list[float],
+                         costs: list[float]) -> list[tuple]:
+        """One ``observe`` row per cell as a ``ROW_FIELDS`` tuple, with ``append``'s canonical content.
+
+        The bulk path of a batch observe: tens of thousands of rows go straight to the driver, so no dict
+        per row, and ``canonical`` is inlined. Its inputs must be Python ints and floats (``tolist()``),
+        whose ``str``/``repr`` are then exactly ``canonical``'s.
+        """
+        sid, head, first = self.session_id, self.head, self.seq
+        prefix = f"{sid}|"
         sha256 = hashlib.sha256
-        for example, attribute, value, cost in zip(examples, attributes, values, costs, strict=True):
-            value, cost = float(value), float(cost)
-            content = f"{sid}|{seq}|observe|{int(example)}|{int(attribute)}|{value!r}|{cost!r}|{EMPTY_PAYLOAD}"
-            digest = sha256(f"{head}\n{content}".encode()).hexdigest()
-            rows.append({"session_id": sid, "seq": seq, "kind": "observe", "example": example,
-                         "attribute": attribute, "value": value, "cost": cost, "payload": EMPTY_PAYLOAD,
-                         "prev_hash": head, "hash": digest})
+        rows: list[tuple] = []
+        add = rows.append
+        for seq, example, attribute, value, cost in zip(
+            range(first, first + len(examples)), examples, attributes, values, costs, strict=True
+        ):
+            digest = sha256(
+                f"{head}\n{prefix}{seq}|observe|{example}|{attribute}|{value!r}|{cost!r}|{EMPTY_PAYLOAD}".encode()
+            ).hexdigest()
+            add((sid, seq, "observe", example, attribute, value, cost, EMPTY_PAYLOAD, head, digest))
             head = digest
-            seq += 1
-        self.head, self.seq = head, seq
+        self.head, self.seq = head, first + len(examples)
+        return rows
 
 
 @dataclass

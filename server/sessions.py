@@ -299,45 +299,61 @@ class SessionService:
                     paid[(example, attribute)] = value
                     used[example] += 1
 
+            # Fresh cells in request order; an example with nothing paid yet (the usual case) needs no lookups.
             fresh_ex: list[int] = []
             fresh_attr: list[int] = []
-            new_by_example: dict[int, int] = {}
+            new_counts: list[int] = []
             for item in items:
-                new = [a for a in item.attributes if (item.example, a) not in paid]
+                new = item.attributes
+                if item.example in used:
+                    new = [a for a in new if (item.example, a) not in paid]
                 fresh_ex.extend([item.example] * len(new))
                 fresh_attr.extend(new)
-                new_by_example[item.example] = len(new)
-            attrs = np.asarray(fresh_attr, dtype=np.int64)
+                new_counts.append(len(new))
+            new_by_example = dict(zip(examples, new_counts, strict=True))
             if rt.unit_costs:
                 costs = [1.0] * len(fresh_attr)
                 charge = float(len(fresh_attr))
             else:
-                cost_array = rt.costs[attrs]
+                cost_array = rt.costs[np.asarray(fresh_attr, dtype=np.int64)]
                 costs = cost_array.tolist()
-                charge = float(cost_array.sum()) if attrs.size else 0.0
+                charge = float(cost_array.sum()) if fresh_attr else 0.0
             try:
                 rules.enforce(rt.budget, rec.spent_cost, charge, used, new_by_example)
             except rules.BudgetExceeded as exc:
                 raise APIError(402, "budget_exceeded", exc.detail, exc.remaining) from None
 
-            if attrs.size:
-                pos = np.fromiter((positions[e] for e in fresh_ex), dtype=np.int64, count=len(fresh_ex))
-                values = rt.dataset.values(rec.split, pos, attrs).tolist()
+            values: list[float] = []
+            if fresh_attr:
+                pos = np.repeat(np.fromiter((positions[e] for e in examples), dtype=np.int64, count=len(examples)),
+                                new_counts)
+                values = rt.dataset.values(rec.split, pos, np.asarray(fresh_attr, dtype=np.int64)).tolist()
                 chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
-                chain.observations(fresh_ex, fresh_attr, values, costs)
-                paid.update(zip(zip(fresh_ex, fresh_attr, strict=True), values, strict=True))
-                driver.write(cursor, rec, chain.rows, seq=chain.seq, head=chain.head, now=_now(),
+                rows = chain.observation_rows(fresh_ex, fresh_attr, values, costs)
+                driver.write(cursor, rec, rows, seq=chain.seq, head=chain.head, now=_now(),
                              spent_cost=rec.spent_cost + charge,
                              spent_attributes=rec.spent_attributes + len(fresh_attr))
             spent = rec.spent_cost + charge
-            out = [
-                ObservedValues(example=item.example, attributes=item.attributes,
-                               values=[paid[(item.example, a)] for a in item.attributes])
-                for item in items
-            ]
             last = items[-1].example
             remaining = rules.remaining(rt.budget, spent, last, used[last] + new_by_example[last])
+            out = self._observed(items, new_counts, fresh_attr, values, paid)
             return out, charge, len(fresh_attr), spent, remaining
+
+    @staticmethod
+    def _observed(items: list[ObserveRequest], new_counts: list[int], fresh_attr: list[int], values: list[float],
+                  paid: dict[tuple[int, int], float]) -> list[ObservedValues]:
+        """Each item's values in its own attribute order, from this request's fresh cells and the earlier ones."""
+        out: list[ObservedValues] = []
+        offset = 0
+        for item, n_new in zip(items, new_counts, strict=True):
+            fresh = values[offset : offset + n_new]
+            if n_new != len(item.attributes):
+                now_paid = dict(zip(fresh_attr[offset : offset + n_new], fresh, strict=True))
+                fresh = [now_paid[a] if a in now_paid else paid[(item.example, a)] for a in item.attributes]
+            offset += n_new
+            # Built from validated requests and stored floats: nothing left to validate.
+            out.append(ObservedValues.model_construct(example=item.example, attributes=item.attributes, values=fresh))
+        return out
 
     # --- online protocol, evaluation, prior knowledge -------------------------------------------
 
