@@ -25,8 +25,9 @@ from server.tables import SessionRecord
 SESSIONS = SessionRecord.__table__
 # Everything observe reads from a session row; the JSON columns are decoded only when a session's
 # dataset is not cached yet.
-SESSION_COLUMNS = ("id", "token_hash", "status", "dataset", "dataset_params", "split", "example_order", "budget",
-                   "seed", "n_examples", "issued", "d", "spent_cost", "spent_attributes", "ledger_rows", "head_hash")
+SESSION_COLUMNS = ("id", "token_hash", "status", "dataset", "dataset_params", "split", "protocol", "example_order",
+                   "budget", "seed", "n_examples", "issued", "d", "spent_cost", "spent_attributes", "labels",
+                   "ledger_rows", "head_hash")
 JSON_COLUMNS = ("dataset_params", "budget")
 # Connections kept open for the observe path. A checkout from SQLAlchemy's pool (events, reset on return)
 # costs about a fifth of a whole observe on SQLite, so the path keeps a few detached connections of its own.
@@ -52,8 +53,7 @@ class DriverSQL:
         self.load = f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE id = {p}{lock}"
         marks = ", ".join([p] * len(ROW_FIELDS))
         self.insert = f"INSERT INTO ledger ({', '.join(ROW_FIELDS)}) VALUES ({marks})"
-        self.update = (f"UPDATE sessions SET ledger_rows = {p}, head_hash = {p}, last_active = {p}, spent_cost = {p}, "
-                       f"spent_attributes = {p} WHERE id = {p}")
+        self._updates: dict[tuple[str, ...], str] = {}
         self._json: dict[str, Callable[[Any], Any]] = {
             name: SESSIONS.c[name].type.result_processor(dialect, None) or _identity for name in JSON_COLUMNS
         }
@@ -124,8 +124,13 @@ class DriverSQL:
             if isinstance(value, str | bytes):
                 setattr(rec, name, process(value))
 
-    def write(self, cursor: Any, rec: SimpleNamespace, rows: Sequence[tuple], *, seq: int, head: str,
-              now: datetime, spent_cost: float, spent_attributes: int) -> None:
+    def write(self, cursor: Any, session_id: str, rows: Sequence[tuple], *, seq: int, head: str, now: datetime,
+              **counters: Any) -> None:
         """Insert ``ROW_FIELDS`` tuples and move the session's counters and chain head in the same transaction."""
         cursor.executemany(self.insert, rows)
-        cursor.execute(self.update, (seq, head, self._datetime(now), spent_cost, spent_attributes, rec.id))
+        names = tuple(counters)
+        update = self._updates.get(names)
+        if update is None:
+            assigned = ", ".join(f"{name} = {self.p}" for name in ("ledger_rows", "head_hash", "last_active", *names))
+            update = self._updates[names] = f"UPDATE sessions SET {assigned} WHERE id = {self.p}"
+        cursor.execute(update, (seq, head, self._datetime(now), *counters.values(), session_id))

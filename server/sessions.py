@@ -44,7 +44,7 @@ from server.datasets.base import Dataset, stream_order
 from server.driver_sql import DriverSQL
 from server.errors import APIError
 from server.evaluation import evaluate_weights
-from server.ledger import GENESIS, Chain, ledger_rows_as_dicts
+from server.ledger import GENESIS, ROW_FIELDS, Chain, ledger_rows_as_dicts
 from server.tables import LedgerEntry, SessionRecord
 
 SESSIONS = SessionRecord.__table__
@@ -115,6 +115,13 @@ class SessionService:
     def _load(self, conn: Connection, session_id: str, token: str, *, lock: bool, open_only: bool) -> Any:
         rec = conn.execute(_LOAD_LOCKED if lock else _LOAD, {"b_id": session_id}).one_or_none()
         return self._check(rec, session_id, token, open_only=open_only)
+
+    def _load_driver(self, cursor: Any, session_id: str, token: str) -> tuple[Any, Runtime]:
+        """The open session, locked, on the driver-SQL path (``DriverSQL.transaction``), with its runtime."""
+        rec = self._check(self._driver.load_session(cursor, session_id), session_id, token, open_only=True)
+        if rec.id not in self._runtimes:
+            self._driver.decode_json(rec)
+        return rec, self._runtime(rec)
 
     def _check(self, rec: Any, session_id: str, token: str, *, open_only: bool) -> Any:
         # A wrong token and an unknown id answer the same, so a token reveals nothing about other sessions.
@@ -224,9 +231,8 @@ class SessionService:
     # --- the stream and labels ------------------------------------------------------------------
 
     def next(self, session_id: str, token: str) -> NextResponse:
-        with self.engine.begin() as conn:
-            rec = self._load(conn, session_id, token, lock=True, open_only=True)
-            rt = self._runtime(rec)
+        with self._driver.transaction() as cursor:
+            rec, rt = self._load_driver(cursor, session_id, token)
             if rt.order is None:
                 raise APIError(409, "pool_order", "a pool session addresses examples by id; there is no next")
             if rec.issued >= rec.n_examples:
@@ -237,8 +243,9 @@ class SessionService:
             spent = rec.spent_cost
             if rec.protocol == "batch":
                 label, spent = self._reveal_label(rec, rt, chain, example, int(rt.order[example]))
-            self._commit_rows(conn, rec, chain, issued=example + 1, spent_cost=spent,
-                              labels=rec.labels + (label is not None))
+            self._driver.write(cursor, rec.id, [tuple(row[f] for f in ROW_FIELDS) for row in chain.rows],
+                               seq=chain.seq, head=chain.head, now=_now(), issued=example + 1, spent_cost=spent,
+                               labels=rec.labels + (label is not None))
             return NextResponse(example=example, label=label, position=example,
                                 remaining=rules.remaining(rt.budget, spent, example, 0))
 
@@ -280,10 +287,7 @@ class SessionService:
                 raise APIError(422, "duplicate_attributes", f"an attribute of example {item.example} is listed twice")
         driver = self._driver
         with driver.transaction() as cursor:
-            rec = self._check(driver.load_session(cursor, session_id), session_id, token, open_only=True)
-            if rec.id not in self._runtimes:
-                driver.decode_json(rec)
-            rt = self._runtime(rec)
+            rec, rt = self._load_driver(cursor, session_id, token)
             for item in items:
                 bad = [a for a in item.attributes if not 0 <= a < rec.d]
                 if bad:
@@ -330,7 +334,7 @@ class SessionService:
                 values = rt.dataset.values(rec.split, pos, np.asarray(fresh_attr, dtype=np.int64)).tolist()
                 chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
                 rows = chain.observation_rows(fresh_ex, fresh_attr, values, costs)
-                driver.write(cursor, rec, rows, seq=chain.seq, head=chain.head, now=_now(),
+                driver.write(cursor, rec.id, rows, seq=chain.seq, head=chain.head, now=_now(),
                              spent_cost=rec.spent_cost + charge,
                              spent_attributes=rec.spent_attributes + len(fresh_attr))
             spent = rec.spent_cost + charge

@@ -62,16 +62,17 @@ def close_session(session_id: SessionId, sessions: Service, token: Token) -> Ses
 
 
 @router.post("/{session_id}/next", response_model=NextResponse)
-def next_example(session_id: SessionId, sessions: Service, token: Token) -> NextResponse:
+async def next_example(session_id: SessionId, sessions: Service, token: Token) -> Response:
     """Issue the next example of the stream (with its label in the batch protocol)."""
-    return sessions.next(session_id, token)
+    # On the event loop like observe: a learner calls the two once per example.
+    return serialized(sessions.next(session_id, token))
 
 
 @router.post("/{session_id}/observe", response_model=ObserveResponse)
 async def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> Response:
     """Pay for attributes of one example; already-paid ones are free. All or nothing (402 on any budget)."""
-    # Run on the event loop, not the thread pool: one observe is a sub-millisecond transaction, and the
-    # hop to a worker thread and back would cost about as much again. Batches stay on the thread pool.
+    # On the event loop, not the thread pool: one observe is a sub-millisecond transaction, and the hop
+    # to a worker thread and back would cost about as much again. Batches stay on the thread pool.
     items, charged, fresh, spent, remaining = sessions.observe(session_id, token, [body])
     return serialized(ObserveResponse(example=body.example, attributes=body.attributes, values=items[0].values,
                                       charged=charged, fresh=fresh, spent=spent, remaining=remaining))
