@@ -1,0 +1,162 @@
+"""AESVR: Attribute Efficient Support-Vector Regression — Hazan & Koren (2012), Algorithm 4 with Procedure 3.
+
+AERR (Algorithm 1: OGD on the L2 ball of radius B, averaged iterates) on the erf-smoothed δ-insensitive
+loss f_ε(r) = (ε/2)ρ((r-δ)/ε) + (ε/2)ρ((r+δ)/ε) - δ, r = <w,x> - y, whose derivative is
+f'_ε(r) = ½[erf((r-δ)/ε) + erf((r+δ)/ε)]. Per example: k uniform draws give x̃ (Alg. 1 lines 3-7),
+GenEst (Procedure 3) estimates f'_ε(r) from w²-weighted draws, g̃ = φ̃ · x̃.
+GenEst draws an order n with Pr[n] = 2^-(n+1) and multiplies n independent estimates
+θ̃_r = (<w,x>~_r - y ∓ δ)/ε of the scaled residual, weighting the product by a_n / Pr[n] (a_n the
+Taylor coefficients of erf, eq. (7)).
+
+Choices the paper leaves open:
+
+- Budget. The paper bounds the attributes per example only in expectation (k + 6); here the local budget
+  is a hard cap: ``x_draws`` uniform draws for x̃ (default: the larger half of the budget, as in
+  Kukliansky & Shamir §5) and the rest, ``budget - x_draws``, for GenEst. The order n is drawn
+  conditioned on needing no more than those draws (n·group size <= budget - x_draws) and weighted by
+  that conditional probability, so φ̃ is unbiased for erf's Taylor series cut after the largest order
+  that fits, not for erf itself. With 2 GenEst draws only the linear term is left (AESVR is then AERR
+  on a rescaled residual); every further two draws add one odd order. Draws are i.i.d. with
+  replacement and a repeated index is paid for once.
+- The two GenEst calls of line 2 (for y⁺ and y⁻) share the order n and the draws: each call stays
+  unbiased (the θ̃_r are independent across r) and the pair costs the attributes of one.
+- Even orders have a_n = 0, so φ̃ = 0 and g̃ = 0 exactly: nothing is observed for such an example
+  (x̃ is not needed either), though it still counts as an iterate of the average.
+- GenEst's scale: Procedure 3 assumes ||x||_2 <= 1, ||w||_2 <= B_G and |y| <= B_G; AESVR feeds it
+  x/ε and (y ± δ)/ε, i.e. B_G = (B + δ)/ε, so N = ⌈4 B_G²⌉ draws are averaged per factor once
+  n > 2 log2 N (line 3).
+- w_1 = 0 as in AERR: <w,x> = 0 exactly, so θ̃_r = (-y ∓ δ)/ε needs no draws until w moves.
+- ε (the accuracy of the smoothing, Claim 4.2) defaults to B: the theorem trades it against a factor
+  exp(O(log²(B/ε))); B/ε = 1 keeps the factors θ̃ of order one, where the few Taylor orders a small
+  budget affords approximate erf. δ defaults to 0.1 (0 <= δ <= B as the paper requires).
+- η: the theorem only says "properly tuned". The default is Theorem 3.1's η = 2B/(G√m) with the
+  second-moment bound of Theorem 4.4's proof made explicit for the capped estimator:
+  G² = E[φ̃²] · E||x̃||², E||x̃||² <= (d + k - 1)/k for ||x||_2 <= 1, and
+  E[φ̃²] <= Σ_{n <= n_max} a_n² Θ^{2n} / Pr[n | n <= n_max], Θ² = (B² + (2B + δ)²)/ε² bounding E[θ̃_r²].
+  That bound grows like exp(log² n_max), so the theoretical η barely moves w on a run of a few
+  thousand examples; pass ``eta`` as the paper's experiments tuned theirs (by cross-validation).
+- B defaults to 1 (the theorems assume |y| <= B).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from learner.algorithms._attribute_efficient import B_DOC, AttributeEfficient, DataPointSampler, SampledGradient
+from learner.algorithms._estimators import (
+    erf_coefficient,
+    estimate_x,
+    genest_group_size,
+    genest_max_order,
+    genest_order,
+    genest_phi,
+)
+from learner.algorithms._iterates import RidgeIterate
+from learner.algorithms.aerr import HAZAN_KOREN
+from learner.algorithms.base import Observed, ParamError
+
+
+def genest_sample_size(B: float, delta: float, epsilon: float) -> int:
+    """Procedure 3's N = ⌈4 B_G²⌉ for GenEst's inputs x/ε, (y ± δ)/ε: B_G = (B + δ)/ε."""
+    return max(1, math.ceil(4 * ((B + delta) / epsilon) ** 2))
+
+
+def genest_second_moment(n_max: int, theta_sq: float) -> float:
+    """Bound on E[φ̃²] when n is drawn from Pr[n] = 2^-(n+1) conditioned on n <= n_max and E[θ̃²] <= theta_sq."""
+    mass = 1.0 - 0.5 ** (n_max + 1)
+    return sum(erf_coefficient(n) ** 2 * theta_sq**n * mass / 0.5 ** (n + 1) for n in range(n_max + 1))
+
+
+def aesvr_eta(d: int, k: int, m: int, B: float, delta: float, epsilon: float, n_max: int) -> float:
+    """η = 2B/(G√m) (proof of Theorem 3.1) with G² = E[φ̃²]·E||x̃||² bounded as in Theorem 4.4's proof."""
+    theta_sq = (B**2 + (2 * B + delta) ** 2) / epsilon**2
+    G_sq = genest_second_moment(n_max, theta_sq) * (d + k - 1) / k
+    return 2 * B / math.sqrt(G_sq * max(m, 1))
+
+
+class GenEstGradient(SampledGradient):
+    """AERR's loop with φ̃ from GenEst: per example an order n, then n groups of w²-weighted draws."""
+
+    def __init__(
+        self,
+        iterate: RidgeIterate,
+        sampler: DataPointSampler,
+        x_draws: int,
+        genest_draws: int,
+        eta: float,
+        rng: np.random.Generator,
+        *,
+        delta: float,
+        epsilon: float,
+        N: int,
+    ) -> None:
+        super().__init__(iterate, sampler, x_draws, genest_draws, eta, rng)
+        self.delta = delta
+        self.epsilon = epsilon
+        self.N = N
+        self.n_max = genest_max_order(genest_draws, N)
+        self._n, self._p_n = 0, 1.0
+        self._groups: list[list[int]] = []
+        self._group_ratios: list[list[float]] = []
+
+    def select(self) -> list[int]:
+        # One batch per example whatever is used of it, so the stream of numbers does not depend on the data.
+        uniforms = self.rng.random(self.x_draws + 1 + self.inner_draws).tolist()
+        self._n, self._p_n = genest_order(uniforms[self.x_draws], self.n_max)
+        self._groups, self._group_ratios = [], []
+        if erf_coefficient(self._n) == 0.0:
+            self._x, self._inv_q = [], []
+            return []
+        self._draw_data_point(uniforms[: self.x_draws])
+        size = 0 if self.iterate.is_zero else genest_group_size(self._n, self.N)
+        inner = iter(uniforms[self.x_draws + 1 :])
+        for _ in range(self._n):
+            draws = [self.iterate.sample(next(inner)) for _ in range(size)]
+            self._groups.append([j for j, _ in draws])
+            self._group_ratios.append([ratio for _, ratio in draws])
+        return list(dict.fromkeys(self._x + [j for group in self._groups for j in group]))
+
+    def phi(self, observed: Observed, y: float) -> float:
+        """φ̃ of Algorithm 4 line 2 for the order and draws of the last select()."""
+        return genest_phi(self._n, self._p_n, self._groups, self._group_ratios, observed, y, self.delta, self.epsilon)
+
+    def gradient(self, observed: Observed, y: float) -> dict[int, float]:
+        if not self._x:
+            return {}
+        phi = self.phi(observed, y)
+        return {i: phi * v for i, v in estimate_x(self._x, self._inv_q, observed).items()}
+
+
+class AESVR(AttributeEfficient):
+    """Attribute Efficient SVR: AERR on the erf-smoothed δ-insensitive loss with GenEst estimates of f'."""
+
+    id = "aesvr"
+    name = "AESVR (Attribute Efficient Support-Vector Regression)"
+    paper = HAZAN_KOREN
+    algorithm = "Algorithm 4"
+    params = {
+        "B": (1.0, B_DOC),
+        "delta": (0.1, "δ of the δ-insensitive loss |r|_δ = max(|r| - δ, 0), 0 <= δ <= B"),
+        "epsilon": (None, "smoothing accuracy ε of f_ε (Claim 4.2); default B"),
+        "eta": (None, "step size η; default 2B/(G√m) with Theorem 4.4's bound on G for the capped GenEst"),
+        "x_draws": (None, "uniform draws for x̃; the rest of the budget goes to GenEst; default ⌈budget/2⌉"),
+    }
+
+    def build(self) -> GenEstGradient:
+        d = self.problem.d
+        B = self.resolve("B", 1.0)
+        delta = float(self.config["delta"])
+        if not 0.0 <= delta <= B:
+            raise ParamError(f"{self.id}: delta must be in [0, B] = [0, {B}], got {delta}")
+        self.config["delta"] = delta
+        epsilon = self.resolve("epsilon", B)
+        x_draws, genest_draws = self.even_split()
+        N = genest_sample_size(B, delta, epsilon)
+        n_max = genest_max_order(genest_draws, N)
+        eta = self.resolve("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B, delta, epsilon, n_max))
+        return GenEstGradient(
+            RidgeIterate(d, B), DataPointSampler(d), x_draws, genest_draws, eta, self.rng,
+            delta=delta, epsilon=epsilon, N=N,
+        )
