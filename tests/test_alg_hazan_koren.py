@@ -199,8 +199,7 @@ def test_select_stays_within_the_budget_and_update_needs_only_what_was_selected(
 
 @pytest.mark.parametrize("algorithm_id", HK)
 def test_runs_through_a_budgeted_local_oracle(algorithm_id) -> None:
-    dataset = regression_dataset()
-    oracle = LocalOracle(dataset, budget=Budget(per_example=5), seed=0)
+    oracle = LocalOracle(ridge_design(n_train=600, n_test=100), budget=Budget(per_example=5), seed=0)
     result = run_algorithm(algorithm_id, oracle, seed=3, max_examples=600)
     assert result.status == "finished", result.message
     assert result.examples == 600
@@ -211,13 +210,40 @@ def test_runs_through_a_budgeted_local_oracle(algorithm_id) -> None:
 # --- learning -------------------------------------------------------------------------------------
 
 
-def regression_dataset(n_train: int = 3000, n_test: int = 500, d: int = 20) -> Dataset:
-    """y = <w*, x> + noise with ||x||_2 ≈ 1 and ||w*||_1 = 0.9 < B = 1, |y| mostly below 1 (the theorems' setting)."""
-    rng = np.random.default_rng(11)
-    n = n_train + n_test
-    X = rng.standard_normal((n, d)) / np.sqrt(d)
-    w_star = np.zeros(d)
-    w_star[:3] = [0.45, -0.3, 0.15]
-    y = 3 * np.sqrt(d) * X @ w_star / 3 + 0.05 * rng.standard_normal(n)
+def dataset(X: np.ndarray, w_star: np.ndarray, n_train: int, rng: np.random.Generator) -> Dataset:
+    y = X @ w_star + 0.05 * rng.standard_normal(X.shape[0])
     return Dataset(name="hk-regression", description="", task="regression", X=X, y=y,
-                   train_rows=np.arange(n_train), test_rows=np.arange(n_train, n))
+                   train_rows=np.arange(n_train), test_rows=np.arange(n_train, X.shape[0]))
+
+
+def ridge_design(n_train: int = 3000, n_test: int = 500, d: int = 20) -> Dataset:
+    """Theorem 3.1's setting: E||x||_2² ≈ 0.9, ||w*||_2 = 0.62 <= B = 1, |y| < 1; the signal sits on 3 attributes."""
+    rng = np.random.default_rng(11)
+    scale = np.full(d, 0.1)
+    scale[:3] = 0.5
+    w_star = np.zeros(d)
+    w_star[:3] = [0.5, -0.3, 0.2]
+    return dataset(rng.standard_normal((n_train + n_test, d)) * scale, w_star, n_train, rng)
+
+
+def lasso_design(n_train: int = 4000, n_test: int = 500, d: int = 10) -> Dataset:
+    """Theorem 3.4's setting: x ∈ {±1}^d (||x||_∞ = 1), ||w*||_1 = 1 <= B = 1."""
+    rng = np.random.default_rng(12)
+    w_star = np.zeros(d)
+    w_star[:3] = [0.5, -0.3, 0.2]
+    return dataset(rng.choice([-1.0, 1.0], size=(n_train + n_test, d)), w_star, n_train, rng)
+
+
+# Each algorithm in its theorem's setting with its default (theoretical) step size and 5 attributes per
+# example. Observed normalised test MSE over seeds 0-1: AERR 0.06-0.10, AELR 0.32-0.34, AESVR 0.15-0.16;
+# the zero predictor scores 1. Half of the zero predictor's MSE is a margin no non-learning run reaches.
+@pytest.mark.parametrize(("algorithm_id", "design"), [("aerr", ridge_design), ("aelr", lasso_design),
+                                                      ("aesvr", ridge_design)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_learns_a_small_regression_with_the_theoretical_step_size(algorithm_id, design, seed) -> None:
+    data = design()
+    zero_mse = float(np.mean(data.y[data.test_rows] ** 2))
+    oracle = LocalOracle(data, budget=Budget(per_example=5), seed=0)
+    result = run_algorithm(algorithm_id, oracle, seed=seed)
+    assert result.status == "finished", result.message
+    assert result.final.test_mse < 0.5 * zero_mse, (result.final.test_mse, zero_mse)
