@@ -6,6 +6,8 @@ dense transcriptions of the pseudo-code, the per-example budget, and learning on
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from learner.algorithms import _iterates, algorithms, get_algorithm
 from learner.algorithms._attribute_efficient import DataPointSampler, SampledGradient
 from learner.algorithms._estimators import smoothed_derivative, truncated_smoothed_derivative
 from learner.algorithms._iterates import LassoIterate, RidgeIterate
+from learner.algorithms._sumtree import RunningTotal, SumTree
 from learner.algorithms.aesvr import GenEstGradient
 from learner.algorithms.base import Problem
 from learner.oracle import LocalOracle
@@ -173,6 +176,22 @@ def test_lazy_iterates_equal_the_dense_pseudo_code(monkeypatch, limits, algorith
     # The run must have moved far from w_1 = 0 and hit the constraint, or the comparison proves little.
     norm = np.linalg.norm(last) if algorithm_id == "aerr" else np.abs(last).sum()
     assert norm > 0.5 * B
+
+
+def test_running_total_tracks_the_exact_sum_of_changing_weights() -> None:
+    # Weights spanning 12 orders of magnitude changed 50,000 times (5 exact resyncs of 10,000): the compensated
+    # total must stay within 1e-12 relative of math.fsum and agree with a sum tree over the same weights.
+    rng = np.random.default_rng(13)
+    weights = 10.0 ** rng.uniform(-6, 6, 10_000)
+    total, tree = RunningTotal(weights), SumTree(weights)
+    for i, w in zip(rng.integers(0, 10_000, 50_000).tolist(), (10.0 ** rng.uniform(-6, 6, 50_000)).tolist(),
+                    strict=True):
+        weights[i] = w
+        total.set(i, w)
+        tree.set(i, w)
+    exact = math.fsum(weights.tolist())
+    assert abs(total.total - exact) <= 1e-12 * exact
+    assert abs(tree.total - exact) <= 1e-12 * exact
 
 
 # --- budget ---------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ The running sum Σ_t w_t is kept lazily as acc + u + C·y, with C the sum of the
 y_i moves by Δ, u_i -= C·Δ. That sum is folded into ``acc`` (O(d), rare) before C/scale grows large
 enough for u and C·y to cancel badly, and y is renormalised before its entries over- or underflow.
 
-Sum trees hold the sampling weights of the inner-product draw (p_j ∝ |y_j|^power · c_j, so the
-scale cancels) and the norms the geometry needs (Σ y_j² for ridge, Σ z± for lasso).
+A sum tree holds the sampling weights of the inner-product draw (p_j ∝ |y_j|^power · c_j, so the
+scale cancels); the norms the geometry needs (Σ y_j² for ridge, Σ z± for lasso) are running totals,
+or the sum tree itself when p ∝ y².
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from learner.algorithms._sumtree import SumTree
+from learner.algorithms._sumtree import RunningTotal, SumTree
 
 # Fold the lazy sum once C/scale exceeds this: u and C·y are then at most ~1e6 |w| and cancel to
 # well within 1e-9 relative error.
@@ -108,8 +109,8 @@ class RidgeIterate(ScaledIterate):
         y = np.zeros(d) if start is None else np.asarray(start, dtype=np.float64)
         super().__init__(y, 1.0, power, c)
         self.B = B
-        # p ∝ w² already sums y²; other sampling weights need their own tree for ||w||_2.
-        self._norm = self.tree if power == 2 and c is None else SumTree(self.y**2)
+        # p ∝ w² already sums y²; other sampling weights need their own running Σ y² for ||w||_2.
+        self._norm = self.tree if power == 2 and c is None else RunningTotal(self.y**2)
 
     def _move(self, i: int, new: float) -> None:
         super()._move(i, new)
@@ -155,7 +156,7 @@ class LassoIterate(ScaledIterate):
             z_plus = np.maximum(start, 0.0) + spare
             z_minus = np.maximum(-start, 0.0) + spare
         self.z_plus, self.z_minus = z_plus, z_minus
-        self._mass = SumTree(z_plus + z_minus)
+        self._mass = RunningTotal(z_plus + z_minus)
         self.B = B
         super().__init__(z_plus - z_minus, B / self._mass.total, power, c)
 
