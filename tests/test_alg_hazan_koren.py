@@ -18,7 +18,7 @@ from learner.algorithms._estimators import smoothed_derivative, truncated_smooth
 from learner.algorithms._iterates import LassoIterate, RidgeIterate
 from learner.algorithms._sumtree import RunningTotal, SumTree
 from learner.algorithms.aesvr import GenEstGradient
-from learner.algorithms.base import Problem
+from learner.algorithms.base import ParamError, Problem
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 from server.datasets.base import Dataset
@@ -198,9 +198,9 @@ def test_running_total_tracks_the_exact_sum_of_changing_weights() -> None:
 
 
 @pytest.mark.parametrize("algorithm_id", HK)
-@pytest.mark.parametrize("budget", [2, 3, 5, 12])
-def test_select_stays_within_the_budget_and_update_needs_only_what_was_selected(algorithm_id, budget) -> None:
-    d = 12
+# (100, 57): the papers' 57 attributes; AESVR's 28 GenEst draws then reach order 5 with groups of N = 5 draws.
+@pytest.mark.parametrize(("d", "budget"), [(12, 2), (12, 3), (12, 5), (12, 12), (100, 57)])
+def test_select_stays_within_the_budget_and_update_needs_only_what_was_selected(algorithm_id, d, budget) -> None:
     rng = np.random.default_rng(7)
     X = rng.standard_normal((300, d)) / np.sqrt(d)
     algorithm = get_algorithm(algorithm_id)(Problem(d=d, k=budget, n_examples=300), seed=8, eta=0.5)
@@ -214,6 +214,13 @@ def test_select_stays_within_the_budget_and_update_needs_only_what_was_selected(
         algorithm.update({i: float(x[i]) for i in selected}, float(x[:2].sum()))
     assert np.all(np.isfinite(algorithm.weights)) and np.any(algorithm.weights != 0)
     assert max(sizes) >= min(budget, 2)  # the budget is used, not just respected
+
+
+@pytest.mark.parametrize("params", [{"delta": 1.5}, {"delta": -0.1}, {"epsilon": 0}, {"x_draws": 5}, {"x_draws": 0}])
+def test_aesvr_rejects_parameters_outside_the_papers_ranges(params) -> None:
+    # 0 <= δ <= B, ε > 0, and both x̃ and GenEst need at least one of the 5 attributes.
+    with pytest.raises(ParamError):
+        get_algorithm("aesvr")(Problem(d=12, k=5, n_examples=100), **params)
 
 
 @pytest.mark.parametrize("algorithm_id", HK)
