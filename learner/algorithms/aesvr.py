@@ -21,7 +21,8 @@ Choices the paper leaves open:
 - The two GenEst calls of line 2 (for y⁺ and y⁻) share the order n and the draws: each call stays
   unbiased (the θ̃_r are independent across r) and the pair costs the attributes of one.
 - Even orders have a_n = 0, so φ̃ = 0 and g̃ = 0 exactly: nothing is observed for such an example
-  (x̃ is not needed either), though it still counts as an iterate of the average.
+  (x̃ is not needed either), though it still counts as an iterate of the average. Procedure 3's
+  Pr[n] is kept as printed, so more than half of the examples (Pr[n = 0] >= 1/2) make no step.
 - GenEst's scale: Procedure 3 assumes ||x||_2 <= 1, ||w||_2 <= B_G and |y| <= B_G; AESVR feeds it
   x/ε and (y ± δ)/ε, i.e. B_G = (B + δ)/ε, so N = ⌈4 B_G²⌉ draws are averaged per factor once
   n > 2 log2 N (line 3).
