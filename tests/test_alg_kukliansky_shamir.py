@@ -9,7 +9,7 @@ import pytest
 from client.models import Budget
 from learner.algorithms import get_algorithm
 from learner.algorithms._iterates import LassoIterate, RidgeIterate
-from learner.algorithms.base import Problem
+from learner.algorithms.base import ParamError, Problem
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 from server.datasets.base import Dataset
@@ -83,8 +83,9 @@ def test_select_stays_within_the_budget_and_update_needs_only_what_was_selected(
 def test_data_dependent_learners_need_the_declared_second_moments(algorithm_id) -> None:
     algorithm_class = get_algorithm(algorithm_id)
     assert algorithm_class.needs_second_moments
-    with pytest.raises(Exception):  # noqa: B017 - any refusal will do, never a silent uniform q
-        algorithm_class(Problem(d=10, k=5, n_examples=100)).select()
+    # Refused up front, never a silent fall-back to uniform sampling.
+    with pytest.raises(ParamError, match="second moments"):
+        algorithm_class(Problem(d=10, k=5, n_examples=100))
 
 
 # --- learning -------------------------------------------------------------------------------------
