@@ -94,11 +94,13 @@ def test_learner_service_runs_several_at_once_and_each_session_is_compliant(shar
 
 def test_algorithms_endpoint_lists_every_paper_algorithm_with_parameters(learner_url: str) -> None:
     listed = {a["id"]: a for a in httpx.get(f"{learner_url}/v1/algorithms").json()["algorithms"]}
-    assert {"aer", "aer-baseline", "aerr", "aelr", "gaerr", "gaelr", "ddaerr", "ddaelr", "ddaerr-2phase",
+    assert {"aer", "aer-baseline", "aerr", "aelr", "aesvr", "gaerr", "gaelr", "ddaerr", "ddaelr", "ddaerr-2phase",
             "ddaelr-2phase", "ito1", "ito2", "ito3", "greedy", "uniform", "exploration", "exploitation", "hybrid",
             "ridge", "lasso", "ogd-ridge", "eg-lasso"} <= set(listed)
     aerr = listed["aerr"]
     assert "Hazan" in aerr["paper"] and {"B", "eta"} <= {p["name"] for p in aerr["params"]}
+    aesvr = listed["aesvr"]
+    assert aesvr["algorithm"] == "Algorithm 4" and {"delta", "epsilon"} <= {p["name"] for p in aesvr["params"]}
 
 
 def test_budget_running_out_ends_the_run_with_its_curve(shared_oracle_url: str, learner_url: str) -> None:
