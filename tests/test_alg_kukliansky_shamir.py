@@ -88,6 +88,35 @@ def test_data_dependent_learners_need_the_declared_second_moments(algorithm_id) 
         algorithm_class(Problem(d=10, k=5, n_examples=100))
 
 
+def test_two_phased_ddaerr_switches_after_m1_examples_to_q_from_the_observed_moments() -> None:
+    """Algorithm 2: AERR on m_1 = m/10 examples while averaging the observed x_i², then DDAERR with
+    q ∝ sqrt((1 - floor) A + floor · mean A), started from phase 1's average iterate."""
+    d, m = 20, 200
+    rng = np.random.default_rng(13)
+    X = rng.standard_normal((m, d)) * np.linspace(1.0, 0.05, d)
+    algorithm = get_algorithm("ddaerr-2phase")(Problem(d=d, k=5, n_examples=m), seed=2)
+    assert algorithm.m1 == 20 and algorithm.engine.sampler.q is None  # phase 1: AERR's uniform draws
+    squares, counts = np.zeros(d), np.zeros(d)
+    for t, x in enumerate(X[:20]):
+        assert algorithm.phase == 1, t
+        selected = algorithm.select()
+        assert len(selected) <= 5
+        observed = {i: float(x[i]) for i in selected}
+        for i, v in observed.items():
+            squares[i] += v * v
+            counts[i] += 1
+        phase1 = algorithm.engine
+        algorithm.update(observed, float(x[0]))
+    assert algorithm.phase == 2
+    A = np.divide(squares, counts, out=np.zeros(d), where=counts > 0)
+    floored = 0.99 * A + 0.01 * A.mean()
+    np.testing.assert_allclose(algorithm.engine.sampler.q, np.sqrt(floored) / np.sqrt(floored).sum(), rtol=1e-12)
+    # Phase 2 starts where phase 1's average (including the 20th example's step) ended.
+    start = phase1.iterate.average()
+    assert np.linalg.norm(start) > 0
+    np.testing.assert_allclose(algorithm.engine.iterate.current(), start, atol=1e-12)
+
+
 # --- learning -------------------------------------------------------------------------------------
 
 
