@@ -27,7 +27,7 @@ SESSIONS = SessionRecord.__table__
 # dataset is not cached yet.
 SESSION_COLUMNS = ("id", "token_hash", "status", "dataset", "dataset_params", "split", "protocol", "example_order",
                    "budget", "seed", "n_examples", "issued", "d", "spent_cost", "spent_attributes", "labels",
-                   "ledger_rows", "head_hash")
+                   "predictions", "cumulative_loss", "ledger_rows", "head_hash")
 JSON_COLUMNS = ("dataset_params", "budget")
 # Connections kept open for the observe path. A checkout from SQLAlchemy's pool (events, reset on return)
 # costs about a fifth of a whole observe on SQLite, so the path keeps a few detached connections of its own.
@@ -54,6 +54,8 @@ class DriverSQL:
         marks = ", ".join([p] * len(ROW_FIELDS))
         self.insert = f"INSERT INTO ledger ({', '.join(ROW_FIELDS)}) VALUES ({marks})"
         self._updates: dict[tuple[str, ...], str] = {}
+        self._row_of_kind = (f"SELECT seq, value FROM ledger WHERE session_id = {p} AND kind = {p} AND example = {p} "
+                             "ORDER BY seq LIMIT 1")
         self._json: dict[str, Callable[[Any], Any]] = {
             name: SESSIONS.c[name].type.result_processor(dialect, None) or _identity for name in JSON_COLUMNS
         }
@@ -116,6 +118,12 @@ class DriverSQL:
         cursor.execute(self.load, (session_id,))
         row = cursor.fetchone()
         return None if row is None else SimpleNamespace(**dict(zip(SESSION_COLUMNS, row, strict=True)))
+
+    def row_of_kind(self, cursor: Any, session_id: str, kind: str, example: int) -> tuple[int, float | None] | None:
+        """(seq, value) of the session's first row of this kind for the example, or None if there is none."""
+        cursor.execute(self._row_of_kind, (session_id, kind, example))
+        row = cursor.fetchone()
+        return None if row is None else (row[0], row[1])
 
     def decode_json(self, rec: SimpleNamespace) -> None:
         """Turn the JSON columns of a raw session row into Python objects, as SQLAlchemy would."""

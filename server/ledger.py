@@ -73,6 +73,10 @@ class Chain:
         self.head = digest
         return row
 
+    def tuples(self) -> list[tuple]:
+        """The rows appended so far as ``ROW_FIELDS`` tuples, for a driver's executemany."""
+        return [tuple(row[f] for f in ROW_FIELDS) for row in self.rows]
+
     def observation_rows(self, examples: list[int], attributes: list[int], values: list[float],
                          costs: list[float]) -> list[tuple]:
         """One ``observe`` row per cell as a ``ROW_FIELDS`` tuple, with ``append``'s canonical content.

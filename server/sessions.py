@@ -44,7 +44,7 @@ from server.datasets.base import Dataset, stream_order
 from server.driver_sql import DriverSQL
 from server.errors import APIError
 from server.evaluation import evaluate_weights
-from server.ledger import GENESIS, ROW_FIELDS, Chain, ledger_rows_as_dicts
+from server.ledger import GENESIS, Chain, ledger_rows_as_dicts
 from server.tables import LedgerEntry, SessionRecord
 
 SESSIONS = SessionRecord.__table__
@@ -85,11 +85,6 @@ _LOAD_LOCKED = _LOAD.with_for_update()
 LEDGER_COLUMNS = tuple(c.name for c in LEDGER.columns)
 _INSERT_SQL = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({', '.join(['{p}'] * len(LEDGER_COLUMNS))})"
 _UPDATE_SESSION = update(SESSIONS).where(SESSIONS.c.id == bindparam("b_id"))
-_ROW_OF_KIND = select(LEDGER.c.seq, LEDGER.c.value).where(
-    LEDGER.c.session_id == bindparam("b_id"), LEDGER.c.kind == bindparam("b_kind"),
-    LEDGER.c.example == bindparam("b_example"),
-)
-
 
 class SessionService:
     def __init__(self, engine: Engine) -> None:
@@ -243,8 +238,8 @@ class SessionService:
             spent = rec.spent_cost
             if rec.protocol == "batch":
                 label, spent = self._reveal_label(rec, rt, chain, example, int(rt.order[example]))
-            self._driver.write(cursor, rec.id, [tuple(row[f] for f in ROW_FIELDS) for row in chain.rows],
-                               seq=chain.seq, head=chain.head, now=_now(), issued=example + 1, spent_cost=spent,
+            self._driver.write(cursor, rec.id, chain.tuples(), seq=chain.seq, head=chain.head, now=_now(),
+                               issued=example + 1, spent_cost=spent,
                                labels=rec.labels + (label is not None))
             return NextResponse(example=example, label=label, position=example,
                                 remaining=rules.remaining(rt.budget, spent, example, 0))
@@ -259,18 +254,19 @@ class SessionService:
         return label, rec.spent_cost + rt.budget.label_cost
 
     def label(self, session_id: str, token: str, example: int) -> LabelResponse:
-        with self.engine.begin() as conn:
-            rec = self._load(conn, session_id, token, lock=True, open_only=True)
-            rt = self._runtime(rec)
+        driver = self._driver
+        with driver.transaction() as cursor:
+            rec, rt = self._load_driver(cursor, session_id, token)
             if rec.protocol != "batch":
                 raise APIError(409, "online_protocol", "labels are revealed by predict in the online protocol")
             position = self._position(rec, rt, example)
-            seen = conn.execute(_ROW_OF_KIND, {"b_id": rec.id, "b_kind": "label", "b_example": example}).first()
+            seen = driver.row_of_kind(cursor, rec.id, "label", example)
             if seen is not None:
-                return LabelResponse(example=example, label=seen.value, charged=0.0)
+                return LabelResponse(example=example, label=seen[1], charged=0.0)
             chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
             label, spent = self._reveal_label(rec, rt, chain, example, position)
-            self._commit_rows(conn, rec, chain, spent_cost=spent, labels=rec.labels + 1)
+            driver.write(cursor, rec.id, chain.tuples(), seq=chain.seq, head=chain.head, now=_now(),
+                         spent_cost=spent, labels=rec.labels + 1)
             return LabelResponse(example=example, label=label, charged=rt.budget.label_cost)
 
     # --- observation ----------------------------------------------------------------------------
@@ -362,21 +358,20 @@ class SessionService:
     # --- online protocol, evaluation, prior knowledge -------------------------------------------
 
     def predict(self, session_id: str, token: str, example: int, prediction: float) -> PredictResponse:
-        with self.engine.begin() as conn:
-            rec = self._load(conn, session_id, token, lock=True, open_only=True)
-            rt = self._runtime(rec)
+        driver = self._driver
+        with driver.transaction() as cursor:
+            rec, rt = self._load_driver(cursor, session_id, token)
             if rec.protocol != "online":
                 raise APIError(409, "batch_protocol", "predict belongs to the online protocol and test sessions")
             position = self._position(rec, rt, example)
-            done = conn.execute(_ROW_OF_KIND, {"b_id": rec.id, "b_kind": "predict", "b_example": example}).first()
-            if done is not None:
+            if driver.row_of_kind(cursor, rec.id, "predict", example) is not None:
                 raise APIError(409, "already_predicted", f"a prediction for example {example} was already committed")
             label = float(rt.dataset.labels(rec.split, np.array([position]))[0])
             loss = (prediction - label) ** 2
             chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
             chain.append("predict", example=example, value=prediction, payload={"label": label, "loss": loss})
-            self._commit_rows(conn, rec, chain, predictions=rec.predictions + 1,
-                              cumulative_loss=rec.cumulative_loss + loss)
+            driver.write(cursor, rec.id, chain.tuples(), seq=chain.seq, head=chain.head, now=_now(),
+                         predictions=rec.predictions + 1, cumulative_loss=rec.cumulative_loss + loss)
             return PredictResponse(example=example, prediction=prediction, label=label, loss=loss,
                                    cumulative_loss=rec.cumulative_loss + loss, predictions=rec.predictions + 1)
 

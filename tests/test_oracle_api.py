@@ -311,3 +311,19 @@ def test_observe_on_driver_sql_reads_back_through_sqlalchemy(backend: str, reque
         assert sid in httpx.post(f"{url}/v1/admin/close-idle?idle_seconds=0", headers=admin).json()["closed"]
         report = httpx.get(f"{url}/v1/sessions/{sid}/audit", headers=h).json()
         assert report["compliant"] and report["spent_recomputed"] == report["spent_recorded"] == 3.0
+
+        # next, label and predict run on the same path.
+        sid, h, _ = open_session(url, protocol="online", budget={"per_example": 2})
+        example = httpx.post(f"{url}/v1/sessions/{sid}/next", headers=h).json()["example"]
+        first = httpx.post(f"{url}/v1/sessions/{sid}/predict", headers=h, json={"example": example, "prediction": 0.5})
+        assert first.status_code == 200 and first.json()["predictions"] == 1
+        assert_error(httpx.post(f"{url}/v1/sessions/{sid}/predict", headers=h,
+                                json={"example": example, "prediction": 0.0}), 409, "already_predicted")
+        info = httpx.get(f"{url}/v1/sessions/{sid}", headers=h).json()
+        assert info["predictions"] == 1 and info["cumulative_loss"] == pytest.approx(first.json()["loss"])
+        sid, h, _ = open_session(url, order="pool", budget={"total": 1.5, "label_cost": 1.0})
+        once = httpx.post(f"{url}/v1/sessions/{sid}/label", headers=h, json={"example": 4}).json()
+        again = httpx.post(f"{url}/v1/sessions/{sid}/label", headers=h, json={"example": 4}).json()
+        assert (once["charged"], again["charged"], again["label"]) == (1.0, 0.0, once["label"])
+        assert_error(httpx.post(f"{url}/v1/sessions/{sid}/label", headers=h, json={"example": 5}), 402)
+        assert httpx.get(f"{url}/v1/sessions/{sid}/audit", headers=h).json()["compliant"]

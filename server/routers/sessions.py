@@ -64,7 +64,7 @@ def close_session(session_id: SessionId, sessions: Service, token: Token) -> Ses
 @router.post("/{session_id}/next", response_model=NextResponse)
 async def next_example(session_id: SessionId, sessions: Service, token: Token) -> Response:
     """Issue the next example of the stream (with its label in the batch protocol)."""
-    # On the event loop like observe: a learner calls the two once per example.
+    # On the event loop like observe, label and predict: the per-example calls of a learner.
     return serialized(sessions.next(session_id, token))
 
 
@@ -87,15 +87,15 @@ def observe_batch(session_id: SessionId, body: ObserveBatchRequest, sessions: Se
 
 
 @router.post("/{session_id}/label", response_model=LabelResponse)
-def label(session_id: SessionId, body: LabelRequest, sessions: Service, token: Token) -> LabelResponse:
+async def label(session_id: SessionId, body: LabelRequest, sessions: Service, token: Token) -> Response:
     """Reveal a training label (batch protocol); a second reveal of the same label is free."""
-    return sessions.label(session_id, token, body.example)
+    return serialized(sessions.label(session_id, token, body.example))
 
 
 @router.post("/{session_id}/predict", response_model=PredictResponse)
-def predict(session_id: SessionId, body: PredictRequest, sessions: Service, token: Token) -> PredictResponse:
+async def predict(session_id: SessionId, body: PredictRequest, sessions: Service, token: Token) -> Response:
     """Commit a prediction for an example, then learn its label (online protocol and test sessions)."""
-    return sessions.predict(session_id, token, body.example, body.prediction)
+    return serialized(sessions.predict(session_id, token, body.example, body.prediction))
 
 
 @router.post("/{session_id}/evaluate", response_model=EvaluateResponse)
