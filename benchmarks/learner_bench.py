@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 from _harness import Report, arguments, oracle_process, progress
 
-from client.models import Budget, RunResult
+from budgetlab.datasets.base import Dataset
+from budgetlab.models import Budget, RunResult
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets.base import Dataset
 
 WIDTHS = (1_000, 100_000)
 SUPPORT = 25

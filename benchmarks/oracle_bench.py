@@ -31,7 +31,7 @@ import httpx
 import numpy as np
 from _harness import ADMIN_TOKEN, Report, arguments, free_disk, oracle_process, process_memory, progress
 
-from client.oracle_client import OracleClient
+from budgetlab.oracle_client import OracleClient
 from server.db import upgrade
 
 LATENCY_TARGET = 1.5

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from client.models import Budget, ParamValue
+from budgetlab.models import Budget, ParamValue
 
 app = typer.Typer(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -137,12 +137,12 @@ def datasets_list(
     from rich.table import Table
 
     if oracle:
-        from client.oracle_client import OracleClient
+        from budgetlab.oracle_client import OracleClient
 
         with OracleClient(oracle) as c:
             listing = c.datasets()
     else:
-        from server.datasets import list_datasets
+        from budgetlab.datasets import list_datasets
 
         listing = list_datasets()
     if as_json:
@@ -160,7 +160,7 @@ def datasets_list(
 def datasets_show(spec: Annotated[str, typer.Argument(help="name or name:key=value,...")],
                   seed: int = 0) -> None:
     """Describe one dataset (never its values)."""
-    from server.datasets import DatasetError, describe, parse_dataset_spec
+    from budgetlab.datasets import DatasetError, describe, parse_dataset_spec
 
     try:
         name, params = parse_dataset_spec(spec)
@@ -177,7 +177,7 @@ def datasets_add(
     test_fraction: Annotated[float, typer.Option(min=0.01, max=0.99)] = 0.2,
 ) -> None:
     """Add a dataset to this machine's data directory (BUDGETLAB_DATA_DIR); the oracle serves it memory-mapped."""
-    from server.datasets import DatasetError, add_dataset
+    from budgetlab.datasets import DatasetError, add_dataset
 
     parsed: str | int | None = target
     if target is not None and target.lstrip("-").isdigit() and file.suffix.lower() != ".csv":
@@ -194,13 +194,13 @@ def datasets_add(
 
 
 def _session(oracle: str, session_id: str, token: str):  # type: ignore[no-untyped-def]
-    from client.oracle_client import OracleClient
+    from budgetlab.oracle_client import OracleClient
 
     return OracleClient(oracle).session(session_id, token)
 
 
 def _call(fn: Any) -> Any:
-    from client.errors import OracleError, OracleUnavailable
+    from budgetlab.errors import OracleError, OracleUnavailable
 
     try:
         return fn()
@@ -220,8 +220,8 @@ def session_open(
     seed: int = 0,
 ) -> None:
     """Open a session; prints its id and token (export BUDGETLAB_TOKEN=... for the other commands)."""
-    from client.oracle_client import OracleClient
-    from server.datasets import DatasetError, parse_dataset_spec
+    from budgetlab.datasets import DatasetError, parse_dataset_spec
+    from budgetlab.oracle_client import OracleClient
 
     try:
         name, params = parse_dataset_spec(dataset)
@@ -286,7 +286,7 @@ def audit(
     """Verify a ledger: offline from an NDJSON export, or by asking the oracle. Exit 1 if not compliant."""
     path = Path(source)
     if path.exists():
-        from server.audit import audit_ndjson
+        from budgetlab.audit import audit_ndjson
 
         try:
             with path.open() as lines:
@@ -354,7 +354,7 @@ def run(
 
     if local == bool(oracle):
         fail("choose exactly one of --local and --oracle URL")
-    from server.datasets import DatasetError, parse_dataset_spec
+    from budgetlab.datasets import DatasetError, parse_dataset_spec
 
     try:
         name, params = parse_dataset_spec(dataset)

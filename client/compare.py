@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from client.models import Budget, ParamValue, RunCreate, RunInfo, RunResult
+from budgetlab.models import Budget, ParamValue, RunCreate, RunInfo, RunResult
 
 POLL_SECONDS = 0.2
 FINISHED = {"finished", "budget_exhausted", "oracle_unavailable", "failed", "cancelled"}
@@ -147,7 +147,7 @@ def quick_config(config: CompareConfig) -> CompareConfig:
 
 
 def _with_params(dataset: DatasetSpec, params: dict[str, ParamValue]) -> DatasetSpec:
-    from server.datasets import describe
+    from budgetlab.datasets import describe
 
     accepted = {p.name for p in describe(dataset.name, dataset.params).accepted_params}
     return DatasetSpec(name=dataset.name, params={**dataset.params, **{k: v for k, v in params.items()
@@ -340,9 +340,9 @@ def audit_outcome(http: httpx.Client, outcome: RunOutcome) -> None:
 
 def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
     """R_T against the best k-sparse predictor in hindsight (Ito et al. eq. (1)) of online runs, per curve point."""
+    from budgetlab.datasets import DatasetError, load_dataset
     from learner.algorithms import get_algorithm
     from learner.regret import best_sparse, stream_arrays
-    from server.datasets import DatasetError, load_dataset
 
     comparators: dict[tuple[int, int, int], float] = {}
     for outcome in outcomes:

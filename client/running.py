@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from client.models import Budget, ParamValue, RunResult
+from budgetlab.models import Budget, ParamValue, RunResult
 
 
 @dataclass
@@ -45,11 +45,11 @@ def execute_run(spec: RunSpec, *, oracle_url: str | None, show_progress: bool, c
     """Run ``spec``; user errors (unknown algorithm, bad params, dataset, unreachable oracle) go to ``fail``."""
     import numpy as np
 
-    from client.errors import OracleError, OracleUnavailable
+    from budgetlab.datasets import DatasetError
+    from budgetlab.errors import OracleError, OracleUnavailable
     from learner.algorithms import ParamError, get_algorithm
     from learner.runner import run_algorithm
     from learner.test_time import score_with_test_budget
-    from server.datasets import DatasetError
 
     try:
         protocol = get_algorithm(spec.algorithm).protocol

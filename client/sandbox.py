@@ -116,7 +116,7 @@ def managed_services(out: Path, oracle_port: int | None = None,
 
 
 def demo_config(examples: int | None = None) -> CompareConfig:
-    from server.datasets import DatasetError, describe
+    from budgetlab.datasets import DatasetError, describe
 
     config = CompareConfig.model_validate({**DEMO, **({"max_examples": examples, "eval_every": max(1, examples // 10)}
                                                       if examples else {})})

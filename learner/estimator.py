@@ -12,10 +12,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
-from client.models import Budget, ParamValue, RunResult
+from budgetlab.datasets import Dataset
+from budgetlab.models import Budget, ParamValue, RunResult
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets import Dataset
 
 
 class BudgetedRegressor(RegressorMixin, BaseEstimator):

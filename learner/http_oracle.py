@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from client.models import Budget, EvaluateResponse, ParamValue, Protocol, Split
-from client.oracle_client import OracleClient, OracleSession
+from budgetlab.models import Budget, EvaluateResponse, ParamValue, Protocol, Split
+from budgetlab.oracle_client import OracleClient, OracleSession
 
 
 class HttpOracle:

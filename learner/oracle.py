@@ -1,7 +1,7 @@
 """The oracle a runner talks to, and ``LocalOracle``: the same budget rules, in-process.
 
 ``LocalOracle`` follows the server's semantics exactly (stream order from the same seed, local and
-global budgets via ``server.budget``, free re-observation, one prediction per example), so the same
+global budgets via ``budgetlab.budget``, free re-observation, one prediction per example), so the same
 algorithm with the same seed learns the same weights through it as through ``HttpOracle``.
 """
 
@@ -12,11 +12,11 @@ from typing import Protocol as TypingProtocol
 
 import numpy as np
 
-from client.errors import BudgetExhausted, OracleError, StreamExhausted
-from client.models import Budget, EvaluateResponse, Order, ParamValue, Protocol, Split
-from server import budget as rules
-from server.datasets.base import Dataset, stream_order
-from server.evaluation import evaluate_weights
+from budgetlab import budget as rules
+from budgetlab.datasets.base import Dataset, stream_order
+from budgetlab.errors import BudgetExhausted, OracleError, StreamExhausted
+from budgetlab.evaluation import evaluate_weights
+from budgetlab.models import Budget, EvaluateResponse, Order, ParamValue, Protocol, Split
 
 
 class Oracle(TypingProtocol):
@@ -62,7 +62,7 @@ class LocalOracle:
         seed: int = 0,
     ) -> None:
         if isinstance(dataset, str):
-            from server.datasets import load_dataset
+            from budgetlab.datasets import load_dataset
 
             dataset = load_dataset(dataset, dataset_params or {}, seed)
         if split == "test" and protocol != "online":

@@ -12,8 +12,8 @@ from itertools import combinations, islice
 
 import numpy as np
 
-from client.models import Split
-from server.datasets.base import Dataset, stream_order
+from budgetlab.datasets.base import Dataset, stream_order
+from budgetlab.models import Split
 
 _SUPPORT_CHUNK = 4096
 _BISECTION_STEPS = 100

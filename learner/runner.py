@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from client.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
-from client.models import CurvePoint, ParamValue, RunResult, RunStatus
+from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
+from budgetlab.models import CurvePoint, ParamValue, RunResult, RunStatus
 from learner.algorithms import Algorithm, Problem, get_algorithm
 from learner.oracle import Oracle
 

@@ -6,8 +6,8 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 
-from client.errors import OracleError, OracleUnavailable
-from client.models import Budget, CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
+from budgetlab.errors import OracleError, OracleUnavailable
+from budgetlab.models import Budget, CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
 from learner.http_oracle import HttpOracle
 from learner.runner import Progress, run_algorithm
 from learner.test_time import score_with_test_budget

@@ -8,13 +8,13 @@ from typing import Annotated
 from fastapi import FastAPI, Path
 from pydantic import BaseModel
 
-from client.errors import OracleError, OracleUnavailable
-from client.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo
-from client.oracle_client import DEFAULT_ORACLE_URL, OracleClient
+from budgetlab.errors import OracleError, OracleUnavailable
+from budgetlab.http_errors import APIError, install_error_handlers
+from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo
+from budgetlab.oracle_client import DEFAULT_ORACLE_URL, OracleClient
 from learner.algorithms import ParamError, algorithms, get_algorithm
 from learner.http_oracle import HttpOracle
 from learner.runs import RunManager
-from server.errors import APIError, install_error_handlers
 
 RunId = Annotated[str, Path(min_length=1, max_length=64)]
 ERRORS = {code: {"model": ErrorBody} for code in (404, 409, 422)}

@@ -8,11 +8,11 @@ from typing import Annotated
 from fastapi import FastAPI, Query
 from pydantic import BaseModel
 
-from client.models import ErrorBody
+from budgetlab.http_errors import install_error_handlers
+from budgetlab.models import ErrorBody
 from server.config import Settings
 from server.db import make_engine, upgrade
 from server.deps import Admin, Service
-from server.errors import install_error_handlers
 from server.routers import datasets, sessions
 from server.sessions import SessionService
 

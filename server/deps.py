@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from budgetlab.http_errors import APIError
 from server.config import Settings
-from server.errors import APIError
 from server.sessions import SessionService
 
 

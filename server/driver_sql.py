@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from server.errors import APIError
-from server.ledger import ROW_FIELDS
+from budgetlab.http_errors import APIError
+from budgetlab.ledger import ROW_FIELDS
 from server.tables import SessionRecord
 
 SESSIONS = SessionRecord.__table__

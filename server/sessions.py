@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
-from client.models import (
+from budgetlab import budget as rules
+from budgetlab.audit import audit_rows
+from budgetlab.datasets import DatasetError, load_dataset
+from budgetlab.datasets.base import Dataset, stream_order
+from budgetlab.evaluation import evaluate_weights
+from budgetlab.http_errors import APIError
+from budgetlab.ledger import GENESIS, Chain, ledger_rows_as_dicts
+from budgetlab.models import (
     AuditReport,
     Budget,
     EvaluateResponse,
@@ -37,14 +44,7 @@ from client.models import (
     SessionInfo,
     Spent,
 )
-from server import budget as rules
-from server.audit import audit_rows
-from server.datasets import DatasetError, load_dataset
-from server.datasets.base import Dataset, stream_order
 from server.driver_sql import DriverSQL
-from server.errors import APIError
-from server.evaluation import evaluate_weights
-from server.ledger import GENESIS, Chain, ledger_rows_as_dicts
 from server.tables import LedgerEntry, SessionRecord
 
 SESSIONS = SessionRecord.__table__

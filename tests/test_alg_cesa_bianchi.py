@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from client.models import Budget
+from budgetlab.datasets.base import Dataset
+from budgetlab.models import Budget
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms._l1_projection import project_l1_ball
 from learner.algorithms.aer import AER
 from learner.algorithms.aer_baseline import AERBaseline
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets.base import Dataset
 
 # Statistical checks compare a sample mean with its exact expectation; 4.5 standard errors per
 # coordinate keeps the chance of a false alarm below ~1e-4 over all the coordinates tested.

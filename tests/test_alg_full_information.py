@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Lasso as SklearnLasso
 
-from client.models import Budget
+from budgetlab.datasets.base import Dataset
+from budgetlab.models import Budget
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms.eg_lasso import EGLasso
 from learner.algorithms.lasso import Lasso
@@ -14,7 +15,6 @@ from learner.algorithms.ogd_ridge import OGDRidge
 from learner.algorithms.ridge import Ridge
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets.base import Dataset
 
 REFERENCES = ["ridge", "lasso", "ogd-ridge", "eg-lasso"]
 W_STAR = np.array([1.0, -0.7, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0])

@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from client.models import Budget
+from budgetlab.datasets.base import Dataset
+from budgetlab.models import Budget
 from learner.algorithms import _iterates, algorithms, get_algorithm
 from learner.algorithms._attribute_efficient import DataPointSampler, SampledGradient
 from learner.algorithms._estimators import smoothed_derivative, truncated_smoothed_derivative
@@ -21,7 +22,6 @@ from learner.algorithms.aesvr import GenEstGradient
 from learner.algorithms.base import ParamError, Problem
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets.base import Dataset
 
 HK = ("aerr", "aelr", "aesvr")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from client.models import Budget
+from budgetlab.datasets import load_dataset
+from budgetlab.models import Budget
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms._ito import dual_averaging, estimate_gradient, observe
 from learner.oracle import LocalOracle
 from learner.regret import best_sparse, regret, stream_arrays
 from learner.runner import run_algorithm
-from server.datasets import load_dataset
 
 ITO_ALGORITHMS = ["ito1", "ito2", "ito3", "greedy", "uniform"]
 # 4 standard errors per coordinate: a false alarm over the d = 8 coordinates has probability < 1e-3.

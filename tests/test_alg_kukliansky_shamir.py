@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from client.models import Budget
+from budgetlab.datasets.base import Dataset
+from budgetlab.models import Budget
 from learner.algorithms import get_algorithm
 from learner.algorithms._iterates import LassoIterate, RidgeIterate
 from learner.algorithms.base import ParamError, Problem
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets.base import Dataset
 
 KS = ("gaerr", "gaelr", "ddaerr", "ddaelr", "ddaerr-2phase", "ddaelr-2phase")
 NEEDS_MOMENTS = {"ddaerr", "ddaelr"}

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from client.models import Budget
+from budgetlab.datasets.base import Dataset
+from budgetlab.models import Budget
 from learner.algorithms import ParamError, Problem
 from learner.algorithms._hard_thresholding import hard_threshold
 from learner.algorithms.exploitation import Exploitation
@@ -15,7 +16,6 @@ from learner.algorithms.exploration import Exploration, block_gradient
 from learner.algorithms.hybrid import Hybrid
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets.base import Dataset
 
 # 4.5 standard errors per coordinate: a false alarm over the ~10 coordinates tested has probability < 1e-4.
 STANDARD_ERRORS = 4.5

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from server.datasets import (
+from budgetlab.datasets import (
     DatasetError,
     add_dataset,
     clear_cache,
@@ -17,8 +17,8 @@ from server.datasets import (
     parse_dataset_spec,
     remove_dataset,
 )
-from server.datasets.fashion import FashionPairs
-from server.datasets.powerlaw import attribute_means, improvement_ratios
+from budgetlab.datasets.fashion import FashionPairs
+from budgetlab.datasets.powerlaw import attribute_means, improvement_ratios
 
 SMALL = {
     "powerlaw": {"d": 50, "n_train": 400, "n_test": 100},

@@ -7,11 +7,11 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
 
-from client.models import Budget
+from budgetlab.datasets import Dataset
+from budgetlab.models import Budget
 from learner.estimator import BudgetedRegressor
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets import Dataset
 
 
 def sparse_regression(n: int = 3000, d: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import httpx
 import numpy as np
 import pytest
 
-from client.models import Budget
+from budgetlab.models import Budget
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm

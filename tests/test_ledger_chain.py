@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.ledger import GENESIS, ROW_FIELDS, Chain, verify_chain
+from budgetlab.ledger import GENESIS, ROW_FIELDS, Chain, verify_chain
 
 EXAMPLES = [0, 0, 7, 123456789012, 3]
 ATTRIBUTES = [0, 41, 2, 999_999, 5]

@@ -9,11 +9,11 @@ import httpx
 import numpy as np
 import pytest
 
-from client.errors import BudgetExhausted, OracleError
-from client.oracle_client import OracleClient
-from server.datasets import load_dataset
-from server.datasets.base import stream_order
-from server.evaluation import evaluate_weights
+from budgetlab.datasets import load_dataset
+from budgetlab.datasets.base import stream_order
+from budgetlab.errors import BudgetExhausted, OracleError
+from budgetlab.evaluation import evaluate_weights
+from budgetlab.oracle_client import OracleClient
 
 DATASET = "sparse-gaussian"
 PARAMS = {"d": 20, "n_train": 300, "n_test": 100, "s_plus": 5, "s_minus": 5}
@@ -212,7 +212,7 @@ def test_ledger_pages_export_and_offline_audit_names_tampering(oracle_url: str, 
         assert len(pages) == 6
         assert s.audit().compliant
         export = s.export_ledger(tmp_path / "ledger.ndjson")
-    from server.audit import audit_ndjson
+    from budgetlab.audit import audit_ndjson
 
     lines = export.read_text().splitlines()
     assert audit_ndjson(lines).compliant

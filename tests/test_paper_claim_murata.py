@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from client.models import Budget
+from budgetlab.datasets import load_dataset
+from budgetlab.models import Budget
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from server.datasets import load_dataset
 
 # The §6 design (x ~ N(0, I), θ* = +1 on 13 and -1 on 12 coordinates, N(0, 1) noise, s' = 50 attributes per
 # example) with d = 200 instead of 500 and 4,000 training examples, so that 3 seeds of both learners run in

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from client.models import ParamValue
+from budgetlab.models import ParamValue
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
 # Theorem 2 sets λ_t = 8 sqrt(t / C_{d,k',k1}); Lemma 4 with G_t <= 16/C is what makes 8 the optimal constant.

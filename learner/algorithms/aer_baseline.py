@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from client.models import ParamValue
+from budgetlab.models import ParamValue
 from learner.algorithms._l1_projection import project_l1_ball
 from learner.algorithms._label_bound import LabelBound
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem

@@ -17,7 +17,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from client.models import AlgorithmInfo, ParamSpec, ParamValue, Protocol
+from budgetlab.models import AlgorithmInfo, ParamSpec, ParamValue, Protocol
 
 Observed = Mapping[int, float]
 

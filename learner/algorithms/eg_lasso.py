@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from client.models import ParamValue
+from budgetlab.models import ParamValue
 from learner.algorithms._label_bound import LabelBound
 from learner.algorithms._row_buffer import dense_row
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from client.models import ParamValue
+from budgetlab.models import ParamValue
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.exploitation import ExploitationPhase
 from learner.algorithms.exploration import MURATA_SUZUKI, Exploration

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from client.models import ParamValue
+from budgetlab.models import ParamValue
 from learner.algorithms._ito import (
     LAMBDA_PARAMS,
     THEOREM_LAMBDA_FACTOR,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.linear_model import Ridge as SklearnRidge
 
-from client.models import ParamValue
+from budgetlab.models import ParamValue
 from learner.algorithms._row_buffer import RowBuffer, dense_row
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 

@@ -8,8 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from client.models import DatasetInfo, DatasetList, ErrorBody
-from server.datasets import (
+from budgetlab.datasets import (
     DatasetError,
     UnknownDataset,
     add_dataset,
@@ -18,8 +17,9 @@ from server.datasets import (
     parse_dataset_spec,
     remove_dataset,
 )
+from budgetlab.http_errors import APIError
+from budgetlab.models import DatasetInfo, DatasetList, ErrorBody
 from server.deps import Admin
-from server.errors import APIError
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"],
                    responses={code: {"model": ErrorBody} for code in (401, 403, 404, 422)})

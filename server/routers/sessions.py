@@ -12,7 +12,8 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
-from client.models import (
+from budgetlab.ledger import canonical_payload
+from budgetlab.models import (
     AuditReport,
     ErrorBody,
     EvaluateRequest,
@@ -33,7 +34,6 @@ from client.models import (
     SessionInfo,
 )
 from server.deps import Service, Token
-from server.ledger import canonical_payload
 
 ERRORS = {code: {"model": ErrorBody} for code in (401, 402, 404, 409, 422)}
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)

@@ -1,6 +1,6 @@
 """The wire contract of budgetlab: every request and response body of the oracle and the learner service.
 
-Defined once, here, in the home of the protocol; ``server`` and ``learner`` import these models.
+Defined once, here on the ground floor; ``server``, ``learner`` and ``client`` import these models.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from client.models import ErrorBody, Remaining
+from budgetlab.models import ErrorBody, Remaining
 
 
 class APIError(Exception):

@@ -18,8 +18,8 @@ from typing import Any, Generic, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from client.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
-from client.models import (
+from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
+from budgetlab.models import (
     AuditReport,
     Budget,
     DatasetInfo,

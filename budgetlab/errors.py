@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client.models import Remaining
+from budgetlab.models import Remaining
 
 
 class OracleError(Exception):

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from client.models import DatasetInfo, DatasetList, ParamValue
-from server.datasets import fashion, mnist, online_sparse, powerlaw, sklearn_sets, sparse_gaussian, user
-from server.datasets.base import Dataset, DatasetError, UnknownDataset
-from server.datasets.family import Family, resolve_params
+from budgetlab.datasets import fashion, mnist, online_sparse, powerlaw, sklearn_sets, sparse_gaussian, user
+from budgetlab.datasets.base import Dataset, DatasetError, UnknownDataset
+from budgetlab.datasets.family import Family, resolve_params
+from budgetlab.models import DatasetInfo, DatasetList, ParamValue
 
 BUILTINS: tuple[Family, ...] = (
     powerlaw.FAMILY,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from client.models import DatasetInfo, DatasetParam, ParamValue, Split, Task
+from budgetlab.models import DatasetInfo, DatasetParam, ParamValue, Split, Task
 
 EVAL_CHUNK_ROWS = 65_536
 # A chunk of a wide matrix is bounded in cells too (2^22 float64 = 32 MB), whatever d is.

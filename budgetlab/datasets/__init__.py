@@ -4,8 +4,8 @@ Public API: ``load_dataset``, ``describe``, ``list_datasets``, ``parse_dataset_s
 ``remove_dataset`` (see ``registry``); ``Dataset`` and ``DatasetError`` (see ``base``).
 """
 
-from server.datasets.base import Dataset, DatasetError, UnknownDataset, split_rows, stream_order
-from server.datasets.registry import (
+from budgetlab.datasets.base import Dataset, DatasetError, UnknownDataset, split_rows, stream_order
+from budgetlab.datasets.registry import (
     add_dataset,
     clear_cache,
     describe,

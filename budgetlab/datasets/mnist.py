@@ -12,10 +12,10 @@ from functools import cache
 
 import numpy as np
 
-from client.models import ParamValue
-from server.datasets.base import split_rows
-from server.datasets.family import read_only
-from server.datasets.pairs import PairFamily, pair_positions
+from budgetlab.datasets.base import split_rows
+from budgetlab.datasets.family import read_only
+from budgetlab.datasets.pairs import PairFamily, pair_positions
+from budgetlab.models import ParamValue
 
 PER_DIGIT = 500
 N_TEST = 100

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from server.datasets.base import DatasetError
-from server.datasets.family import read_only
-from server.datasets.pairs import PairFamily, pair_positions
+from budgetlab.datasets.base import DatasetError
+from budgetlab.datasets.family import read_only
+from budgetlab.datasets.pairs import PairFamily, pair_positions
 
 DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
 CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",

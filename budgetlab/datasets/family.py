@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from client.models import DatasetParam, ParamValue, Task
-from server.datasets.base import DatasetError
+from budgetlab.datasets.base import DatasetError
+from budgetlab.models import DatasetParam, ParamValue, Task
 
 # A generated set may hold at most this many cells (n_train + n_test) * d: 4e8 bytes at float32.
 MAX_CELLS = 100_000_000

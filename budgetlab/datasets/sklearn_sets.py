@@ -17,10 +17,10 @@ from functools import cache
 
 import numpy as np
 
-from client.models import ParamValue
-from server.datasets.base import split_rows, split_sizes
-from server.datasets.family import Data, Family, Param, read_only
-from server.datasets.pairs import PairFamily, pair_positions
+from budgetlab.datasets.base import split_rows, split_sizes
+from budgetlab.datasets.family import Data, Family, Param, read_only
+from budgetlab.datasets.pairs import PairFamily, pair_positions
+from budgetlab.models import ParamValue
 
 TEST_FRACTION = 0.2
 

@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from client.models import AuditReport, Budget
-from server.ledger import verify_chain
+from budgetlab.ledger import verify_chain
+from budgetlab.models import AuditReport, Budget
 
 _SLACK = 1e-6
 

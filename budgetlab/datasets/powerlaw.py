@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from client.models import ParamValue
-from server.datasets.family import Data, Family, Param, read_only
+from budgetlab.datasets.family import Data, Family, Param, read_only
+from budgetlab.models import ParamValue
 
 _TAG = 0x9017
 _CHUNK_ROWS = 8_192
