@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
+from budgetlab.errors import OracleUnavailable, oracle_refusal
 from budgetlab.models import (
     AuditReport,
     Budget,
@@ -54,23 +54,24 @@ class Call(Generic[M]):
 
 
 def raise_for_error(response: httpx.Response) -> None:
-    """Turn an error answer into the SDK's exceptions (4xx: OracleError family, 5xx: OracleUnavailable)."""
+    """Turn an error answer into the SDK's exceptions: a refusal (4xx, or 503 busy) or ``OracleUnavailable``."""
     if response.status_code < 400:
         return
-    if response.status_code >= 500:
-        raise OracleUnavailable(f"{response.request.method} {response.request.url.path} -> {response.status_code}")
     try:
         body = response.json()
     except ValueError:
-        body = {"error": "http_error", "detail": response.text}
-    error, detail = str(body.get("error", "http_error")), body.get("detail", "")
-    detail = detail if isinstance(detail, str) else str(detail)
-    if response.status_code == 402:
-        remaining = body.get("remaining")
-        raise BudgetExhausted(detail, Remaining.model_validate(remaining) if remaining else None)
-    if error == "stream_exhausted":
-        raise StreamExhausted(detail)
-    raise OracleError(response.status_code, error, detail)
+        body = None
+    if not isinstance(body, dict) or "error" not in body:
+        raise OracleUnavailable(f"{response.request.method} {response.request.url.path} -> {response.status_code}")
+    if response.status_code >= 500 and response.status_code != 503:
+        raise OracleUnavailable(f"{response.request.method} {response.request.url.path} -> {response.status_code}: "
+                                f"{body.get('detail', '')}")
+    detail = body.get("detail", "")
+    remaining = body.get("remaining")
+    retry_after = response.headers.get("Retry-After")
+    raise oracle_refusal(response.status_code, str(body["error"]), detail if isinstance(detail, str) else str(detail),
+                         Remaining.model_validate(remaining) if remaining else None,
+                         float(retry_after) if retry_after and retry_after.isdigit() else None)
 
 
 def _parse(call: Call[M], response: httpx.Response) -> M | None:

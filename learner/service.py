@@ -8,8 +8,8 @@ from typing import Annotated
 from fastapi import FastAPI, Path
 from pydantic import BaseModel
 
-from budgetlab.errors import OracleError, OracleUnavailable
-from budgetlab.http_errors import APIError, install_error_handlers
+from budgetlab.errors import LearnerError, OracleError, OracleUnavailable
+from budgetlab.http_errors import install_error_handlers
 from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo
 from budgetlab.oracle_client import DEFAULT_ORACLE_URL, OracleClient
 from learner.algorithms import ParamError, algorithms, get_algorithm
@@ -62,11 +62,11 @@ def create_app(oracle_url: str | None = None) -> FastAPI:
                                 protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
                                 seed=request.seed)
         except ParamError as exc:
-            raise APIError(422, "invalid_params", str(exc)) from None
+            raise LearnerError(422, "invalid_params", str(exc)) from None
         except OracleUnavailable as exc:
-            raise APIError(422, "oracle_unavailable", str(exc)) from None
+            raise LearnerError(422, "oracle_unavailable", str(exc)) from None
         except OracleError as exc:
-            raise APIError(422, "oracle_rejected", exc.detail) from None
+            raise LearnerError(422, "oracle_rejected", exc.detail) from None
         return manager.start(request, oracle).info()
 
     @app.get("/v1/runs", response_model=RunList, tags=["runs"])
@@ -77,7 +77,7 @@ def create_app(oracle_url: str | None = None) -> FastAPI:
     def get_run(run_id: RunId) -> RunInfo:
         run = manager.get(run_id)
         if run is None:
-            raise APIError(404, "not_found", f"run {run_id} does not exist")
+            raise LearnerError(404, "not_found", f"run {run_id} does not exist")
         return run.info()
 
     @app.get("/v1/runs/{run_id}/audit", response_model=AuditReport, tags=["runs"],
@@ -86,22 +86,22 @@ def create_app(oracle_url: str | None = None) -> FastAPI:
         """The oracle's audit of the run's session (the learner holds the session's token, the caller need not)."""
         run = manager.get(run_id)
         if run is None:
-            raise APIError(404, "not_found", f"run {run_id} does not exist")
+            raise LearnerError(404, "not_found", f"run {run_id} does not exist")
         assert run.request.oracle_url is not None
         try:
             with OracleClient(run.request.oracle_url) as client:
                 return client.session(run.oracle.session.id, run.oracle.session.token).audit()
         except OracleUnavailable as exc:
-            raise APIError(502, "oracle_unavailable", str(exc)) from None
+            raise LearnerError(502, "oracle_unavailable", str(exc)) from None
         except OracleError as exc:
-            raise APIError(502, "oracle_error", exc.detail) from None
+            raise LearnerError(502, "oracle_error", exc.detail) from None
 
     @app.delete("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=ERRORS)
     def cancel_run(run_id: RunId) -> RunInfo:
         """Ask a run to stop; it ends as 'cancelled' with its curve so far."""
         run = manager.get(run_id)
         if run is None:
-            raise APIError(404, "not_found", f"run {run_id} does not exist")
+            raise LearnerError(404, "not_found", f"run {run_id} does not exist")
         run.cancel.set()
         if run.thread is not None:
             run.thread.join(timeout=10)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
-from budgetlab.http_errors import APIError
+from budgetlab.errors import OracleError
 from server.config import Settings
 from server.sessions import SessionService
 
@@ -23,15 +23,15 @@ async def settings(request: Request) -> Settings:
 async def bearer(authorization: Annotated[str | None, Header()] = None) -> str:
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise APIError(401, "unauthorized", "send the session's token as 'Authorization: Bearer <token>'")
+        raise OracleError(401, "unauthorized", "send the session's token as 'Authorization: Bearer <token>'")
     return token.strip()
 
 
 async def admin(token: Annotated[str, Depends(bearer)], config: Annotated[Settings, Depends(settings)]) -> None:
     if config.admin_token is None:
-        raise APIError(403, "admin_disabled", "set BUDGETLAB_ADMIN_TOKEN on the oracle to enable admin endpoints")
+        raise OracleError(403, "admin_disabled", "set BUDGETLAB_ADMIN_TOKEN on the oracle to enable admin endpoints")
     if not hmac.compare_digest(token, config.admin_token):
-        raise APIError(403, "forbidden", "this token is not the admin token")
+        raise OracleError(403, "forbidden", "this token is not the admin token")
 
 
 Service = Annotated[SessionService, Depends(service)]

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from budgetlab.http_errors import APIError
+from budgetlab.errors import OracleError
 from budgetlab.ledger import ROW_FIELDS
 from server.tables import SessionRecord
 
@@ -72,7 +72,7 @@ class DriverSQL:
     def transaction(self) -> Iterator[Any]:
         """A DBAPI cursor inside one transaction: committed on success, rolled back on any exception.
 
-        ``APIError`` is a refused request on a healthy connection, which goes back to the idle list; any
+        ``OracleError`` is a refused request on a healthy connection, which goes back to the idle list; any
         other failure may be a broken connection, which is closed.
         """
         conn = self._checkout()
@@ -82,7 +82,7 @@ class DriverSQL:
                 cursor.execute("BEGIN IMMEDIATE")
             yield cursor
             conn.commit()
-        except APIError:
+        except OracleError:
             conn.rollback()
             self._checkin(conn)
             raise

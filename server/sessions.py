@@ -1,7 +1,7 @@
 """Oracle sessions: every charging call is one database transaction that locks the session row,
 checks the budgets, writes the ledger rows and the counters, and commits before the answer is sent.
 
-A request that fails any check raises ``APIError`` inside the transaction, which rolls it back: an
+A request that fails any check raises ``OracleError`` inside the transaction, which rolls it back: an
 error never charges or records anything.
 """
 
@@ -24,8 +24,8 @@ from budgetlab import budget as rules
 from budgetlab.audit import audit_rows
 from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.datasets.base import Dataset, stream_order
+from budgetlab.errors import OracleError
 from budgetlab.evaluation import evaluate_weights
-from budgetlab.http_errors import APIError
 from budgetlab.ledger import GENESIS, Chain, ledger_rows_as_dicts
 from budgetlab.models import (
     AuditReport,
@@ -121,19 +121,19 @@ class SessionService:
     def _check(self, rec: Any, session_id: str, token: str, *, open_only: bool) -> Any:
         # A wrong token and an unknown id answer the same, so a token reveals nothing about other sessions.
         if rec is None or not hmac.compare_digest(rec.token_hash, token_hash(token)):
-            raise APIError(404, "not_found", f"session {session_id} does not exist (or the token is not its own)")
+            raise OracleError(404, "not_found", f"session {session_id} does not exist (or the token is not its own)")
         if open_only and rec.status != "open":
-            raise APIError(409, "session_closed", f"session {session_id} is closed")
+            raise OracleError(409, "session_closed", f"session {session_id} is closed")
         return rec
 
     def _position(self, rec: Any, rt: Runtime, example: int) -> int:
         """Map an example id to its position in the split, checking the caller may address it."""
         if rt.order is None:
             if not 0 <= example < rec.n_examples:
-                raise APIError(404, "unknown_example", f"example {example} is not in 0..{rec.n_examples - 1}")
+                raise OracleError(404, "unknown_example", f"example {example} is not in 0..{rec.n_examples - 1}")
             return example
         if not 0 <= example < rec.issued:
-            raise APIError(409, "example_not_issued",
+            raise OracleError(409, "example_not_issued",
                            f"example {example} has not been issued yet ({rec.issued} issued by next)")
         return int(rt.order[example])
 
@@ -167,7 +167,7 @@ class SessionService:
             dataset = load_dataset(req.dataset, req.dataset_params, req.seed)
             costs = rules.attribute_costs(req.budget, dataset.costs, dataset.d)
         except (DatasetError, ValueError) as exc:
-            raise APIError(422, "invalid_session", str(exc)) from None
+            raise OracleError(422, "invalid_session", str(exc)) from None
         n = dataset.n(req.split)
         session_id = secrets.token_hex(16)
         token = secrets.token_urlsafe(32)
@@ -229,9 +229,9 @@ class SessionService:
         with self._driver.transaction() as cursor:
             rec, rt = self._load_driver(cursor, session_id, token)
             if rt.order is None:
-                raise APIError(409, "pool_order", "a pool session addresses examples by id; there is no next")
+                raise OracleError(409, "pool_order", "a pool session addresses examples by id; there is no next")
             if rec.issued >= rec.n_examples:
-                raise APIError(409, "stream_exhausted", f"all {rec.n_examples} examples have been issued")
+                raise OracleError(409, "stream_exhausted", f"all {rec.n_examples} examples have been issued")
             example = rec.issued
             chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
             label = None
@@ -248,7 +248,7 @@ class SessionService:
         try:
             rules.enforce_label(rt.budget, rec.spent_cost)
         except rules.BudgetExceeded as exc:
-            raise APIError(402, "budget_exceeded", exc.detail, exc.remaining) from None
+            raise OracleError(402, "budget_exceeded", exc.detail, exc.remaining) from None
         label = float(rt.dataset.labels(rec.split, np.array([position]))[0])
         chain.append("label", example=example, value=label, cost=rt.budget.label_cost)
         return label, rec.spent_cost + rt.budget.label_cost
@@ -258,7 +258,7 @@ class SessionService:
         with driver.transaction() as cursor:
             rec, rt = self._load_driver(cursor, session_id, token)
             if rec.protocol != "batch":
-                raise APIError(409, "online_protocol", "labels are revealed by predict in the online protocol")
+                raise OracleError(409, "online_protocol", "labels are revealed by predict in the online protocol")
             position = self._position(rec, rt, example)
             seen = driver.row_of_kind(cursor, rec.id, "label", example)
             if seen is not None:
@@ -277,17 +277,17 @@ class SessionService:
         """All-or-nothing observation of several examples; already-paid cells are free and unchanged."""
         examples = [item.example for item in items]
         if len(set(examples)) != len(examples):
-            raise APIError(422, "duplicate_example", "an example appears twice; list all its attributes once")
+            raise OracleError(422, "duplicate_example", "an example appears twice; list all its attributes once")
         for item in items:
             if len(set(item.attributes)) != len(item.attributes):
-                raise APIError(422, "duplicate_attributes", f"an attribute of example {item.example} is listed twice")
+                raise OracleError(422, "duplicate_attributes", f"an attribute of example {item.example} is listed twice")
         driver = self._driver
         with driver.transaction() as cursor:
             rec, rt = self._load_driver(cursor, session_id, token)
             for item in items:
                 bad = [a for a in item.attributes if not 0 <= a < rec.d]
                 if bad:
-                    raise APIError(404, "unknown_attribute", f"attribute {bad[0]} is not in 0..{rec.d - 1}")
+                    raise OracleError(404, "unknown_attribute", f"attribute {bad[0]} is not in 0..{rec.d - 1}")
             positions = {item.example: self._position(rec, rt, item.example) for item in items}
 
             paid: dict[tuple[int, int], float] = {}
@@ -321,7 +321,7 @@ class SessionService:
             try:
                 rules.enforce(rt.budget, rec.spent_cost, charge, used, new_by_example)
             except rules.BudgetExceeded as exc:
-                raise APIError(402, "budget_exceeded", exc.detail, exc.remaining) from None
+                raise OracleError(402, "budget_exceeded", exc.detail, exc.remaining) from None
 
             values: list[float] = []
             if fresh_attr:
@@ -362,10 +362,10 @@ class SessionService:
         with driver.transaction() as cursor:
             rec, rt = self._load_driver(cursor, session_id, token)
             if rec.protocol != "online":
-                raise APIError(409, "batch_protocol", "predict belongs to the online protocol and test sessions")
+                raise OracleError(409, "batch_protocol", "predict belongs to the online protocol and test sessions")
             position = self._position(rec, rt, example)
             if driver.row_of_kind(cursor, rec.id, "predict", example) is not None:
-                raise APIError(409, "already_predicted", f"a prediction for example {example} was already committed")
+                raise OracleError(409, "already_predicted", f"a prediction for example {example} was already committed")
             label = float(rt.dataset.labels(rec.split, np.array([position]))[0])
             loss = (prediction - label) ** 2
             chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
@@ -380,13 +380,13 @@ class SessionService:
             rec = self._load(conn, session_id, token, lock=False, open_only=True)
         rt = self._runtime(rec)
         if len(weights) != rec.d:
-            raise APIError(422, "invalid_weights", f"weights must have d={rec.d} entries, got {len(weights)}")
+            raise OracleError(422, "invalid_weights", f"weights must have d={rec.d} entries, got {len(weights)}")
         w = np.asarray(weights, dtype=np.float64)
         # The error is computed outside the lock (it reads the whole test split); only its record is serialised.
         with np.errstate(over="ignore", invalid="ignore"):
             result = evaluate_weights(rt.dataset, w, bias)
         if not all(np.isfinite([result.mse, result.normalized_mse])):
-            raise APIError(422, "invalid_weights", "these weights overflow the test error; scale them down")
+            raise OracleError(422, "invalid_weights", "these weights overflow the test error; scale them down")
         with self.engine.begin() as conn:
             rec = self._load(conn, session_id, token, lock=True, open_only=True)
             chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
@@ -402,7 +402,7 @@ class SessionService:
             rec = self._load(conn, session_id, token, lock=True, open_only=True)
             rt = self._runtime(rec)
             if rec.split != "train":
-                raise APIError(409, "test_session", "prior knowledge is for training sessions")
+                raise OracleError(409, "test_session", "prior knowledge is for training sessions")
             moments = rt.dataset.second_moments()
             chain = Chain(rec.id, rec.ledger_rows, rec.head_hash)
             chain.append("prior", payload={

@@ -17,7 +17,7 @@ from budgetlab.datasets import (
     parse_dataset_spec,
     remove_dataset,
 )
-from budgetlab.http_errors import APIError
+from budgetlab.errors import OracleError
 from budgetlab.models import DatasetInfo, DatasetList, ErrorBody
 from server.deps import Admin
 
@@ -49,9 +49,9 @@ def dataset(
         name, params = parse_dataset_spec(spec)
         return describe(name, params, seed)
     except UnknownDataset as exc:
-        raise APIError(404, "unknown_dataset", str(exc)) from None
+        raise OracleError(404, "unknown_dataset", str(exc)) from None
     except DatasetError as exc:
-        raise APIError(422, "invalid_dataset_params", str(exc)) from None
+        raise OracleError(422, "invalid_dataset_params", str(exc)) from None
 
 
 @router.post("", status_code=201, response_model=DatasetInfo, dependencies=[Admin])
@@ -59,7 +59,7 @@ def add(body: DatasetAdd) -> DatasetInfo:
     try:
         return add_dataset(FilePath(body.path), body.target, body.name, test_fraction=body.test_fraction)
     except (DatasetError, OSError, ValueError) as exc:
-        raise APIError(422, "invalid_dataset", str(exc)) from None
+        raise OracleError(422, "invalid_dataset", str(exc)) from None
 
 
 @router.delete("/{name}", status_code=204, dependencies=[Admin])
@@ -67,4 +67,4 @@ def remove(name: Annotated[str, Path(min_length=1, max_length=100)]) -> None:
     try:
         remove_dataset(name)
     except DatasetError as exc:
-        raise APIError(404, "unknown_dataset", str(exc)) from None
+        raise OracleError(404, "unknown_dataset", str(exc)) from None
