@@ -64,6 +64,16 @@ class LearnerError(Refused):
     """The learner service refused the request (4xx)."""
 
 
+class RunTimeout(BudgetlabError, TimeoutError):
+    """A run did not end within the deadline its caller set while waiting for it; the run itself goes on."""
+
+    def __init__(self, run_id: str, timeout: float, status: str) -> None:
+        super().__init__(f"run {run_id} did not end within {timeout:g} s (last status: {status})")
+        self.run_id = run_id
+        self.timeout = timeout
+        self.status = status
+
+
 class Unavailable(BudgetlabError):
     """A service could not be reached, or answered with a server error."""
 

@@ -307,6 +307,9 @@ class CurvePoint(BaseModel):
 
 RunStatus = Literal["pending", "running", "finished", "budget_exhausted", "oracle_unavailable", "failed",
                     "cancelled"]
+# A run in one of these statuses has ended and will not change again.
+FINAL_RUN_STATUSES: frozenset[str] = frozenset({"finished", "budget_exhausted", "oracle_unavailable", "failed",
+                                                "cancelled"})
 
 
 class RunCreate(Strict):
@@ -364,6 +367,10 @@ class RunInfo(BaseModel):
     result: RunResult | None = None
     curve: list[CurvePoint] = Field(default_factory=list)
     message: str = ""
+
+
+class RunList(BaseModel):
+    runs: list[RunInfo]
 
 
 ErrorBody.model_rebuild()

@@ -1,6 +1,7 @@
 """Python SDK of the feature oracle: ``OracleClient`` (sync) and ``AsyncOracleClient`` (asyncio), both httpx.
 
-Each endpoint is described once, as a ``Call``; the sync and async clients only differ in how they send it::
+Each endpoint is described once, as a ``Call``; the sync and async clients only differ in how they send it
+(``budgetlab.service_client``, shared with ``LearnerClient``)::
 
     with OracleClient("http://127.0.0.1:8000") as oracle:
         session = oracle.open_session("mnist-3v5", budget={"per_example": 57})
@@ -11,9 +12,8 @@ Each endpoint is described once, as a ``Call``; the sync and async clients only 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import httpx
 from pydantic import BaseModel
@@ -34,53 +34,15 @@ from budgetlab.models import (
     ObserveResponse,
     ParamValue,
     PredictResponse,
-    Remaining,
     SessionCreated,
     SessionInfo,
 )
+from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 
 DEFAULT_ORACLE_URL = "http://127.0.0.1:8000"
-M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class Call(Generic[M]):
-    method: str
-    path: str
-    model: type[M] | None
-    json: Any = None
-    params: dict[str, Any] | None = None
-    token: str | None = None
-
-
-def raise_for_error(response: httpx.Response) -> None:
-    """Turn an error answer into the SDK's exceptions: a refusal (4xx, or 503 busy) or ``OracleUnavailable``."""
-    if response.status_code < 400:
-        return
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if not isinstance(body, dict) or "error" not in body:
-        raise OracleUnavailable(f"{response.request.method} {response.request.url.path} -> {response.status_code}")
-    if response.status_code >= 500 and response.status_code != 503:
-        raise OracleUnavailable(f"{response.request.method} {response.request.url.path} -> {response.status_code}: "
-                                f"{body.get('detail', '')}")
-    detail = body.get("detail", "")
-    remaining = body.get("remaining")
-    retry_after = response.headers.get("Retry-After")
-    raise oracle_refusal(response.status_code, str(body["error"]), detail if isinstance(detail, str) else str(detail),
-                         Remaining.model_validate(remaining) if remaining else None,
-                         float(retry_after) if retry_after and retry_after.isdigit() else None)
-
-
-def _parse(call: Call[M], response: httpx.Response) -> M | None:
-    raise_for_error(response)
-    return None if call.model is None else call.model.model_validate_json(response.content)
-
-
-def _headers(token: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"} if token else {}
+# A busy session (503 with Retry-After) is a refusal: nothing was done, so a retry is safe.
+ORACLE = Service("the oracle", oracle_refusal, OracleUnavailable, refusing_5xx=frozenset({503}))
+raise_for_error = ORACLE.raise_for
 
 
 def _budget(budget: Budget | dict[str, Any] | None) -> dict[str, Any]:
@@ -211,51 +173,28 @@ class OracleSession:
         return self._client.send(self.calls.close())
 
 
-class OracleClient:
+class OracleClient(ServiceClient):
     """Synchronous client of every oracle endpoint."""
+
+    service = ORACLE
 
     def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
                  transport: httpx.BaseTransport | None = None) -> None:
-        self.base_url = base_url.rstrip("/")
+        super().__init__(base_url, timeout=timeout, transport=transport)
         self.admin_token = admin_token
-        self.http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
-
-    def __enter__(self) -> OracleClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.http.close()
-
-    def _request(self, call: Call[Any]) -> httpx.Response:
-        try:
-            return self.http.request(call.method, call.path, json=call.json, params=call.params,
-                                     headers=_headers(call.token))
-        except httpx.TransportError as exc:
-            raise OracleUnavailable(f"cannot reach the oracle at {self.base_url}: {exc}") from exc
-
-    def send(self, call: Call[M]) -> M:
-        return _parse(call, self._request(call))  # type: ignore[return-value]
 
     def download(self, call: Call[Any], target: Path) -> None:
+        """Stream an answer's body into ``target`` (ledger exports can be large)."""
         try:
-            with self.http.stream(call.method, call.path, params=call.params, headers=_headers(call.token)) as r:
+            with self.http.stream(call.method, call.path, params=call.params, headers=call.headers()) as r:
                 if r.status_code >= 400:
                     r.read()
-                    raise_for_error(r)
+                    ORACLE.raise_for(r)
                 with target.open("wb") as out:
                     for chunk in r.iter_bytes():
                         out.write(chunk)
         except httpx.TransportError as exc:
-            raise OracleUnavailable(f"cannot reach the oracle at {self.base_url}: {exc}") from exc
-
-    def health(self) -> bool:
-        try:
-            return self.http.get("/healthz").status_code == 200
-        except httpx.TransportError:
-            return False
+            raise ORACLE.unreachable(self.base_url, exc) from exc
 
     def datasets(self) -> DatasetList:
         return self.send(Call("GET", "/v1/datasets", DatasetList))
@@ -338,37 +277,15 @@ class AsyncOracleSession:
         return await self._client.send(self.calls.close())
 
 
-class AsyncOracleClient:
+class AsyncOracleClient(AsyncServiceClient):
     """Asynchronous client of every oracle endpoint (httpx.AsyncClient)."""
+
+    service = ORACLE
 
     def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
-        self.base_url = base_url.rstrip("/")
+        super().__init__(base_url, timeout=timeout, transport=transport)
         self.admin_token = admin_token
-        self.http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
-
-    async def __aenter__(self) -> AsyncOracleClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
-
-    async def send(self, call: Call[M]) -> M:
-        try:
-            response = await self.http.request(call.method, call.path, json=call.json, params=call.params,
-                                               headers=_headers(call.token))
-        except httpx.TransportError as exc:
-            raise OracleUnavailable(f"cannot reach the oracle at {self.base_url}: {exc}") from exc
-        return _parse(call, response)  # type: ignore[return-value]
-
-    async def health(self) -> bool:
-        try:
-            return (await self.http.get("/healthz")).status_code == 200
-        except httpx.TransportError:
-            return False
 
     async def datasets(self) -> DatasetList:
         return await self.send(Call("GET", "/v1/datasets", DatasetList))

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from budgetlab.errors import LearnerError, OracleError, OracleUnavailable
 from budgetlab.http_errors import install_error_handlers
-from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo
+from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo, RunList
 from budgetlab.oracle_client import DEFAULT_ORACLE_URL, OracleClient
 from learner.algorithms import ParamError, algorithms, get_algorithm
 from learner.http_oracle import HttpOracle
@@ -22,10 +22,6 @@ ERRORS = {code: {"model": ErrorBody} for code in (404, 409, 422)}
 
 class Health(BaseModel):
     status: str = "ok"
-
-
-class RunList(BaseModel):
-    runs: list[RunInfo]
 
 
 def validate(request: RunCreate) -> None:

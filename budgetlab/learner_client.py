@@ -1,0 +1,156 @@
+"""Python SDK of the learner service: ``LearnerClient`` (sync) and ``AsyncLearnerClient`` (asyncio), both httpx.
+
+The learner runs one algorithm per run against an oracle; these clients start runs, follow them and fetch the
+oracle's audit of a run's session (the learner holds the session's token, the caller need not)::
+
+    with LearnerClient("http://127.0.0.1:8001") as learner:
+        run = learner.start(RunCreate(dataset="mnist-3v5", algorithm="aerr", budget=Budget(per_example=57)))
+        done = learner.wait(run.id, timeout=600, progress=lambda info: print(info.progress_examples))
+        print(done.status, done.result.final)
+
+A 4xx answer raises ``LearnerError`` (``status``, ``error``, ``detail``); a learner that cannot be reached or
+answers 5xx raises ``LearnerUnavailable``; ``wait`` past its deadline raises ``RunTimeout`` (a ``TimeoutError``).
+Each endpoint is described once, as a ``Call`` (``budgetlab.service_client``, shared with ``OracleClient``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import httpx
+
+from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
+from budgetlab.models import FINAL_RUN_STATUSES, AlgorithmList, AuditReport, RunCreate, RunInfo, RunList
+from budgetlab.service_client import AsyncServiceClient, Call, Service, ServiceClient
+
+DEFAULT_LEARNER_URL = "http://127.0.0.1:8001"
+POLL_SECONDS = 0.2
+LEARNER = Service("the learner service", LearnerError, LearnerUnavailable)
+
+Progress = Callable[[RunInfo], None]
+
+
+class RunCalls:
+    """The learner's endpoints as ``Call``s, shared by the sync and async clients."""
+
+    @staticmethod
+    def algorithms() -> Call[AlgorithmList]:
+        return Call("GET", "/v1/algorithms", AlgorithmList)
+
+    @staticmethod
+    def start(request: RunCreate) -> Call[RunInfo]:
+        return Call("POST", "/v1/runs", RunInfo, json=request.model_dump(mode="json"))
+
+    @staticmethod
+    def get(run_id: str) -> Call[RunInfo]:
+        return Call("GET", f"/v1/runs/{run_id}", RunInfo)
+
+    @staticmethod
+    def list() -> Call[RunList]:
+        return Call("GET", "/v1/runs", RunList)
+
+    @staticmethod
+    def cancel(run_id: str) -> Call[RunInfo]:
+        return Call("DELETE", f"/v1/runs/{run_id}", RunInfo)
+
+    @staticmethod
+    def audit(run_id: str) -> Call[AuditReport]:
+        return Call("GET", f"/v1/runs/{run_id}/audit", AuditReport)
+
+
+def _waited(run_id: str, info: RunInfo, deadline: float, timeout: float, progress: Progress | None) -> float | None:
+    """One step of ``wait``: report ``info``; None when the run has ended, else how long to sleep at most."""
+    if progress is not None:
+        progress(info)
+    if info.status in FINAL_RUN_STATUSES:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise RunTimeout(run_id, timeout, info.status)
+    return left
+
+
+class LearnerClient(ServiceClient):
+    """Synchronous client of every learner endpoint."""
+
+    service = LEARNER
+
+    def __init__(self, base_url: str = DEFAULT_LEARNER_URL, *, timeout: float = 60.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        super().__init__(base_url, timeout=timeout, transport=transport)
+
+    def algorithms(self) -> AlgorithmList:
+        """Every algorithm the learner runs, with its paper, protocol and parameters."""
+        return self.send(RunCalls.algorithms())
+
+    def start(self, request: RunCreate) -> RunInfo:
+        """Open the run's oracle session and start the run in the background; its info as it starts."""
+        return self.send(RunCalls.start(request))
+
+    def get(self, run_id: str) -> RunInfo:
+        return self.send(RunCalls.get(run_id))
+
+    def list(self) -> list[RunInfo]:
+        return self.send(RunCalls.list()).runs
+
+    def cancel(self, run_id: str) -> RunInfo:
+        """Ask the run to stop; it ends as 'cancelled' with its curve so far."""
+        return self.send(RunCalls.cancel(run_id))
+
+    def audit(self, run_id: str) -> AuditReport:
+        """The oracle's audit of the run's session."""
+        return self.send(RunCalls.audit(run_id))
+
+    def wait(self, run_id: str, *, timeout: float, poll: float = POLL_SECONDS,
+             progress: Progress | None = None) -> RunInfo:
+        """Poll the run every ``poll`` seconds until it has ended; ``RunTimeout`` once ``timeout`` seconds pass.
+
+        ``progress`` gets every ``RunInfo`` polled, the last one included.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.get(run_id)
+            left = _waited(run_id, info, deadline, timeout, progress)
+            if left is None:
+                return info
+            time.sleep(min(poll, left))
+
+
+class AsyncLearnerClient(AsyncServiceClient):
+    """Asynchronous client of every learner endpoint; the same methods as ``LearnerClient``, awaitable."""
+
+    service = LEARNER
+
+    def __init__(self, base_url: str = DEFAULT_LEARNER_URL, *, timeout: float = 60.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        super().__init__(base_url, timeout=timeout, transport=transport)
+
+    async def algorithms(self) -> AlgorithmList:
+        return await self.send(RunCalls.algorithms())
+
+    async def start(self, request: RunCreate) -> RunInfo:
+        return await self.send(RunCalls.start(request))
+
+    async def get(self, run_id: str) -> RunInfo:
+        return await self.send(RunCalls.get(run_id))
+
+    async def list(self) -> list[RunInfo]:
+        return (await self.send(RunCalls.list())).runs
+
+    async def cancel(self, run_id: str) -> RunInfo:
+        return await self.send(RunCalls.cancel(run_id))
+
+    async def audit(self, run_id: str) -> AuditReport:
+        return await self.send(RunCalls.audit(run_id))
+
+    async def wait(self, run_id: str, *, timeout: float, poll: float = POLL_SECONDS,
+                   progress: Progress | None = None) -> RunInfo:
+        deadline = time.monotonic() + timeout
+        while True:
+            info = await self.get(run_id)
+            left = _waited(run_id, info, deadline, timeout, progress)
+            if left is None:
+                return info
+            await asyncio.sleep(min(poll, left))

@@ -1,0 +1,149 @@
+"""What both SDK clients share: an endpoint described once as a ``Call``, sent over httpx (sync or asyncio), and
+the one rule that turns a service's error answer into an exception.
+
+A service's 4xx answer ``{"error", "detail", "remaining"?}`` becomes its ``Refused`` subclass (``OracleError``,
+``LearnerError``) with the same fields; a 5xx answer, an answer that is not the services' error body, or no answer
+at all becomes its ``Unavailable`` subclass. The oracle's 503 ``busy`` is a refusal (nothing was done, a retry is
+safe), so a service may name 5xx statuses that are refusals too. ``OracleClient`` and ``LearnerClient`` are these
+base clients with their endpoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Self, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from budgetlab.errors import Refused, Unavailable
+from budgetlab.models import Remaining
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Call(Generic[M]):
+    """One request of an endpoint and the model its answer is parsed into (``None``: no body to parse)."""
+
+    method: str
+    path: str
+    model: type[M] | None
+    json: Any = None
+    params: dict[str, Any] | None = None
+    token: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+RefusalFactory = Callable[[int, str, str, Remaining | None, float | None], Refused]
+
+
+@dataclass(frozen=True)
+class Service:
+    """How one service's error answers become exceptions, and how messages name the service."""
+
+    name: str
+    refusal: RefusalFactory
+    unavailable: type[Unavailable]
+    refusing_5xx: frozenset[int] = frozenset()
+
+    def raise_for(self, response: httpx.Response) -> None:
+        """Nothing for a success; else the refusal (4xx, or a 5xx the service names as one) or ``unavailable``."""
+        status = response.status_code
+        if status < 400:
+            return
+        where = f"{response.request.method} {response.request.url.path} -> {status}"
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or "error" not in body:
+            raise self.unavailable(f"{self.name}: {where}")
+        detail = body.get("detail", "")
+        detail = detail if isinstance(detail, str) else str(detail)
+        if status >= 500 and status not in self.refusing_5xx:
+            raise self.unavailable(f"{self.name}: {where}: {detail}")
+        remaining = body.get("remaining")
+        retry_after = response.headers.get("Retry-After")
+        raise self.refusal(status, str(body["error"]), detail,
+                           Remaining.model_validate(remaining) if remaining else None,
+                           float(retry_after) if retry_after and retry_after.isdigit() else None)
+
+    def unreachable(self, base_url: str, exc: Exception) -> Unavailable:
+        return self.unavailable(f"cannot reach {self.name} at {base_url}: {exc}")
+
+    def parse(self, call: Call[M], response: httpx.Response) -> M | None:
+        self.raise_for(response)
+        return None if call.model is None else call.model.model_validate_json(response.content)
+
+
+class ServiceClient:
+    """Synchronous base client: one ``httpx.Client`` on ``base_url``; ``send`` returns a call's model or raises."""
+
+    service: ClassVar[Service]
+
+    def __init__(self, base_url: str, *, timeout: float = 60.0, transport: httpx.BaseTransport | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _request(self, call: Call[Any]) -> httpx.Response:
+        try:
+            return self.http.request(call.method, call.path, json=call.json, params=call.params,
+                                     headers=call.headers())
+        except httpx.TransportError as exc:
+            raise self.service.unreachable(self.base_url, exc) from exc
+
+    def send(self, call: Call[M]) -> M:
+        return self.service.parse(call, self._request(call))  # type: ignore[return-value]
+
+    def health(self) -> bool:
+        try:
+            return self.http.get("/healthz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+
+class AsyncServiceClient:
+    """Asynchronous base client (``httpx.AsyncClient``); the same ``send`` and ``health``, awaitable."""
+
+    service: ClassVar[Service]
+
+    def __init__(self, base_url: str, *, timeout: float = 60.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def send(self, call: Call[M]) -> M:
+        try:
+            response = await self.http.request(call.method, call.path, json=call.json, params=call.params,
+                                               headers=call.headers())
+        except httpx.TransportError as exc:
+            raise self.service.unreachable(self.base_url, exc) from exc
+        return self.service.parse(call, response)  # type: ignore[return-value]
+
+    async def health(self) -> bool:
+        try:
+            return (await self.http.get("/healthz")).status_code == 200
+        except httpx.TransportError:
+            return False
