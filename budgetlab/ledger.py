@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from budgetlab.engine import Event, Observations
+
 GENESIS = "0" * 64
 EMPTY_PAYLOAD = "{}"
 # The order of a ledger row's fields wherever a row travels as a tuple (bulk inserts, exports).
@@ -73,9 +75,17 @@ class Chain:
         self.head = digest
         return row
 
-    def tuples(self) -> list[tuple]:
-        """The rows appended so far as ``ROW_FIELDS`` tuples, for a driver's executemany."""
-        return [tuple(row[f] for f in ROW_FIELDS) for row in self.rows]
+    def record(self, events: Iterable[Event | Observations]) -> list[tuple]:
+        """The ledger rows of an engine outcome's events as ``ROW_FIELDS`` tuples, continuing the chain."""
+        out: list[tuple] = []
+        for event in events:
+            if isinstance(event, Observations):
+                out += self.observation_rows(event.examples, event.attributes, event.values, event.costs)
+            else:
+                row = self.append(event.kind, example=event.example, value=event.value, cost=event.cost,
+                                  payload=event.payload)
+                out.append(tuple(row[f] for f in ROW_FIELDS))
+        return out
 
     def observation_rows(self, examples: list[int], attributes: list[int], values: list[float],
                          costs: list[float]) -> list[tuple]:

@@ -18,3 +18,5 @@ class Settings:
     admin_token: str | None = field(default_factory=lambda: os.environ.get("BUDGETLAB_ADMIN_TOKEN") or None)
     # Sessions idle longer than this may be closed by POST /v1/admin/close-idle (seconds).
     idle_timeout: float = field(default_factory=lambda: float(os.environ.get("BUDGETLAB_IDLE_TIMEOUT", "3600")))
+    # A request waits at most this long for its session's lock, then gets 503 with Retry-After (seconds).
+    lock_timeout: float = field(default_factory=lambda: float(os.environ.get("BUDGETLAB_LOCK_TIMEOUT", "5")))

@@ -9,12 +9,25 @@ from sqlalchemy import Engine, create_engine, event
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def make_engine(url: str) -> Engine:
+# How long a request waits for a session's lock before it is answered 503 (seconds).
+DEFAULT_LOCK_TIMEOUT = 5.0
+
+
+def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60}, pool_size=20,
+        engine = create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+
+        @event.listens_for(engine, "connect")
+        def _lock_timeout(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+            # A row lock not granted in time fails the statement (LockNotAvailable) instead of waiting on.
+            with dbapi_conn.cursor() as cursor:
+                cursor.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
+            dbapi_conn.commit()
+
+        return engine
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": lock_timeout}, pool_size=20,
                            max_overflow=40)
 
     @event.listens_for(engine, "connect")
@@ -26,7 +39,7 @@ def make_engine(url: str) -> Engine:
         # WAL with synchronous=NORMAL is durable across application crashes; an OS crash may lose the
         # last transactions but never corrupts the chain, since each commit is atomic.
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

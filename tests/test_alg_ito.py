@@ -86,10 +86,11 @@ def test_budget_is_respected_and_every_round_predicts(algorithm: str, k_prime: i
     oracle, result = run(algorithm, 0, 300, k_prime=k_prime)
     # The oracle enforces k' per example: an overspend would end the run as budget_exhausted.
     assert result.status == "finished", result.message
-    assert result.examples == oracle.predictions == 300
-    assert all(len(seen) <= k_prime for seen in oracle._observed.values())
-    assert len(oracle._observed) == 300  # every round observes something before it predicts
-    assert result.cumulative_loss == pytest.approx(oracle.cumulative_loss)
+    session = oracle.session
+    assert result.examples == session.counters.predictions == 300
+    assert all(len(seen) <= k_prime for seen in session.paid.observed.values())
+    assert len(session.paid.observed) == 300  # every round observes something before it predicts
+    assert result.cumulative_loss == pytest.approx(session.counters.cumulative_loss)
 
 
 def test_selection_is_distinct_within_budget_and_prediction_uses_only_observed_values() -> None:

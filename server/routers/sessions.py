@@ -12,7 +12,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
-from budgetlab.ledger import canonical_payload
+from budgetlab.ledger import ROW_FIELDS, canonical_payload
 from budgetlab.models import (
     AuditReport,
     ErrorBody,
@@ -35,7 +35,7 @@ from budgetlab.models import (
 )
 from server.deps import Service, Token
 
-ERRORS = {code: {"model": ErrorBody} for code in (401, 402, 404, 409, 422)}
+ERRORS = {code: {"model": ErrorBody} for code in (401, 402, 404, 409, 422, 503)}
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
 SessionId = Annotated[str, Path(min_length=1, max_length=64)]
 
@@ -61,47 +61,44 @@ def close_session(session_id: SessionId, sessions: Service, token: Token) -> Ses
     return sessions.close(session_id, token)
 
 
+# Every endpoint that touches the database is a plain ``def``: FastAPI runs it on the thread pool, so a wait for
+# a lock never holds up the event loop and the other requests of this worker.
+
+
 @router.post("/{session_id}/next", response_model=NextResponse)
-async def next_example(session_id: SessionId, sessions: Service, token: Token) -> Response:
+def next_example(session_id: SessionId, sessions: Service, token: Token) -> Response:
     """Issue the next example of the stream (with its label in the batch protocol)."""
-    # On the event loop like observe, label and predict: the per-example calls of a learner.
     return serialized(sessions.next(session_id, token))
 
 
 @router.post("/{session_id}/observe", response_model=ObserveResponse)
-async def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> Response:
+def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> Response:
     """Pay for attributes of one example; already-paid ones are free. All or nothing (402 on any budget)."""
-    # On the event loop, not the thread pool: one observe is a sub-millisecond transaction, and the hop
-    # to a worker thread and back would cost about as much again. Batches stay on the thread pool.
-    items, charged, fresh, spent, remaining = sessions.observe(session_id, token, [body])
-    return serialized(ObserveResponse(example=body.example, attributes=body.attributes, values=items[0].values,
-                                      charged=charged, fresh=fresh, spent=spent, remaining=remaining))
+    return serialized(sessions.observe(session_id, token, body))
 
 
 @router.post("/{session_id}/observe/batch", response_model=ObserveBatchResponse)
 def observe_batch(session_id: SessionId, body: ObserveBatchRequest, sessions: Service, token: Token) -> Response:
     """Pay for attributes of many examples in one all-or-nothing request."""
-    items, charged, fresh, spent, remaining = sessions.observe(session_id, token, body.items)
-    return serialized(ObserveBatchResponse(items=items, charged=charged, fresh=fresh, spent=spent,
-                                           remaining=remaining))
+    return serialized(sessions.observe_batch(session_id, token, body.items))
 
 
 @router.post("/{session_id}/label", response_model=LabelResponse)
-async def label(session_id: SessionId, body: LabelRequest, sessions: Service, token: Token) -> Response:
+def label(session_id: SessionId, body: LabelRequest, sessions: Service, token: Token) -> Response:
     """Reveal a training label (batch protocol); a second reveal of the same label is free."""
-    return serialized(sessions.label(session_id, token, body.example))
+    return serialized(sessions.label(session_id, token, body))
 
 
 @router.post("/{session_id}/predict", response_model=PredictResponse)
-async def predict(session_id: SessionId, body: PredictRequest, sessions: Service, token: Token) -> Response:
+def predict(session_id: SessionId, body: PredictRequest, sessions: Service, token: Token) -> Response:
     """Commit a prediction for an example, then learn its label (online protocol and test sessions)."""
-    return serialized(sessions.predict(session_id, token, body.example, body.prediction))
+    return serialized(sessions.predict(session_id, token, body))
 
 
 @router.post("/{session_id}/evaluate", response_model=EvaluateResponse)
 def evaluate(session_id: SessionId, body: EvaluateRequest, sessions: Service, token: Token) -> EvaluateResponse:
     """Full-information test error of a linear predictor: free, but recorded in the ledger."""
-    return sessions.evaluate(session_id, token, body.weights, body.bias)
+    return sessions.evaluate(session_id, token, body)
 
 
 @router.post("/{session_id}/moments", response_model=MomentsResponse)
@@ -129,7 +126,7 @@ def ledger(
         return LedgerPage(rows=rows, next_after=next_after)
     # Authenticate before streaming starts: once the status line is out, an error can no longer be a 404.
     head = sessions.head(session_id, token)
-    rows_iter = (r for r in sessions.iter_ledger(session_id, token) if r["seq"] > after)
+    rows_iter = sessions.iter_ledger(session_id, token, after)
     if format == "ndjson":
 
         def ndjson() -> Iterator[str]:
@@ -141,9 +138,8 @@ def ledger(
                                  headers={"Content-Disposition": f'attachment; filename="{session_id}.ndjson"'})
 
     def as_csv() -> Iterator[str]:
-        fields = ["session_id", "seq", "kind", "example", "attribute", "value", "cost", "payload", "prev_hash", "hash"]
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=fields)
+        writer = csv.DictWriter(buffer, fieldnames=ROW_FIELDS)
         writer.writeheader()
         for row in rows_iter:
             writer.writerow({**row, "payload": canonical_payload(json.loads(row["payload"]))})

@@ -1,0 +1,429 @@
+"""The session engine: every rule of an oracle session, in one place, doing no I/O.
+
+Given a session's ``Runtime`` (its fixed configuration and data), its ``Counters``, read access to what it
+has already been charged for (``Paid``) and a validated request, each step returns an ``Outcome``: the
+answer, the events the ledger must record, and the new counters. Or it raises the typed refusal
+(``OracleError`` and its subclasses), having changed nothing.
+
+Two stores apply outcomes: the oracle writes them in one database transaction (``server/store.py``) and
+``LocalSession`` keeps them in memory. Both therefore give the same answers and the same refusals, in the
+same order of checks, for the same requests.
+
+The order of checks of every step: the session is open; the protocol allows the step; the example may be
+addressed; the request is consistent (duplicates, attribute range); then the budgets; and only then are
+values read and events made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+import numpy as np
+
+from budgetlab import budget as rules
+from budgetlab.datasets import DatasetError, load_dataset
+from budgetlab.datasets.base import Dataset, stream_order
+from budgetlab.errors import BudgetExhausted, OracleError, StreamExhausted
+from budgetlab.evaluation import evaluate_weights
+from budgetlab.models import (
+    Budget,
+    EvaluateRequest,
+    EvaluateResponse,
+    LabelRequest,
+    LabelResponse,
+    LedgerKind,
+    MomentsResponse,
+    NextResponse,
+    ObserveBatchResponse,
+    ObservedValues,
+    ObserveRequest,
+    ObserveResponse,
+    Order,
+    ParamValue,
+    PredictRequest,
+    PredictResponse,
+    Remaining,
+    SessionCreate,
+    SessionInfo,
+    Spent,
+    Split,
+)
+from budgetlab.models import (
+    Protocol as SessionProtocol,
+)
+
+A = TypeVar("A")
+Status = Literal["open", "closed"]
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """What a session was opened with; never changes."""
+
+    dataset: str
+    dataset_params: dict[str, ParamValue]
+    split: Split
+    protocol: SessionProtocol
+    order: Order
+    budget: Budget
+    seed: int
+    n_examples: int
+    d: int
+
+
+@dataclass(frozen=True)
+class Counters:
+    """What a session has spent and done so far: the numbers the ledger rows must add up to."""
+
+    status: Status = "open"
+    spent_cost: float = 0.0
+    spent_attributes: int = 0
+    labels: int = 0
+    issued: int = 0
+    predictions: int = 0
+    cumulative_loss: float = 0.0
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A session's configuration with its data: the dataset, the cost of each attribute, the stream order."""
+
+    config: SessionConfig
+    dataset: Dataset = field(repr=False)
+    costs: np.ndarray = field(repr=False)
+    order: np.ndarray | None = field(repr=False)
+    # Every attribute costs 1 (the common case): a charge is then a count, with no array work per request.
+    unit_costs: bool
+
+    @classmethod
+    def load(cls, config: SessionConfig) -> Runtime:
+        """The runtime of a stored session (its dataset was validated when the session was opened)."""
+        dataset = load_dataset(config.dataset, config.dataset_params, config.seed)
+        return cls._build(config, dataset)
+
+    @classmethod
+    def _build(cls, config: SessionConfig, dataset: Dataset) -> Runtime:
+        costs = rules.attribute_costs(config.budget, dataset.costs, dataset.d)
+        order = stream_order(config.n_examples, config.seed) if config.order == "stream" else None
+        return cls(config, dataset, costs, order, bool(np.all(costs == 1.0)))
+
+
+class Paid(Protocol):
+    """What a session was already charged for, as its store reads it (inside the step's transaction)."""
+
+    def cells(self, examples: Sequence[int]) -> Mapping[tuple[int, int], float]:
+        """The (example, attribute) -> value cells already observed, for these examples."""
+
+    def label(self, example: int) -> float | None:
+        """The label already revealed for this example, if any."""
+
+    def predicted(self, example: int) -> bool:
+        """Whether a prediction for this example was already committed."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One ledger row to record (everything but an observed cell)."""
+
+    kind: LedgerKind
+    example: int | None = None
+    value: float | None = None
+    cost: float = 0.0
+    payload: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Observations:
+    """The cells one observe step paid for, in request order: one ledger row each."""
+
+    examples: list[int]
+    attributes: list[int]
+    values: list[float]
+    costs: list[float]
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[A]):
+    """A step's answer, what the ledger must record for it, and the session's counters after it."""
+
+    answer: A
+    counters: Counters
+    events: tuple[Event | Observations, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        return sum(len(e.examples) if isinstance(e, Observations) else 1 for e in self.events)
+
+
+# --- opening and reading ----------------------------------------------------------------------------------
+
+
+def open_session(request: SessionCreate, dataset: Dataset | None = None) -> tuple[Runtime, Outcome[None]]:
+    """A new session's runtime and its ``open`` event (the configuration the audit reads back).
+
+    ``dataset`` serves data of the caller's own in-process (the estimator's ``fit``) instead of a registered one.
+    """
+    try:
+        if dataset is None:
+            dataset = load_dataset(request.dataset, request.dataset_params, request.seed)
+        config = SessionConfig(
+            dataset=request.dataset, dataset_params=dataset.params, split=request.split, protocol=request.protocol,
+            order=request.order, budget=request.budget, seed=request.seed, n_examples=dataset.n(request.split),
+            d=dataset.d,
+        )
+        rt = Runtime._build(config, dataset)
+    except (DatasetError, ValueError) as exc:
+        raise OracleError(422, "invalid_session", str(exc)) from None
+    payload = {
+        "dataset": config.dataset, "dataset_params": config.dataset_params, "split": config.split,
+        "protocol": config.protocol, "order": config.order, "seed": config.seed, "n_examples": config.n_examples,
+        "d": config.d, "budget": config.budget.model_dump(),
+        "costs": None if rt.unit_costs else [float(c) for c in rt.costs],
+    }
+    return rt, Outcome(None, Counters(), (Event("open", payload=payload),))
+
+
+def remaining(config: SessionConfig, counters: Counters) -> Remaining:
+    return rules.remaining(config.budget, counters.spent_cost)
+
+
+def session_info(config: SessionConfig, counters: Counters, *, session_id: str, ledger_rows: int, head_hash: str,
+                 created_at: datetime) -> SessionInfo:
+    """What ``GET /v1/sessions/{id}`` answers, from the session's configuration, counters and ledger head."""
+    return SessionInfo(
+        id=session_id, dataset=config.dataset, dataset_params=config.dataset_params, split=config.split,
+        protocol=config.protocol, order=config.order, budget=config.budget, seed=config.seed,
+        n_examples=config.n_examples, d=config.d, status=counters.status,
+        spent=Spent(cost=counters.spent_cost, attributes=counters.spent_attributes, labels=counters.labels,
+                    examples_issued=counters.issued),
+        remaining=remaining(config, counters), predictions=counters.predictions,
+        cumulative_loss=counters.cumulative_loss, ledger_rows=ledger_rows, head_hash=head_hash, created_at=created_at,
+    )
+
+
+def require_open(counters: Counters) -> None:
+    if counters.status != "open":
+        raise OracleError(409, "session_closed", "this session is closed")
+
+
+def close(counters: Counters, reason: str | None = None) -> Outcome[None]:
+    require_open(counters)
+    event = Event("close", payload={"reason": reason} if reason else None)
+    return Outcome(None, replace(counters, status="closed"), (event,))
+
+
+# --- the stream and labels --------------------------------------------------------------------------------
+
+
+def position(rt: Runtime, counters: Counters, example: int) -> int:
+    """The example's row within its split, once it is addressable: any id of a pool, issued ids of a stream."""
+    n = rt.config.n_examples
+    if rt.order is None:
+        if not 0 <= example < n:
+            raise OracleError(404, "unknown_example", f"example {example} is not in 0..{n - 1}")
+        return example
+    if not 0 <= example < counters.issued:
+        raise OracleError(409, "example_not_issued",
+                          f"example {example} has not been issued yet ({counters.issued} issued by next)")
+    return int(rt.order[example])
+
+
+def _label_value(rt: Runtime, row: int) -> float:
+    return float(rt.dataset.labels(rt.config.split, np.array([row]))[0])
+
+
+def _reveal(rt: Runtime, counters: Counters, example: int, row: int) -> tuple[float, Counters, Event]:
+    budget = rt.config.budget
+    try:
+        rules.enforce_label(budget, counters.spent_cost)
+    except rules.BudgetExceeded as exc:
+        raise BudgetExhausted(exc.detail, exc.remaining) from None
+    label = _label_value(rt, row)
+    after = replace(counters, spent_cost=counters.spent_cost + budget.label_cost, labels=counters.labels + 1)
+    return label, after, Event("label", example=example, value=label, cost=budget.label_cost)
+
+
+def next_example(rt: Runtime, counters: Counters) -> Outcome[NextResponse]:
+    """Issue the next example of the stream; in the batch protocol its label comes with it (at the label cost)."""
+    require_open(counters)
+    config = rt.config
+    if rt.order is None:
+        raise OracleError(409, "pool_order", "a pool session addresses examples by id; there is no next")
+    if counters.issued >= config.n_examples:
+        raise StreamExhausted(f"all {config.n_examples} examples have been issued")
+    example = counters.issued
+    after = replace(counters, issued=example + 1)
+    label = None
+    events: tuple[Event, ...] = ()
+    if config.protocol == "batch":
+        label, after, event = _reveal(rt, after, example, int(rt.order[example]))
+        events = (event,)
+    answer = NextResponse(example=example, label=label, position=example,
+                          remaining=rules.remaining(config.budget, after.spent_cost, example, 0))
+    return Outcome(answer, after, events)
+
+
+def reveal_label(rt: Runtime, counters: Counters, paid: Paid, request: LabelRequest) -> Outcome[LabelResponse]:
+    """A training label (batch protocol); one already revealed is answered again for free."""
+    require_open(counters)
+    if rt.config.protocol != "batch":
+        raise OracleError(409, "online_protocol", "labels are revealed by predict in the online protocol")
+    example = request.example
+    row = position(rt, counters, example)
+    seen = paid.label(example)
+    if seen is not None:
+        return Outcome(LabelResponse(example=example, label=seen, charged=0.0), counters)
+    label, after, event = _reveal(rt, counters, example, row)
+    return Outcome(LabelResponse(example=example, label=label, charged=rt.config.budget.label_cost), after, (event,))
+
+
+# --- observation ------------------------------------------------------------------------------------------
+
+
+def observe(rt: Runtime, counters: Counters, paid: Paid,
+            items: Sequence[ObserveRequest]) -> Outcome[ObserveBatchResponse]:
+    """All-or-nothing observation of several examples; cells already paid for are free and unchanged."""
+    require_open(counters)
+    config = rt.config
+    examples = [item.example for item in items]
+    if len(set(examples)) != len(examples):
+        raise OracleError(422, "duplicate_example", "an example appears twice; list all its attributes once")
+    for item in items:
+        if len(set(item.attributes)) != len(item.attributes):
+            raise OracleError(422, "duplicate_attributes",
+                              f"an attribute of example {item.example} is listed twice")
+    for item in items:
+        bad = [a for a in item.attributes if not 0 <= a < config.d]
+        if bad:
+            raise OracleError(404, "unknown_attribute", f"attribute {bad[0]} is not in 0..{config.d - 1}")
+    rows = [position(rt, counters, example) for example in examples]
+
+    known = paid.cells(examples)
+    used: Counter[int] = Counter(example for example, _ in known)
+    # Fresh cells in request order; an example with nothing paid yet (the usual case) needs no lookups.
+    fresh_ex: list[int] = []
+    fresh_attr: list[int] = []
+    new_counts: list[int] = []
+    for item in items:
+        new = item.attributes
+        if item.example in used:
+            new = [a for a in new if (item.example, a) not in known]
+        fresh_ex.extend([item.example] * len(new))
+        fresh_attr.extend(new)
+        new_counts.append(len(new))
+    new_by_example = dict(zip(examples, new_counts, strict=True))
+    if rt.unit_costs:
+        costs = [1.0] * len(fresh_attr)
+        charge = float(len(fresh_attr))
+    else:
+        cost_array = rt.costs[np.asarray(fresh_attr, dtype=np.int64)]
+        costs = cost_array.tolist()
+        charge = float(cost_array.sum()) if fresh_attr else 0.0
+    try:
+        rules.enforce(config.budget, counters.spent_cost, charge, used, new_by_example)
+    except rules.BudgetExceeded as exc:
+        raise BudgetExhausted(exc.detail, exc.remaining) from None
+
+    values: list[float] = []
+    events: tuple[Observations, ...] = ()
+    after = counters
+    if fresh_attr:
+        positions = np.repeat(np.asarray(rows, dtype=np.int64), new_counts)
+        values = rt.dataset.values(config.split, positions, np.asarray(fresh_attr, dtype=np.int64)).tolist()
+        events = (Observations(fresh_ex, fresh_attr, values, costs),)
+        after = replace(counters, spent_cost=counters.spent_cost + charge,
+                        spent_attributes=counters.spent_attributes + len(fresh_attr))
+    last = examples[-1]
+    left = rules.remaining(config.budget, after.spent_cost, last, used[last] + new_by_example[last])
+    answer = ObserveBatchResponse.model_construct(
+        items=_observed(items, new_counts, fresh_attr, values, known), charged=charge, fresh=len(fresh_attr),
+        spent=after.spent_cost, remaining=left,
+    )
+    return Outcome(answer, after, events)
+
+
+def observe_one(rt: Runtime, counters: Counters, paid: Paid, request: ObserveRequest) -> Outcome[ObserveResponse]:
+    """``observe`` of a single example, answered in the single-example shape."""
+    outcome = observe(rt, counters, paid, [request])
+    batch = outcome.answer
+    answer = ObserveResponse.model_construct(
+        example=request.example, attributes=request.attributes, values=batch.items[0].values, charged=batch.charged,
+        fresh=batch.fresh, spent=batch.spent, remaining=batch.remaining,
+    )
+    return Outcome(answer, outcome.counters, outcome.events)
+
+
+def _observed(items: Sequence[ObserveRequest], new_counts: list[int], fresh_attr: list[int], values: list[float],
+              known: Mapping[tuple[int, int], float]) -> list[ObservedValues]:
+    """Each item's values in its own attribute order, from this step's fresh cells and the earlier ones."""
+    out: list[ObservedValues] = []
+    offset = 0
+    for item, n_new in zip(items, new_counts, strict=True):
+        fresh = values[offset : offset + n_new]
+        if n_new != len(item.attributes):
+            now_paid = dict(zip(fresh_attr[offset : offset + n_new], fresh, strict=True))
+            fresh = [now_paid[a] if a in now_paid else known[(item.example, a)] for a in item.attributes]
+        offset += n_new
+        # Built from validated requests and stored floats: nothing left to validate.
+        out.append(ObservedValues.model_construct(example=item.example, attributes=item.attributes, values=fresh))
+    return out
+
+
+# --- online protocol, evaluation, prior knowledge ---------------------------------------------------------
+
+
+def predict(rt: Runtime, counters: Counters, paid: Paid, request: PredictRequest) -> Outcome[PredictResponse]:
+    """Commit a prediction, then reveal the label (online protocol and test sessions); one per example."""
+    require_open(counters)
+    if rt.config.protocol != "online":
+        raise OracleError(409, "batch_protocol", "predict belongs to the online protocol and test sessions")
+    example = request.example
+    row = position(rt, counters, example)
+    if paid.predicted(example):
+        raise OracleError(409, "already_predicted", f"a prediction for example {example} was already committed")
+    label = _label_value(rt, row)
+    try:
+        loss = (request.prediction - label) ** 2
+    except OverflowError:
+        loss = math.inf
+    total = counters.cumulative_loss + loss
+    if not math.isfinite(total):
+        raise OracleError(422, "invalid_prediction", "the squared loss of this prediction overflows; scale it down")
+    after = replace(counters, predictions=counters.predictions + 1, cumulative_loss=total)
+    event = Event("predict", example=example, value=request.prediction, payload={"label": label, "loss": loss})
+    answer = PredictResponse(example=example, prediction=request.prediction, label=label, loss=loss,
+                             cumulative_loss=total, predictions=after.predictions)
+    return Outcome(answer, after, (event,))
+
+
+def evaluate(rt: Runtime, counters: Counters, request: EvaluateRequest) -> Outcome[EvaluateResponse]:
+    """Full-information test error of a linear predictor: free, but recorded."""
+    require_open(counters)
+    d = rt.config.d
+    if len(request.weights) != d:
+        raise OracleError(422, "invalid_weights", f"weights must have d={d} entries, got {len(request.weights)}")
+    w = np.asarray(request.weights, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = evaluate_weights(rt.dataset, w, request.bias)
+    if not all(np.isfinite([result.mse, result.normalized_mse])):
+        raise OracleError(422, "invalid_weights", "these weights overflow the test error; scale them down")
+    payload = {"weights_sha256": hashlib.sha256(w.tobytes()).hexdigest(), "bias": float(request.bias),
+               **result.model_dump()}
+    return Outcome(result, counters, (Event("evaluate", payload=payload),))
+
+
+def moments(rt: Runtime, counters: Counters) -> Outcome[MomentsResponse]:
+    """Declared prior knowledge, E[x_i^2] over the training split: free, but recorded."""
+    require_open(counters)
+    if rt.config.split != "train":
+        raise OracleError(409, "test_session", "prior knowledge is for training sessions")
+    second = rt.dataset.second_moments()
+    payload = {"what": "E[x_i^2] over the training split",
+               "sha256": hashlib.sha256(np.ascontiguousarray(second).tobytes()).hexdigest()}
+    return Outcome(MomentsResponse(second_moments=second.tolist()), counters, (Event("prior", payload=payload),))
