@@ -310,6 +310,9 @@ RunStatus = Literal["pending", "running", "finished", "budget_exhausted", "oracl
 # A run in one of these statuses has ended and will not change again.
 FINAL_RUN_STATUSES: frozenset[str] = frozenset({"finished", "budget_exhausted", "oracle_unavailable", "failed",
                                                 "cancelled"})
+# A run that ended in one of these completed: its weights are the algorithm's answer (its budget running out is
+# the setting of the papers, not a failure).
+COMPLETED_RUN_STATUSES: frozenset[str] = frozenset({"finished", "budget_exhausted"})
 
 
 class RunCreate(Strict):

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
-from budgetlab.models import Budget, ParamValue
+from budgetlab.models import Budget, ParamValue, RunCreate
 
 app = typer.Typer(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -350,7 +351,7 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Run one algorithm on a dataset under a budget, in-process (--local) or against an oracle (--oracle URL)."""
-    from client.running import RunSpec, execute_run
+    from client.running import execute_run
 
     if local == bool(oracle):
         fail("choose exactly one of --local and --oracle URL")
@@ -362,10 +363,14 @@ def run(
         fail(str(exc))
         return
     params.update(parse_pairs(dataset_param, "--dataset-param"))
-    spec = RunSpec(algorithm=algorithm, dataset=name, dataset_params=params,
-                   budget=Budget(per_example=per_example, total=total), params=parse_pairs(param, "--param"),
-                   seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget)
-    result = execute_run(spec, oracle_url=oracle, show_progress=not as_json, console=err, fail=fail)
+    try:
+        request = RunCreate(oracle_url=oracle, dataset=name, dataset_params=params, algorithm=algorithm,
+                            params=parse_pairs(param, "--param"), budget=Budget(per_example=per_example, total=total),
+                            seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget)
+    except ValidationError as exc:
+        fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+        return
+    result = execute_run(request, show_progress=not as_json, console=err, fail=fail)
     if as_json:
         print_json(result.model_dump(mode="json"))
         return

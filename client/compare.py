@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from budgetlab.models import Budget, ParamValue, RunCreate, RunInfo, RunResult
+from budgetlab.models import COMPLETED_RUN_STATUSES, Budget, ParamValue, RunCreate, RunInfo, RunResult
 
 POLL_SECONDS = 0.2
 FINISHED = {"finished", "budget_exhausted", "oracle_unavailable", "failed", "cancelled"}
@@ -249,31 +249,19 @@ def run_local(jobs: list[Job], designs: list[Design], *, parallel: int, bars: Pr
 
 def execute_local(request: RunCreate, report: Callable[[int, int, str], None]) -> RunResult:
     """One run on a LocalOracle; whatever goes wrong ends as a failed result, never an exception."""
-    import numpy as np
-
     from learner.algorithms import get_algorithm
-    from learner.oracle import LocalOracle
-    from learner.runner import run_algorithm
-    from learner.test_time import score_with_test_budget
+    from learner.scoring import run_and_score, session_opener
 
     try:
-        oracle = LocalOracle(request.dataset, dataset_params=request.dataset_params,
-                             protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
-                             seed=request.seed)
+        open_oracle = session_opener(request, None)
+        oracle = open_oracle(split="train", protocol=get_algorithm(request.algorithm).protocol,
+                             budget=request.budget)
         horizon = min(request.max_examples or oracle.n_examples, oracle.n_examples)
         try:
-            result = run_algorithm(request.algorithm, oracle, params=request.params, seed=request.seed,
-                                   max_examples=request.max_examples, eval_every=request.eval_every,
-                                   progress=lambda p: report(p.examples, horizon, f"attrs {p.attributes}"),
-                                   dataset=request.dataset, dataset_params=request.dataset_params)
+            return run_and_score(request, oracle, open_oracle,
+                                 progress=lambda p: report(p.examples, horizon, f"attrs {p.attributes}"))
         finally:
             oracle.close()
-        if request.test_budget and result.status in ("finished", "budget_exhausted"):
-            test = LocalOracle(request.dataset, dataset_params=request.dataset_params, split="test",
-                               protocol="online", budget=Budget(per_example=request.test_budget), seed=request.seed)
-            result.test_budget = score_with_test_budget(test, np.asarray(result.weights), result.bias,
-                                                        request.test_budget)
-        return result
     except Exception as exc:  # a failing run is reported as failed; the others complete
         return failed_result(request, f"{type(exc).__name__}: {exc}")
 
@@ -439,6 +427,6 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         raise AssertionError("unreachable") from None
     report = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,
                           wall_time=time.perf_counter() - started)
-    failed = sum(o.result.status not in ("finished", "budget_exhausted") for o in outcomes)
+    failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} runs completed; report: {report}", soft_wrap=True)
     return report

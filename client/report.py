@@ -16,9 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from budgetlab.models import COMPLETED_RUN_STATUSES
 from client.compare import CompareConfig, Design, RunOutcome
-
-OK_STATUSES = ("finished", "budget_exhausted")
 
 
 @dataclass
@@ -47,7 +46,7 @@ class AlgorithmSummary:
 
     @property
     def completed(self) -> list[RunOutcome]:
-        return [r for r in self.runs if r.result.status in OK_STATUSES and r.result.final is not None]
+        return [r for r in self.runs if r.result.status in COMPLETED_RUN_STATUSES and r.result.final is not None]
 
     def final(self, metric: str) -> Stat | None:
         return stat([getattr(r.result.final, metric) for r in self.completed])

@@ -1,64 +1,37 @@
-"""One run as the CLI executes it: in-process on a LocalOracle or over HTTP on an oracle, with a progress bar.
+"""One run as ``budgetlab run`` executes it: in-process on a LocalOracle or over HTTP on an oracle, with a
+progress bar.
 
-The learner is imported here, inside the functions: the SDK itself never needs it.
+The learner is imported inside the function, so ``budgetlab --help`` does not load it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from budgetlab.models import Budget, ParamValue, RunResult
+from budgetlab.models import RunCreate, RunResult
 
 
-@dataclass
-class RunSpec:
-    algorithm: str
-    dataset: str
-    dataset_params: dict[str, ParamValue] = field(default_factory=dict)
-    budget: Budget = field(default_factory=Budget)
-    params: dict[str, ParamValue] = field(default_factory=dict)
-    seed: int = 0
-    max_examples: int | None = None
-    eval_every: int | None = None
-    test_budget: int | None = None
-
-
-def open_oracle(spec: RunSpec, oracle_url: str | None, *, split: str = "train", protocol: str = "batch",
-                budget: Budget | None = None):  # type: ignore[no-untyped-def]
-    from learner.http_oracle import HttpOracle
-    from learner.oracle import LocalOracle
-
-    budget = budget or spec.budget
-    if oracle_url:
-        return HttpOracle(oracle_url, spec.dataset, dataset_params=spec.dataset_params, split=split,
-                          protocol=protocol, budget=budget, seed=spec.seed)
-    return LocalOracle(spec.dataset, dataset_params=spec.dataset_params, split=split, protocol=protocol,
-                       budget=budget, seed=spec.seed)
-
-
-def execute_run(spec: RunSpec, *, oracle_url: str | None, show_progress: bool, console: Console,
+def execute_run(request: RunCreate, *, show_progress: bool, console: Console,
                 fail: Callable[[str], None]) -> RunResult:
-    """Run ``spec``; user errors (unknown algorithm, bad params, dataset, unreachable oracle) go to ``fail``."""
-    import numpy as np
-
+    """Run ``request`` over HTTP on its ``oracle_url``, or in-process when it has none; user errors (unknown
+    algorithm, bad params, dataset, unreachable oracle) go to ``fail``."""
     from budgetlab.datasets import DatasetError
     from budgetlab.errors import OracleError, OracleUnavailable
     from learner.algorithms import ParamError, get_algorithm
-    from learner.runner import run_algorithm
-    from learner.test_time import score_with_test_budget
+    from learner.scoring import run_and_score, session_opener
 
+    open_oracle = session_opener(request, request.oracle_url)
     try:
-        protocol = get_algorithm(spec.algorithm).protocol
-        oracle = open_oracle(spec, oracle_url, protocol=protocol)
+        oracle = open_oracle(split="train", protocol=get_algorithm(request.algorithm).protocol,
+                             budget=request.budget)
     except (ParamError, DatasetError, OracleError, OracleUnavailable) as exc:
         fail(str(exc))
         raise AssertionError("unreachable") from None
-    horizon = min(spec.max_examples or oracle.n_examples, oracle.n_examples)
-    bar = Progress(TextColumn(f"{spec.algorithm} on {spec.dataset}"), BarColumn(), MofNCompleteColumn(),
+    horizon = min(request.max_examples or oracle.n_examples, oracle.n_examples)
+    bar = Progress(TextColumn(f"{request.algorithm} on {request.dataset}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console,
                    disable=not show_progress, transient=False)
     with bar:
@@ -69,20 +42,9 @@ def execute_run(spec: RunSpec, *, oracle_url: str | None, show_progress: bool, c
             bar.update(task, completed=p.examples, info=info)
 
         try:
-            result = run_algorithm(spec.algorithm, oracle, params=spec.params, seed=spec.seed,
-                                   max_examples=spec.max_examples, eval_every=spec.eval_every, progress=progress,
-                                   dataset=spec.dataset, dataset_params=spec.dataset_params)
+            return run_and_score(request, oracle, open_oracle, progress=progress)
         except (ParamError, ValueError) as exc:
             fail(str(exc))
             raise AssertionError("unreachable") from None
         finally:
             oracle.close()
-    if spec.test_budget and result.status in ("finished", "budget_exhausted"):
-        test = open_oracle(spec, oracle_url, split="test", protocol="online",
-                           budget=Budget(per_example=spec.test_budget))
-        try:
-            result.test_budget = score_with_test_budget(test, np.asarray(result.weights), result.bias,
-                                                        spec.test_budget)
-        finally:
-            test.close()
-    return result

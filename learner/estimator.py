@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from budgetlab.datasets import Dataset
-from budgetlab.models import Budget, ParamValue, RunResult
+from budgetlab.models import COMPLETED_RUN_STATUSES, Budget, ParamValue, RunResult
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 
@@ -50,7 +50,7 @@ class BudgetedRegressor(RegressorMixin, BaseEstimator):
         oracle = LocalOracle(dataset, budget=Budget(per_example=self.per_example, total=self.total), seed=self.seed)
         result: RunResult = run_algorithm(self.algorithm, oracle, params=dict(self.params or {}), seed=self.seed,
                                           max_examples=self.max_examples, dataset="fit")
-        if result.status not in ("finished", "budget_exhausted"):
+        if result.status not in COMPLETED_RUN_STATUSES:
             raise RuntimeError(f"{self.algorithm} ended {result.status}: {result.message}")
         self.coef_ = np.asarray(result.weights)
         self.intercept_ = result.bias

@@ -7,10 +7,10 @@ import threading
 from dataclasses import dataclass, field
 
 from budgetlab.errors import OracleError, OracleUnavailable
-from budgetlab.models import Budget, CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
+from budgetlab.models import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
 from learner.http_oracle import HttpOracle
-from learner.runner import Progress, run_algorithm
-from learner.test_time import score_with_test_budget
+from learner.runner import Progress
+from learner.scoring import run_and_score, session_opener
 
 
 @dataclass
@@ -47,21 +47,8 @@ def execute(run: Run) -> None:
             run.curve.append(p.point)
 
     try:
-        result = run_algorithm(
-            req.algorithm, run.oracle, params=req.params, seed=req.seed, max_examples=req.max_examples,
-            eval_every=req.eval_every, progress=progress, cancel=run.cancel, dataset=req.dataset,
-            dataset_params=req.dataset_params,
-        )
-        if req.test_budget and result.status in ("finished", "budget_exhausted"):
-            test = HttpOracle(req.oracle_url, req.dataset, dataset_params=req.dataset_params, split="test",
-                              protocol="online", budget=Budget(per_example=req.test_budget), seed=req.seed)
-            try:
-                import numpy as np
-
-                result.test_budget = score_with_test_budget(test, np.asarray(result.weights), result.bias,
-                                                            req.test_budget)
-            finally:
-                test.close()
+        result = run_and_score(req, run.oracle, session_opener(req, req.oracle_url), progress=progress,
+                               cancel=run.cancel)
         run.result = result
         run.curve = list(result.curve)
         run.status, run.message = result.status, result.message
