@@ -11,6 +11,10 @@ hash-chained ledger rows:
   against raw ``sqlite3.executemany`` of the very rows the oracle wrote (read back from its ledger) into a
   fresh database migrated with the project's own Alembic revision and opened with the oracle's pragmas.
   Target: >= 0.5x.
+- head-of-line blocking: the p99 of a 5-attribute ``observe`` on session B while session A sends
+  ``observe/batch`` requests of 10,000 cells back to back to the same worker, against B's p99 alone.
+  Target: <= 5x. On SQLite every write holds the database's one write lock, so B waits at most for the
+  batch in progress; the figure shows that nothing worse happens (no frozen event loop, no lock queue).
 - memory-mapped dataset: a 1,000,000 x 1,000 float32 matrix plus a target column (4 GB) written as NPY
   in chunks, added through the admin API, then random attributes of random examples observed for a
   while; the oracle process's VmRSS must stay below 300 MB. With too little free disk for the file and
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +41,8 @@ from server.db import upgrade
 
 LATENCY_TARGET = 1.5
 BATCH_TARGET = 0.5
+HOL_TARGET = 5.0
+HOL_BATCH_CELLS = 10_000
 RSS_TARGET_MB = 300.0
 # Headroom left on the disk besides the NPY file and the oracle's stored copy of it.
 DISK_MARGIN = 1 << 30
@@ -52,12 +59,13 @@ class Sizes:
     big_rows: int
     big_attributes: int
     observe_seconds: float
+    hol_requests: int
 
 
 FULL = Sizes(warmup=200, latency_pairs=2000, batch_examples=1000, batch_attributes=50, batch_repeats=3,
-             big_rows=1_000_000, big_attributes=1000, observe_seconds=20.0)
+             big_rows=1_000_000, big_attributes=1000, observe_seconds=20.0, hol_requests=400)
 SMOKE = Sizes(warmup=5, latency_pairs=30, batch_examples=50, batch_attributes=10, batch_repeats=1,
-              big_rows=2000, big_attributes=50, observe_seconds=0.5)
+              big_rows=2000, big_attributes=50, observe_seconds=0.5, hol_requests=20)
 # The synthetic dataset of the latency and batch parts: wide enough for 50 attributes, rows for every request.
 SMALL_D = 100
 
@@ -148,6 +156,62 @@ def batch_throughput(url: str, database: Path, workdir: Path, sizes: Sizes, repo
     report.add("batch_observe_values_per_s", oracle_rate, "values/s")
     report.add("raw_sqlite_rows_per_s", raw_rate, "rows/s")
     report.add("batch_to_raw_sqlite", ratio, "x", f">= {BATCH_TARGET}", ratio >= BATCH_TARGET)
+
+
+# --- head-of-line blocking -----------------------------------------------------------------------------
+
+
+def head_of_line(url: str, sizes: Sizes, report: Report) -> None:
+    """B's observe p99 alone, then while A's 10,000-cell batches keep the same worker (and its ledger) busy."""
+    progress("head-of-line blocking ...")
+    rng = np.random.default_rng(3)
+    per_batch = HOL_BATCH_CELLS // SMALL_D
+    params = {"d": SMALL_D, "n_train": 2 * sizes.hol_requests + per_batch * 400, "n_test": 100}
+    with OracleClient(url) as sdk, httpx.Client(base_url=url, timeout=600) as http_b:
+        b = sdk.open_session("sparse-gaussian", dataset_params=params, order="pool", budget={"per_example": 5})
+        a = sdk.open_session("sparse-gaussian", dataset_params=params, order="pool")
+        path_b, headers_b = f"/v1/sessions/{b.id}/observe", auth(b.token)
+        examples = iter(range(params["n_train"]))
+
+        def b_latencies() -> list[float]:
+            out = []
+            for _ in range(sizes.hol_requests):
+                body = {"example": next(examples), "attributes": rng.choice(SMALL_D, 5, replace=False).tolist()}
+                start = time.perf_counter()
+                ok(http_b.post(path_b, json=body, headers=headers_b))
+                out.append(time.perf_counter() - start)
+            return out
+
+        b_latencies()  # warm-up
+        idle = b_latencies()
+        stop = threading.Event()
+        batches: list[float] = []
+
+        def a_batches() -> None:
+            first = 0
+            with httpx.Client(base_url=url, timeout=600) as http_a:
+                while not stop.is_set() and first + per_batch <= params["n_train"]:
+                    items = [{"example": e, "attributes": list(range(SMALL_D))}
+                             for e in range(first, first + per_batch)]
+                    first += per_batch
+                    start = time.perf_counter()
+                    ok(http_a.post(f"/v1/sessions/{a.id}/observe/batch", json={"items": items},
+                                   headers=auth(a.token)))
+                    batches.append(time.perf_counter() - start)
+
+        thread = threading.Thread(target=a_batches)
+        thread.start()
+        while not batches:  # B starts measuring once A's stream of batches is under way
+            time.sleep(0.01)
+        busy = b_latencies()
+        stop.set()
+        thread.join(timeout=600)
+    idle_p99, busy_p99 = float(np.percentile(idle, 99)) * 1e3, float(np.percentile(busy, 99)) * 1e3
+    ratio = busy_p99 / idle_p99
+    report.add("hol_idle_observe_p99", idle_p99, "ms")
+    report.add("hol_busy_observe_p99", busy_p99, "ms")
+    report.add("hol_batch_p50", float(np.median(batches)) * 1e3, "ms")
+    report.add("hol_busy_to_idle_p99", ratio, "x", f"<= {HOL_TARGET}", ratio <= HOL_TARGET)
 
 
 def ledger_observe_rows(database: Path, session_id: str) -> list[tuple]:
@@ -260,6 +324,7 @@ def main() -> None:
         with oracle_process(workdir / "small") as oracle:
             observe_latency(oracle.url, sizes, report)
             batch_throughput(oracle.url, oracle.database, workdir, sizes, report)
+            head_of_line(oracle.url, sizes, report)
         mapped_dataset_memory(workdir, sizes, report)
     report.emit(args.json)
 
