@@ -8,7 +8,6 @@ runs the regret against rounds (Ito et al. Figs. 1-2). Matplotlib with the Agg b
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -16,9 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-if TYPE_CHECKING:
-    from client.compare import Design
-    from client.report import AlgorithmSummary
+from client.config import Design  # noqa: E402
+from client.summary import AlgorithmSummary  # noqa: E402
 
 METRIC_LABELS = {"test_mse": "Test squared error", "normalized_mse": "Test error / zero-predictor error"}
 

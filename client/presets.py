@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from client.compare import CompareConfig, load_config, quick_config
+from client.config import CompareConfig, load_config, quick_config
 
 PRESET_DIR = Path(__file__).with_name("presets")
 

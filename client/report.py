@@ -11,73 +11,14 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from budgetlab.models import COMPLETED_RUN_STATUSES
-from client.compare import CompareConfig, Design, RunOutcome
-
-
-@dataclass
-class Stat:
-    mean: float
-    std: float
-    n: int
-
-    def text(self, digits: int = 4) -> str:
-        return f"{self.mean:.{digits}g} ± {self.std:.2g}" if self.n > 1 else f"{self.mean:.{digits}g}"
-
-
-def stat(values: list[float]) -> Stat | None:
-    if not values:
-        return None
-    return Stat(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values))
-
-
-@dataclass
-class AlgorithmSummary:
-    label: str
-    id: str
-    params: dict[str, Any]
-    per_example: int | None
-    runs: list[RunOutcome] = field(default_factory=list)
-
-    @property
-    def completed(self) -> list[RunOutcome]:
-        return [r for r in self.runs if r.result.status in COMPLETED_RUN_STATUSES and r.result.final is not None]
-
-    def final(self, metric: str) -> Stat | None:
-        return stat([getattr(r.result.final, metric) for r in self.completed])
-
-    def of(self, attribute: str) -> Stat | None:
-        return stat([float(getattr(r.result, attribute)) for r in self.completed])
-
-    def regret(self) -> Stat | None:
-        return stat([r.regret for r in self.completed if r.regret is not None])
-
-    def cumulative_loss(self) -> Stat | None:
-        return stat([r.result.cumulative_loss for r in self.completed if r.result.cumulative_loss is not None])
-
-    @property
-    def failures(self) -> list[RunOutcome]:
-        return [r for r in self.runs if r not in self.completed]
-
-    def audits(self) -> str:
-        texts = [r.audit for r in self.runs]
-        if texts and all(t == texts[0] for t in texts):
-            return f"{texts[0]} ({len(texts)} sessions)" if texts[0] == "compliant" else texts[0]
-        return "; ".join(f"seed {r.seed}: {r.audit}" for r in self.runs)
-
-
-def summarize(design_index: int, design: Design, outcomes: list[RunOutcome]) -> list[AlgorithmSummary]:
-    summaries = {e.label: AlgorithmSummary(e.label, e.id, e.params, e.per_example or design.budget.per_example)
-                 for e in design.algorithms}
-    for outcome in outcomes:
-        if outcome.design == design_index:
-            summaries[outcome.entry.label].runs.append(outcome)
-    return list(summaries.values())
+from client.config import CompareConfig, Design
+from client.grid import RunOutcome
+from client.plots import plot_design
+from client.summary import AlgorithmSummary, Stat, stat, summarize
 
 
 def slug(text: str) -> str:
@@ -155,8 +96,6 @@ def median_tables(designs: list[Design], summaries: list[list[AlgorithmSummary]]
 def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
                  mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0) -> Path:
     """Write report.md, results.json and the plots into ``out``; returns the report's path."""
-    from client.plots import plot_design
-
     out.mkdir(parents=True, exist_ok=True)
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
     lines = [f"# {config.title}", ""]

@@ -1,7 +1,5 @@
 """One run as ``budgetlab run`` executes it: in-process on a LocalOracle or over HTTP on an oracle, with a
 progress bar.
-
-The learner is imported inside the function, so ``budgetlab --help`` does not load it.
 """
 
 from __future__ import annotations
@@ -11,18 +9,17 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from budgetlab.datasets import DatasetError
+from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.models import RunCreate, RunResult
+from learner.algorithms import ParamError, get_algorithm
+from learner.scoring import run_and_score, session_opener
 
 
 def execute_run(request: RunCreate, *, show_progress: bool, console: Console,
                 fail: Callable[[str], None]) -> RunResult:
     """Run ``request`` over HTTP on its ``oracle_url``, or in-process when it has none; user errors (unknown
     algorithm, bad params, dataset, unreachable oracle) go to ``fail``."""
-    from budgetlab.datasets import DatasetError
-    from budgetlab.errors import OracleError, OracleUnavailable
-    from learner.algorithms import ParamError, get_algorithm
-    from learner.scoring import run_and_score, session_opener
-
     open_oracle = session_opener(request, request.oracle_url)
     try:
         oracle = open_oracle(split="train", protocol=get_algorithm(request.algorithm).protocol,

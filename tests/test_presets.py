@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from client.cli import app
-from client.compare import resolve_designs
+from client.config import resolve_designs
 from client.presets import load_preset, preset_names
 
 RUNNER = CliRunner()

@@ -1,0 +1,157 @@
+"""What a comparison is: the TOML config of ``budgetlab compare`` (and of the presets), and its designs.
+
+A config names the dataset, the budget, the seeds and the algorithms; optional ``[[designs]]`` repeat the
+comparison on several datasets or budgets (the papers' alphas, scenarios and digit pairs), each reported in its own
+section. ``resolve_designs`` turns a config into those sections; ``quick_config`` applies its ``[quick]`` overrides.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from budgetlab.datasets import describe
+from budgetlab.models import Budget, ParamValue, Strict
+
+Metric = Literal["test_mse", "normalized_mse"]
+
+
+class DatasetSpec(Strict):
+    name: str
+    params: dict[str, ParamValue] = Field(default_factory=dict)
+
+
+class AlgorithmEntry(Strict):
+    """One line of the comparison: an algorithm id with its label, parameters and (optionally) its own budget."""
+
+    id: str
+    label: str = ""
+    params: dict[str, ParamValue] = Field(default_factory=dict)
+    per_example: int | None = Field(None, ge=1, description="own local budget, e.g. d for full-information references")
+    total: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _default_label(self) -> AlgorithmEntry:
+        self.label = self.label or self.id
+        return self
+
+
+class DesignSpec(Strict):
+    """A section of a comparison; unset fields are taken from the top level of the config."""
+
+    name: str
+    description: str = ""
+    dataset: DatasetSpec | None = None
+    datasets: list[str] = Field(default_factory=list, description="one design per dataset name, summarised together")
+    budget: Budget | None = None
+    algorithms: list[AlgorithmEntry] | None = None
+    regret_k: int | None = Field(None, ge=1, description="sparsity of the comparator of the regret (online runs)")
+
+
+class QuickSpec(Strict):
+    """What ``--quick`` changes: fewer seeds, fewer examples, fewer designs, smaller synthetic data."""
+
+    seeds: list[int] | None = None
+    max_examples: int | None = Field(None, ge=1)
+    eval_every: int | None = Field(None, ge=1)
+    designs: list[str] | None = None
+    max_datasets: int | None = Field(None, ge=1)
+    dataset_params: dict[str, ParamValue] = Field(default_factory=dict)
+
+
+class CompareConfig(Strict):
+    title: str
+    description: str = ""
+    expected_time: str = Field("", description="how long the full comparison takes (presets state it)")
+    dataset: DatasetSpec | None = None
+    budget: Budget = Field(default_factory=Budget)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    max_examples: int | None = Field(None, ge=1)
+    eval_every: int | None = Field(None, ge=1)
+    test_budget: int | None = Field(None, ge=1)
+    metric: Metric = "test_mse"
+    log_x: bool = False
+    regret_k: int | None = Field(None, ge=1)
+    algorithms: list[AlgorithmEntry] = Field(default_factory=list)
+    designs: list[DesignSpec] = Field(default_factory=list)
+    quick: QuickSpec = Field(default_factory=QuickSpec)
+
+    @model_validator(mode="after")
+    def _complete(self) -> CompareConfig:
+        if not self.designs and self.dataset is None:
+            raise ValueError("name a [dataset] or at least one [[designs]] entry")
+        if not self.algorithms and any(d.algorithms is None for d in self.designs or [DesignSpec(name="")]):
+            raise ValueError("list the [[algorithms]] to compare")
+        for design in self.designs:
+            if design.dataset is None and not design.datasets and self.dataset is None:
+                raise ValueError(f"design {design.name!r} names no dataset")
+        return self
+
+
+@dataclass
+class Design:
+    """One resolved section: a dataset, a budget and the algorithms run on it for every seed."""
+
+    name: str
+    description: str
+    dataset: DatasetSpec
+    budget: Budget
+    algorithms: list[AlgorithmEntry]
+    group: str = ""
+    regret_k: int | None = None
+
+
+def load_config(path: Path) -> CompareConfig:
+    with path.open("rb") as f:
+        return CompareConfig.model_validate(tomllib.load(f))
+
+
+def quick_config(config: CompareConfig) -> CompareConfig:
+    """The config with its ``[quick]`` overrides applied."""
+    q = config.quick
+    update: dict[str, Any] = {}
+    if q.seeds is not None:
+        update["seeds"] = q.seeds
+    if q.max_examples is not None:
+        update["max_examples"] = min(q.max_examples, config.max_examples or q.max_examples)
+    if q.eval_every is not None:
+        update["eval_every"] = q.eval_every
+    designs = [d for d in config.designs if q.designs is None or d.name in q.designs]
+    if q.max_datasets is not None:
+        designs = [d.model_copy(update={"datasets": d.datasets[: q.max_datasets]}) for d in designs]
+    update["designs"] = designs
+    if q.dataset_params:
+        if config.dataset is not None:
+            update["dataset"] = _with_params(config.dataset, q.dataset_params)
+        update["designs"] = [d.model_copy(update={"dataset": _with_params(d.dataset, q.dataset_params)})
+                             if d.dataset is not None else d for d in designs]
+    return config.model_copy(update=update)
+
+
+def _with_params(dataset: DatasetSpec, params: dict[str, ParamValue]) -> DatasetSpec:
+    accepted = {p.name for p in describe(dataset.name, dataset.params).accepted_params}
+    return DatasetSpec(name=dataset.name, params={**dataset.params, **{k: v for k, v in params.items()
+                                                                       if k in accepted}})
+
+
+def resolve_designs(config: CompareConfig) -> list[Design]:
+    specs = config.designs or [DesignSpec(name=config.title)]
+    designs: list[Design] = []
+    for spec in specs:
+        budget = spec.budget or config.budget
+        entries = spec.algorithms if spec.algorithms is not None else config.algorithms
+        regret_k = spec.regret_k or config.regret_k
+        if spec.datasets:
+            designs += [Design(name=f"{spec.name}: {name}", description=spec.description,
+                               dataset=DatasetSpec(name=name), budget=budget, algorithms=entries, group=spec.name,
+                               regret_k=regret_k) for name in spec.datasets]
+        else:
+            dataset = spec.dataset or config.dataset
+            assert dataset is not None
+            designs.append(Design(name=spec.name, description=spec.description,
+                                  dataset=dataset, budget=budget, algorithms=entries, regret_k=regret_k))
+    return designs

@@ -1,0 +1,220 @@
+"""The grid of a comparison: every (design, algorithm, seed) cell as one run in its own oracle session.
+
+Runs go through the learner service (``run_service``) or in-process on a ``LocalOracle`` (``run_local``), a few at
+a time, each with a progress bar. Repetition r uses seed ``seeds[r]`` for every algorithm, so all algorithms see the
+same dataset draw and the same example order. Online runs get their regret against the best sparse predictor in
+hindsight (``attach_regret``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import httpx
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from budgetlab.datasets import DatasetError, load_dataset
+from budgetlab.models import RunCreate, RunInfo, RunResult
+from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
+from learner.algorithms import get_algorithm
+from learner.regret import best_sparse, stream_arrays
+from learner.scoring import run_and_score, session_opener
+
+POLL_SECONDS = 0.2
+FINISHED = {"finished", "budget_exhausted", "oracle_unavailable", "failed", "cancelled"}
+
+
+@dataclass
+class RunOutcome:
+    """One (design, algorithm, seed) cell: the run's result, its audit and, for online runs, its regret."""
+
+    design: int
+    entry: AlgorithmEntry
+    seed: int
+    result: RunResult
+    audit: str = ""
+    audit_compliant: bool | None = None
+    regret: float | None = None
+    regret_curve: list[float] = field(default_factory=list)
+    run_id: str | None = None
+
+
+@dataclass
+class Job:
+    design: int
+    entry: AlgorithmEntry
+    seed: int
+    request: RunCreate
+
+
+def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str) -> list[Job]:
+    jobs = []
+    for i, design in enumerate(designs):
+        for seed in config.seeds:
+            for entry in design.algorithms:
+                budget = design.budget.model_copy(update={k: v for k, v in
+                                                          (("per_example", entry.per_example), ("total", entry.total))
+                                                          if v is not None})
+                request = RunCreate(oracle_url=oracle_url, dataset=design.dataset.name,
+                                    dataset_params=design.dataset.params, algorithm=entry.id, params=entry.params,
+                                    budget=budget, seed=seed, max_examples=config.max_examples,
+                                    eval_every=config.eval_every, test_budget=config.test_budget)
+                jobs.append(Job(i, entry, seed, request))
+    return jobs
+
+
+def failed_result(request: RunCreate, message: str, status: str = "failed") -> RunResult:
+    return RunResult(algorithm=request.algorithm, dataset=request.dataset, dataset_params=request.dataset_params,
+                     params=request.params, seed=request.seed, status=status, message=message)  # type: ignore[arg-type]
+
+
+@contextmanager
+def progress_bars(console: Console, enabled: bool) -> Iterator[Progress]:
+    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console, disable=not enabled)
+    with bars:
+        yield bars
+
+
+def _label(job: Job, designs: list[Design]) -> str:
+    where = f" · {designs[job.design].name[:32]}" if len(designs) > 1 else ""
+    return f"{job.entry.label[:24]} · seed {job.seed}{where}"
+
+
+def run_local(jobs: list[Job], designs: list[Design], *, parallel: int, bars: Progress) -> list[RunOutcome]:
+    """Every job in-process on its own LocalOracle, ``parallel`` at a time."""
+
+    def one(job: Job) -> RunOutcome:
+        task = bars.add_task(_label(job, designs), total=job.request.max_examples, info="")
+        result = execute_local(job.request, lambda done, total, info: bars.update(task, completed=done, total=total,
+                                                                                   info=info))
+        bars.update(task, info=result.status)
+        return RunOutcome(job.design, job.entry, job.seed, result, audit="local (no ledger)")
+
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        return list(pool.map(one, jobs))
+
+
+def execute_local(request: RunCreate, report: Callable[[int, int, str], None]) -> RunResult:
+    """One run on a LocalOracle; whatever goes wrong ends as a failed result, never an exception."""
+    try:
+        open_oracle = session_opener(request, None)
+        oracle = open_oracle(split="train", protocol=get_algorithm(request.algorithm).protocol,
+                             budget=request.budget)
+        horizon = min(request.max_examples or oracle.n_examples, oracle.n_examples)
+        try:
+            return run_and_score(request, oracle, open_oracle,
+                                 progress=lambda p: report(p.examples, horizon, f"attrs {p.attributes}"))
+        finally:
+            oracle.close()
+    except Exception as exc:  # a failing run is reported as failed; the others complete
+        return failed_result(request, f"{type(exc).__name__}: {exc}")
+
+
+def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, parallel: int,
+                bars: Progress) -> list[RunOutcome]:
+    """Every job through the learner service, at most ``parallel`` in flight, polled until it ends."""
+    outcomes: list[RunOutcome | None] = [None] * len(jobs)
+    pending = list(range(len(jobs)))
+    flying: dict[int, tuple[str, TaskID]] = {}
+    with httpx.Client(base_url=learner_url, timeout=60) as http:
+        while pending or flying:
+            while pending and len(flying) < max(1, parallel):
+                i = pending.pop(0)
+                job = jobs[i]
+                task = bars.add_task(_label(job, designs), total=job.request.max_examples, info="")
+                answer = http.post("/v1/runs", json=job.request.model_dump(mode="json"))
+                if answer.status_code != 201:
+                    message = _error_text(answer)
+                    outcomes[i] = RunOutcome(job.design, job.entry, job.seed, failed_result(job.request, message))
+                    bars.update(task, info=f"failed: {message[:60]}")
+                    continue
+                flying[i] = (RunInfo.model_validate_json(answer.content).id, task)
+            time.sleep(POLL_SECONDS)
+            for i, (run_id, task) in list(flying.items()):
+                info = RunInfo.model_validate_json(http.get(f"/v1/runs/{run_id}").content)
+                bars.update(task, completed=info.progress_examples, total=info.max_examples,
+                            info=f"attrs {info.progress_attributes} {info.status}")
+                if info.status in FINISHED:
+                    job = jobs[i]
+                    result = info.result or failed_result(job.request, info.message, info.status)
+                    if info.result is None:
+                        result.curve, result.session = info.curve, info.session
+                    outcomes[i] = RunOutcome(job.design, job.entry, job.seed, result, run_id=run_id)
+                    del flying[i]
+        for outcome in outcomes:
+            assert outcome is not None
+            audit_outcome(http, outcome)
+    return [o for o in outcomes if o is not None]
+
+
+def _error_text(answer: httpx.Response) -> str:
+    try:
+        body = answer.json()
+        return f"{body.get('error', answer.status_code)}: {body.get('detail', '')}"
+    except ValueError:
+        return f"HTTP {answer.status_code}: {answer.text[:200]}"
+
+
+def audit_outcome(http: httpx.Client, outcome: RunOutcome) -> None:
+    """The oracle's audit of the run's session, through the learner that holds the session's token."""
+    if outcome.run_id is None or outcome.result.session is None:
+        outcome.audit = "no session (the run did not start)"
+        return
+    answer = http.get(f"/v1/runs/{outcome.run_id}/audit")
+    if answer.status_code != 200:
+        outcome.audit = f"audit failed: {_error_text(answer)}"
+        return
+    report = answer.json()
+    outcome.audit_compliant = bool(report.get("compliant"))
+    outcome.audit = ("compliant" if outcome.audit_compliant
+                     else "NOT compliant: " + "; ".join(report.get("reasons", [])))
+
+
+def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
+    """R_T against the best k-sparse predictor in hindsight (Ito et al. eq. (1)) of online runs, per curve point."""
+    comparators: dict[tuple[int, int, int], float] = {}
+    for outcome in outcomes:
+        design = designs[outcome.design]
+        result = outcome.result
+        try:
+            online = get_algorithm(outcome.entry.id).protocol == "online"
+        except ValueError:
+            online = False
+        if not online or design.regret_k is None or result.cumulative_loss is None or not result.curve:
+            continue
+        try:
+            dataset = load_dataset(design.dataset.name, design.dataset.params, outcome.seed)
+        except DatasetError:
+            continue
+        X, y = stream_arrays(dataset, "train", outcome.seed, result.examples)
+        # The paper's comparator lies in the unit ball (Assumption (1)); it is the same for every algorithm of a
+        # design and seed, so it is found once per prefix length.
+        outcome.regret_curve = []
+        for p in result.curve:
+            key = (outcome.design, outcome.seed, p.examples)
+            if key not in comparators:
+                comparators[key] = best_sparse(X[: p.examples], y[: p.examples], design.regret_k, radius=1.0).loss
+            if p.cumulative_loss is not None:
+                outcome.regret_curve.append(p.cumulative_loss - comparators[key])
+        outcome.regret = outcome.regret_curve[-1] if outcome.regret_curve else None
+
+
+def run_comparison(config: CompareConfig, *, local: bool, learner_url: str | None, oracle_url: str | None,
+                   parallel: int, console: Console, show_progress: bool = True) -> tuple[list[Design],
+                                                                                        list[RunOutcome]]:
+    designs = resolve_designs(config)
+    jobs = jobs_for(config, designs, oracle_url or "local")
+    with progress_bars(console, show_progress) as bars:
+        if local:
+            outcomes = run_local(jobs, designs, parallel=parallel, bars=bars)
+        else:
+            assert learner_url is not None and oracle_url is not None
+            outcomes = run_service(jobs, designs, learner_url=learner_url, parallel=parallel, bars=bars)
+    attach_regret(outcomes, designs)
+    return designs, outcomes
