@@ -91,6 +91,9 @@ def arguments(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds: checks the script runs")
+    parser.add_argument("--postgres", metavar="URL", default=os.environ.get("BUDGETLAB_BENCH_POSTGRES_URL"),
+                        help="also measure on this PostgreSQL database where the script says it does "
+                             "(default: $BUDGETLAB_BENCH_POSTGRES_URL)")
     return parser.parse_args()
 
 
@@ -116,12 +119,13 @@ class OracleProcess:
 
 
 @contextmanager
-def oracle_process(workdir: Path, timeout: float = 90.0) -> Iterator[OracleProcess]:
-    """``budgetlab serve oracle`` on a free loopback port, its ledger and data directory under ``workdir``."""
+def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | None = None) -> Iterator[OracleProcess]:
+    """``budgetlab serve oracle`` on a free loopback port, its ledger (SQLite unless ``database_url`` names another
+    database) and data directory under ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     database = workdir / "ledger.db"
     data_dir = workdir / "data"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "BUDGETLAB_DATA_DIR": str(data_dir),
+    env = {**os.environ, "DATABASE_URL": database_url or f"sqlite:///{database}", "BUDGETLAB_DATA_DIR": str(data_dir),
            "BUDGETLAB_ADMIN_TOKEN": ADMIN_TOKEN}
     port = free_port()
     log = (workdir / "oracle.log").open("wb")

@@ -36,7 +36,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         "Every value sent has a ledger row, committed before the answer.",
     )
     app.state.settings = settings
-    app.state.sessions = SessionService(make_engine(settings.database_url, settings.lock_timeout))
+    engine = make_engine(settings.database_url, settings.lock_timeout)
+    app.state.sessions = SessionService(engine, settings.lock_timeout)
     install_error_handlers(app)
 
     @app.get("/healthz", response_model=Health, tags=["health"])

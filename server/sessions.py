@@ -45,6 +45,7 @@ from budgetlab.models import (
     SessionCreated,
     SessionInfo,
 )
+from server.db import DEFAULT_LOCK_TIMEOUT
 from server.store import COUNTER_COLUMNS, Database
 
 A = TypeVar("A")
@@ -90,8 +91,8 @@ class StoredPaid:
 
 
 class SessionService:
-    def __init__(self, engine: Engine) -> None:
-        self.db = Database(engine)
+    def __init__(self, engine: Engine, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+        self.db = Database(engine, lock_timeout)
         self._runtimes: OrderedDict[str, Runtime] = OrderedDict()
         self._lock = threading.Lock()
 

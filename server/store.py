@@ -19,6 +19,7 @@ Both are blocking calls: the endpoints that use them run on the thread pool, nev
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ assert tuple(c.name for c in LEDGER.columns) == ROW_FIELDS, "server.tables.Ledge
 COUNTER_COLUMNS = ("status", "spent_cost", "spent_attributes", "labels", "issued", "predictions", "cumulative_loss")
 # Stay below SQLite's bound-parameter limit when looking up many examples at once.
 IN_CHUNK = 900
+BUSY = "the session's ledger is busy with other requests; nothing was done, retry shortly"
 # Connections kept open: a checkout from SQLAlchemy's pool (events, reset on return) costs about a fifth of a
 # whole observe on SQLite, so the store keeps detached connections of its own.
 IDLE_CONNECTIONS = 8
@@ -85,18 +87,34 @@ class Statements:
 
 
 class Database:
-    """The oracle's connections and its two kinds of transaction."""
+    """The oracle's connections and its two kinds of transaction.
 
-    def __init__(self, engine: Engine) -> None:
+    On SQLite the writers of this process also queue at a gate before ``BEGIN IMMEDIATE``: SQLite's own busy
+    handler polls with growing sleeps, so a small request could wait out several big ones that each grab the
+    free lock first; at the gate it is woken as soon as the write before it commits.
+    """
+
+    def __init__(self, engine: Engine, lock_timeout: float) -> None:
         self.engine = engine
         self.sql = Statements(engine)
+        self.lock_timeout = lock_timeout
         self._idle: deque[Any] = deque()
+        self._gate = threading.Lock() if self.sql.sqlite else None
 
     @contextmanager
     def write(self) -> Iterator[Any]:
         """A cursor in a transaction holding the write lock (SQLite) or ready to lock rows (PostgreSQL)."""
-        with self._transaction(write=True) as cursor:
-            yield cursor
+        if self._gate is None:
+            with self._transaction(write=True) as cursor:
+                yield cursor
+            return
+        if not self._gate.acquire(timeout=self.lock_timeout):
+            raise SessionBusy(BUSY)
+        try:
+            with self._transaction(write=True) as cursor:
+                yield cursor
+        finally:
+            self._gate.release()
 
     @contextmanager
     def read(self) -> Iterator[Any]:
@@ -120,7 +138,7 @@ class Database:
         except (sqlite3.OperationalError, psycopg.errors.LockNotAvailable) as exc:
             self._discard(conn)
             if isinstance(exc, psycopg.errors.LockNotAvailable) or _is_busy(exc):
-                raise SessionBusy("the session's ledger is busy with another request; retry shortly") from None
+                raise SessionBusy(BUSY) from None
             raise
         except Refused:
             conn.rollback()
