@@ -12,10 +12,10 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 from pydantic import ValidationError
 from rich.console import Console
 
+from budgetlab.errors import Unavailable
 from budgetlab.models import COMPLETED_RUN_STATUSES
 from client.config import Design, load_config, quick_config
 from client.grid import RunOutcome, run_comparison
@@ -63,7 +63,7 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
             with managed_services(out) as (oracle_url, learner_url, ledger):
                 designs, outcomes = grid(learner_url, oracle_url)
             mode = f"services started by budgetlab compare (ledger {ledger})"
-    except (ServiceError, httpx.TransportError) as exc:
+    except (ServiceError, Unavailable) as exc:
         fail(f"services unavailable: {exc}")
         raise AssertionError("unreachable") from None
     report = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,

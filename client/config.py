@@ -76,6 +76,8 @@ class CompareConfig(Strict):
     metric: Metric = "test_mse"
     log_x: bool = False
     regret_k: int | None = Field(None, ge=1)
+    run_timeout: float = Field(3600.0, gt=0, description="seconds a run through the learner service may take; "
+                               "a run still going then is cancelled and reported with its curve so far")
     algorithms: list[AlgorithmEntry] = Field(default_factory=list)
     designs: list[DesignSpec] = Field(default_factory=list)
     quick: QuickSpec = Field(default_factory=QuickSpec)

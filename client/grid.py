@@ -8,25 +8,22 @@ hindsight (``attach_regret``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import httpx
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from budgetlab.datasets import DatasetError, load_dataset
+from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
+from budgetlab.learner_client import POLL_SECONDS, LearnerClient
 from budgetlab.models import RunCreate, RunInfo, RunResult
 from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
 from learner.algorithms import get_algorithm
 from learner.regret import best_sparse, stream_arrays
 from learner.scoring import run_and_score, session_opener
-
-POLL_SECONDS = 0.2
-FINISHED = {"finished", "budget_exhausted", "oracle_unavailable", "failed", "cancelled"}
 
 
 @dataclass
@@ -116,64 +113,70 @@ def execute_local(request: RunCreate, report: Callable[[int, int, str], None]) -
         return failed_result(request, f"{type(exc).__name__}: {exc}")
 
 
-def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, parallel: int,
-                bars: Progress) -> list[RunOutcome]:
-    """Every job through the learner service, at most ``parallel`` in flight, polled until it ends."""
-    outcomes: list[RunOutcome | None] = [None] * len(jobs)
-    pending = list(range(len(jobs)))
-    flying: dict[int, tuple[str, TaskID]] = {}
-    with httpx.Client(base_url=learner_url, timeout=60) as http:
-        while pending or flying:
-            while pending and len(flying) < max(1, parallel):
-                i = pending.pop(0)
-                job = jobs[i]
-                task = bars.add_task(_label(job, designs), total=job.request.max_examples, info="")
-                answer = http.post("/v1/runs", json=job.request.model_dump(mode="json"))
-                if answer.status_code != 201:
-                    message = _error_text(answer)
-                    outcomes[i] = RunOutcome(job.design, job.entry, job.seed, failed_result(job.request, message))
-                    bars.update(task, info=f"failed: {message[:60]}")
-                    continue
-                flying[i] = (RunInfo.model_validate_json(answer.content).id, task)
-            time.sleep(POLL_SECONDS)
-            for i, (run_id, task) in list(flying.items()):
-                info = RunInfo.model_validate_json(http.get(f"/v1/runs/{run_id}").content)
+def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, parallel: int, bars: Progress,
+                run_timeout: float) -> list[RunOutcome]:
+    """Every job through the learner service, ``parallel`` at a time, each followed until it ends and audited.
+
+    A run still going after ``run_timeout`` seconds is cancelled and reported with its curve so far. A learner
+    that cannot be reached ends the comparison (``LearnerUnavailable``); a run it refuses is one failed cell.
+    """
+    with LearnerClient(learner_url) as learner:
+
+        def one(job: Job) -> RunOutcome:
+            task = bars.add_task(_label(job, designs), total=job.request.max_examples, info="")
+
+            def show(info: RunInfo) -> None:
                 bars.update(task, completed=info.progress_examples, total=info.max_examples,
                             info=f"attrs {info.progress_attributes} {info.status}")
-                if info.status in FINISHED:
-                    job = jobs[i]
-                    result = info.result or failed_result(job.request, info.message, info.status)
-                    if info.result is None:
-                        result.curve, result.session = info.curve, info.session
-                    outcomes[i] = RunOutcome(job.design, job.entry, job.seed, result, run_id=run_id)
-                    del flying[i]
-        for outcome in outcomes:
-            assert outcome is not None
-            audit_outcome(http, outcome)
-    return [o for o in outcomes if o is not None]
+
+            try:
+                run_id = learner.start(job.request).id
+            except LearnerError as exc:
+                message = f"{exc.error}: {exc.detail}"
+                bars.update(task, info=f"failed: {message[:60]}")
+                refused = RunOutcome(job.design, job.entry, job.seed, failed_result(job.request, message))
+                audit_outcome(learner, refused)
+                return refused
+            late = ""
+            try:
+                info = learner.wait(run_id, timeout=run_timeout, poll=POLL_SECONDS, progress=show)
+            except RunTimeout as exc:
+                info, late = learner.cancel(run_id), f"{exc}; cancelled"
+                show(info)
+            result = info.result or failed_result(job.request, info.message, info.status)
+            if info.result is None:
+                result.curve, result.session = info.curve, info.session
+            if late:
+                result.message = f"{late} ({result.message})" if result.message else late
+            outcome = RunOutcome(job.design, job.entry, job.seed, result, run_id=run_id)
+            audit_outcome(learner, outcome)
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            cells = [pool.submit(one, job) for job in jobs]
+            try:
+                return [cell.result() for cell in cells]
+            except BaseException:
+                for cell in cells:  # the learner is gone (or Ctrl-C): start no further run
+                    cell.cancel()
+                raise
 
 
-def _error_text(answer: httpx.Response) -> str:
-    try:
-        body = answer.json()
-        return f"{body.get('error', answer.status_code)}: {body.get('detail', '')}"
-    except ValueError:
-        return f"HTTP {answer.status_code}: {answer.text[:200]}"
-
-
-def audit_outcome(http: httpx.Client, outcome: RunOutcome) -> None:
+def audit_outcome(learner: LearnerClient, outcome: RunOutcome) -> None:
     """The oracle's audit of the run's session, through the learner that holds the session's token."""
     if outcome.run_id is None or outcome.result.session is None:
         outcome.audit = "no session (the run did not start)"
         return
-    answer = http.get(f"/v1/runs/{outcome.run_id}/audit")
-    if answer.status_code != 200:
-        outcome.audit = f"audit failed: {_error_text(answer)}"
+    try:
+        report = learner.audit(outcome.run_id)
+    except LearnerError as exc:
+        outcome.audit = f"audit failed: {exc.error}: {exc.detail}"
         return
-    report = answer.json()
-    outcome.audit_compliant = bool(report.get("compliant"))
-    outcome.audit = ("compliant" if outcome.audit_compliant
-                     else "NOT compliant: " + "; ".join(report.get("reasons", [])))
+    except LearnerUnavailable as exc:
+        outcome.audit = f"audit failed: {exc}"
+        return
+    outcome.audit_compliant = report.compliant
+    outcome.audit = "compliant" if report.compliant else "NOT compliant: " + "; ".join(report.reasons)
 
 
 def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
@@ -215,6 +218,7 @@ def run_comparison(config: CompareConfig, *, local: bool, learner_url: str | Non
             outcomes = run_local(jobs, designs, parallel=parallel, bars=bars)
         else:
             assert learner_url is not None and oracle_url is not None
-            outcomes = run_service(jobs, designs, learner_url=learner_url, parallel=parallel, bars=bars)
+            outcomes = run_service(jobs, designs, learner_url=learner_url, parallel=parallel, bars=bars,
+                                   run_timeout=config.run_timeout)
     attach_regret(outcomes, designs)
     return designs, outcomes

@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 from rich.console import Console
 
 from budgetlab.datasets import DatasetError, describe
+from budgetlab.errors import Unavailable
 from client.config import CompareConfig
 from client.grid import run_comparison
 from client.report import write_report
@@ -75,5 +75,5 @@ def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Pa
                     time.sleep(1)
             except KeyboardInterrupt:
                 console.print("stopping")
-    except (ServiceError, httpx.TransportError) as exc:
+    except (ServiceError, Unavailable) as exc:
         fail(str(exc))

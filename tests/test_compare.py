@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,22 @@ def test_bad_invocations_fail_with_a_message(tmp_path: Path) -> None:
     result = RUNNER.invoke(app, ["compare", "--preset", "ito-synthetic", "--out", str(tmp_path), "--learner",
                                  "http://127.0.0.1:9"])
     assert result.exit_code == 1 and "both --learner and --oracle" in result.output
+
+
+def test_a_run_past_the_run_timeout_is_cancelled_with_its_curve_so_far(learner_url: str, shared_oracle_url: str,
+                                                                       tmp_path: Path) -> None:
+    config = tmp_path / "slow.toml"
+    config.write_text('title = "a run too long for its deadline"\nrun_timeout = 1.0\n'
+                      'dataset = { name = "sparse-gaussian", params = { d = 20, n_train = 50000, n_test = 20, '
+                      's_plus = 3, s_minus = 2 } }\nbudget = { per_example = 4 }\neval_every = 10\n'
+                      '[[algorithms]]\nid = "aerr"\n')
+    started = time.monotonic()
+    result = RUNNER.invoke(app, ["compare", str(config), "--out", str(tmp_path / "out"), "--learner", learner_url,
+                                 "--oracle", shared_oracle_url])
+    assert result.exit_code == 0, result.output
+    assert time.monotonic() - started < 30
+    (run,) = by_label(json.loads((tmp_path / "out" / "results.json").read_text()))["aerr"]["runs"]
+    assert run["result"]["status"] == "cancelled"
+    assert "did not end within 1 s" in run["result"]["message"] and "cancelled" in run["result"]["message"]
+    assert 0 < run["result"]["examples"] < 50_000 and run["result"]["curve"]
+    assert run["audit"] == "compliant"  # what it paid before the cancel is in the ledger, and adds up
