@@ -1,0 +1,76 @@
+"""No head-of-line blocking: a write that cannot get its lock in time is a 503 with Retry-After, never a frozen
+worker, and reads never need the write lock. The lock is held from outside the oracle, as another worker or
+process would hold it, on SQLite and on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import httpx
+import psycopg
+import pytest
+
+from server.app import create_app
+from server.config import Settings
+from tests.servers import serve_in_thread
+
+LOCK_TIMEOUT = 0.5
+PARAMS = {"d": 8, "n_train": 30, "n_test": 10, "s_plus": 2, "s_minus": 2}
+
+
+def hold_sqlite_lock(url: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+def hold_postgres_row(url: str, session_id: str) -> psycopg.Connection:
+    conn = psycopg.connect(url)
+    conn.execute("SELECT id FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
+    return conn
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_held_lock_gives_503_busy_while_reads_and_health_answer(backend: str,
+                                                                  request: pytest.FixtureRequest) -> None:
+    database_url = request.getfixturevalue(f"{backend}_url")
+    app = create_app(Settings(database_url=database_url, admin_token="admin", lock_timeout=LOCK_TIMEOUT))
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        created = http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": PARAMS,
+                                                   "order": "pool", "budget": {"per_example": 3}}).json()
+        sid, headers = created["id"], {"Authorization": f"Bearer {created['token']}"}
+        assert http.post(f"/v1/sessions/{sid}/observe", headers=headers,
+                         json={"example": 0, "attributes": [1]}).status_code == 200
+
+        holder = hold_sqlite_lock(database_url) if backend == "sqlite" else hold_postgres_row(database_url, sid)
+        try:
+            # While a write waits for the lock on the thread pool, the worker keeps answering everything else.
+            waiting: dict[str, httpx.Response] = {}
+            writer = threading.Thread(target=lambda: waiting.update(r=http.post(
+                f"/v1/sessions/{sid}/observe", headers=headers, json={"example": 1, "attributes": [2]})))
+            started = time.monotonic()
+            writer.start()
+            time.sleep(0.1)
+            assert http.get("/healthz").status_code == 200
+            info = http.get(f"/v1/sessions/{sid}", headers=headers)
+            audit = http.get(f"/v1/sessions/{sid}/audit", headers=headers)
+            page = http.get(f"/v1/sessions/{sid}/ledger", headers=headers)
+            answered_while_locked = time.monotonic() - started
+            writer.join(timeout=30)
+            busy = waiting["r"]
+        finally:
+            holder.rollback()
+            holder.close()
+
+        assert info.status_code == audit.status_code == page.status_code == 200
+        assert answered_while_locked < LOCK_TIMEOUT, "reads waited for the write lock"
+        assert busy.status_code == 503, busy.text
+        assert busy.json()["error"] == "busy" and int(busy.headers["Retry-After"]) >= 1
+        # The refused write charged and recorded nothing; once the lock is free, the same request succeeds.
+        assert info.json()["spent"]["attributes"] == 1 and audit.json()["compliant"]
+        assert http.get(f"/v1/sessions/{sid}", headers=headers).json()["spent"]["attributes"] == 1
+        again = http.post(f"/v1/sessions/{sid}/observe", headers=headers, json={"example": 1, "attributes": [2]})
+        assert again.status_code == 200 and again.json()["charged"] == 1.0
+        assert http.get(f"/v1/sessions/{sid}/audit", headers=headers).json()["compliant"]
