@@ -1,7 +1,7 @@
 """Budget rules: local (distinct attributes per example), global (total cost) and per-attribute costs.
 
-Pure functions over counters, shared by the oracle (inside its database transaction) and by the
-learner's in-process ``LocalOracle``, so both enforce exactly the same semantics.
+Pure functions over counters, called by the session engine (``budgetlab.engine``) only, which both the oracle
+and the in-process ``LocalSession`` run.
 """
 
 from __future__ import annotations

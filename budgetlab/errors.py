@@ -30,10 +30,6 @@ class Refused(BudgetlabError):
         self.remaining = remaining
         self.retry_after = retry_after
 
-    def key(self) -> tuple[int, str, str]:
-        """What two refusals must share to be the same refusal."""
-        return self.status, self.error, self.detail
-
 
 class OracleError(Refused):
     """The oracle refused the request (4xx)."""
