@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from budgetlab.models import Budget, ParamValue, RunCreate
 
@@ -37,7 +38,8 @@ TokenOpt = Annotated[str, typer.Option("--token", help="the session's bearer tok
 
 
 def fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    """The one line a user error ends with (never wrapped, whatever its length), then exit with ``code``."""
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -70,59 +72,56 @@ def print_json(obj: Any) -> None:
 # --- serve ---------------------------------------------------------------------------------------
 
 
-def port_free(host: str, port: int) -> bool:
-    import socket
+PortOpt = Annotated[int, typer.Option(help="port; 0 for any free port (the first line on stderr says which)")]
 
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
+
+def _listen(host: str, port: int):  # type: ignore[no-untyped-def]
+    from client.services import listen
+
+    try:
+        return listen(host, port)
+    except OSError as exc:
+        fail(str(exc))
 
 
 @serve_app.command("oracle")
 def serve_oracle(
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port")] = 8000,
+    port: PortOpt = 8000,
     workers: Annotated[int, typer.Option(help="worker processes on one database")] = 1,
     database_url: Annotated[str | None, typer.Option(envvar="DATABASE_URL",
                                                      help="SQLAlchemy URL; default SQLite in the working directory")]
     = None,
 ) -> None:
     """Start the feature oracle (uvicorn). Migrations are applied once before the workers start."""
-    import uvicorn
-
+    from client.services import announcement, serve
     from server.config import default_database_url
     from server.db import upgrade
 
-    if not port_free(host, port):
-        fail(f"port {port} on {host} is in use; pick another with --port")
+    sock = _listen(host, port)
     url = database_url or default_database_url()
     os.environ["DATABASE_URL"] = url
     try:
         upgrade(url)
     except Exception as exc:  # a bad URL or an unreachable database: say so instead of a traceback
+        sock.close()
         fail(f"cannot prepare the ledger database at {url}: {exc}")
     os.environ["BUDGETLAB_SKIP_MIGRATIONS"] = "1"
-    err.print(f"oracle on http://{host}:{port} (docs at /docs), ledger: {url}")
-    uvicorn.run("server.app:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="warning")
+    print(announcement("oracle", sock, f", ledger: {url}"), file=sys.stderr, flush=True)
+    serve("server.app:app_from_env", sock, workers=workers)
 
 
 @serve_app.command("learner")
 def serve_learner(
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port")] = 8001,
+    port: PortOpt = 8001,
 ) -> None:
     """Start the learner service (runs algorithms against an oracle over HTTP)."""
-    import uvicorn
+    from client.services import announcement, serve
 
-    if not port_free(host, port):
-        fail(f"port {port} on {host} is in use; pick another with --port")
-    err.print(f"learner on http://{host}:{port} (docs at /docs)")
-    uvicorn.run("learner.service:create_app", factory=True, host=host, port=port, log_level="warning")
+    sock = _listen(host, port)
+    print(announcement("learner", sock), file=sys.stderr, flush=True)
+    serve("learner.service:create_app", sock)
 
 
 # --- datasets ------------------------------------------------------------------------------------
@@ -414,8 +413,8 @@ def compare(
 @app.command("sandbox")
 def sandbox(
     demo_only: Annotated[bool, typer.Option("--demo-only", help="exit after the demo comparison")] = False,
-    oracle_port: Annotated[int, typer.Option(help="oracle port")] = 8000,
-    learner_port: Annotated[int, typer.Option(help="learner port")] = 8001,
+    oracle_port: Annotated[int, typer.Option(help="oracle port (0: any free port)")] = 8000,
+    learner_port: Annotated[int, typer.Option(help="learner port (0: any free port)")] = 8001,
     out: Annotated[Path, typer.Option("--out", help="directory for the ledger, logs and the demo report")]
     = Path("sandbox-report"),
     examples: Annotated[int | None, typer.Option(min=1, help="examples per demo run (default 400)")] = None,

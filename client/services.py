@@ -1,54 +1,153 @@
-"""The oracle and the learner as subprocesses of this machine (``budgetlab serve ...``), exactly as a user starts
-them: ``managed_services`` is what ``budgetlab sandbox`` and ``budgetlab compare`` (given no service URLs) run on.
+"""The services as processes: how ``budgetlab serve`` listens, and how other commands start it as a subprocess.
+
+``budgetlab serve oracle|learner`` binds its own listening socket (``listen``) before uvicorn starts, so a busy
+port is one clear error, ``--port 0`` means any free port, and no other process can take the port between a check
+and the bind. Its first line on stderr announces the URL it listens on (``announcement``). ``service`` starts
+``budgetlab serve ...`` as a subprocess on port 0 (or the port the user chose), reads that URL from the child's
+output and waits for ``/healthz``, each with a deadline. ``managed_services`` is what ``budgetlab sandbox`` and
+``budgetlab compare`` (given no service URLs) run on: the oracle and the learner as a user would start them.
 """
 
 from __future__ import annotations
 
+import errno
+import inspect
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
+import uvicorn
+from uvicorn.supervisors import Multiprocess
 
 HEALTH_TIMEOUT = 60.0
+STARTUP_FAILURE = 3  # uvicorn's exit code when the app did not start
+BUDGETLAB = (sys.executable, "-m", "client.cli")
+# "oracle on http://127.0.0.1:8000 (docs at /docs), ledger: ..." -> the URL
+ANNOUNCED = re.compile(r"^(?:oracle|learner) on (http://\S+) \(docs at /docs\)")
 
 
 class ServiceError(RuntimeError):
-    """A service could not start: a busy port, a crash, or no health within the timeout."""
+    """A service could not start: a busy port, a crash, or no answer within the timeout."""
 
 
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+class PortInUse(OSError):
+    """The port asked for is taken by another process."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0: a free port the system picks).
+
+    It is made with ``IPPROTO_TCP``: asyncio sets TCP_NODELAY only on connections accepted from such a socket, and
+    without it every small answer waits for the client's delayed ACK (about 40 ms).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(f"port {port} is in use on {host}: stop what listens there or choose another port") \
+                from None
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def announcement(service: str, sock: socket.socket, more: str = "") -> str:
+    """The line a service prints first on stderr, from which ``service`` (below) reads its URL."""
+    return f"{service} on {url_of(sock)} (docs at /docs){more}"
+
+
+def serve(app: str, sock: socket.socket, *, workers: int = 1) -> None:
+    """Serve the app factory ``app`` ("module:function") on ``sock`` with uvicorn until it is stopped.
+
+    Several workers share the socket the way ``uvicorn.run`` shares the one it binds (its ``Multiprocess``
+    supervisor); one worker serves in this process.
+    """
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(app, factory=True, host=host, port=port, workers=workers, log_level="warning")
+    try:
+        if workers > 1:
+            if "target" in inspect.signature(Multiprocess).parameters:  # uvicorn before the process manager rework
+                Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()  # type: ignore[call-arg]
+            else:
+                Multiprocess(config, sockets=[sock]).run()
+            return
+        server = uvicorn.Server(config)
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        return
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
+
+
+# --- the other side: a service as a subprocess ----------------------------------------------------
+
+
+def _last_line(log: Path) -> str:
+    lines = log.read_text(errors="replace").strip().splitlines()
+    return lines[-1].removeprefix("error: ") if lines else "no output"
+
+
+def _announced_url(args: Sequence[str], process: subprocess.Popen[bytes], log: Path, deadline: float) -> str:
+    what = f"budgetlab {' '.join(args[:2])}"
+    while True:
+        for line in log.read_text(errors="replace").splitlines():
+            found = ANNOUNCED.match(line)
+            if found:
+                return found.group(1)
+        if process.poll() is not None:
+            raise ServiceError(f"{what} exited with code {process.returncode}: {_last_line(log)} (log: {log})")
+        if time.monotonic() > deadline:
+            raise ServiceError(f"{what} did not say where it listens within {HEALTH_TIMEOUT:g} s (log: {log})")
+        time.sleep(0.02)
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, deadline: float) -> None:
+    while True:
+        if process.poll() is not None:
+            raise ServiceError(f"{url} exited with code {process.returncode}: {_last_line(log)} (log: {log})")
         try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise ServiceError(f"{url} did not answer /healthz in time (log: {log})")
+        time.sleep(0.05)
 
 
 @contextmanager
-def service(args: list[str], port: int, log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """``budgetlab <args> --port PORT`` as a subprocess, healthy on exit from the ``with`` line, stopped after."""
-    if not port_free(port):
-        raise ServiceError(f"port {port} is in use: stop what listens there or choose another port")
-    url = f"http://127.0.0.1:{port}"
+def service(args: Sequence[str], log: Path, *, port: int | None = None, env: dict[str, str] | None = None,
+            cwd: Path | None = None, program: Sequence[str] = BUDGETLAB,
+            timeout: float = HEALTH_TIMEOUT) -> Iterator[str]:
+    """``budgetlab <args> --port PORT`` as a subprocess writing to ``log``; yields its URL once it answers
+    ``/healthz``, and stops it after the ``with`` block.
+
+    Without ``port`` the child picks a free port itself (``--port 0``) and says which; ``program`` is how
+    ``budgetlab`` is run (default: this interpreter, ``-m client.cli``).
+    """
+    deadline = time.monotonic() + timeout
     with log.open("w") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "client.cli", *args, "--port", str(port)],
-                                   stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        process = subprocess.Popen([*program, *args, "--port", str(port or 0)], stdout=sink,
+                                   stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd)
         try:
-            wait_healthy(url, process, log)
+            url = _announced_url(args, process, log, deadline)
+            wait_healthy(url, process, log, deadline)
             yield url
         finally:
             process.terminate()
@@ -59,31 +158,16 @@ def service(args: list[str], port: int, log: Path, env: dict[str, str] | None = 
                 process.wait()
 
 
-def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + HEALTH_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            lines = log.read_text().strip().splitlines()
-            raise ServiceError(f"{' '.join(process.args[3:5])} exited with code {process.returncode}: "  # type: ignore[index]
-                               + (lines[-1] if lines else "no output") + f" (log: {log})")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise ServiceError(f"{url} did not answer /healthz within {HEALTH_TIMEOUT:g} s (log: {log})")
-
-
 @contextmanager
 def managed_services(out: Path, oracle_port: int | None = None,
                      learner_port: int | None = None) -> Iterator[tuple[str, str, str]]:
-    """Oracle (SQLite ledger in ``out``) and learner as subprocesses; yields (oracle URL, learner URL, ledger URL)."""
+    """Oracle (SQLite ledger in ``out``) and learner as subprocesses, on the given ports or on free ones;
+    yields (oracle URL, learner URL, ledger URL)."""
     out.mkdir(parents=True, exist_ok=True)
     ledger = f"sqlite:///{(out / 'ledger.db').resolve()}"
     with ExitStack() as stack:
-        oracle = stack.enter_context(service(["serve", "oracle", "--database-url", ledger],
-                                             oracle_port or free_port(), out / "oracle.log"))
-        learner = stack.enter_context(service(["serve", "learner"], learner_port or free_port(), out / "learner.log",
+        oracle = stack.enter_context(service(["serve", "oracle", "--database-url", ledger], out / "oracle.log",
+                                             port=oracle_port))
+        learner = stack.enter_context(service(["serve", "learner"], out / "learner.log", port=learner_port,
                                               env={"ORACLE_URL": oracle}))
         yield oracle, learner, ledger

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -15,15 +15,19 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from client.services import listen, service
+
 
 def bound_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
+    """A listening loopback TCP socket on a free port, made as ``budgetlab serve`` makes its own (``IPPROTO_TCP``:
+    asyncio sets TCP_NODELAY only on connections accepted from such a socket; without it every small answer
+    waits ~40 ms for the client's delayed ACK)."""
+    return listen("127.0.0.1", 0)
 
 
 def free_port() -> int:
+    """A port that was free a moment ago. Racy (another process may take it before the service binds it): only for
+    tests that must write a port into a command before starting it; ``cli_service`` needs none."""
     with bound_socket() as sock:
         return sock.getsockname()[1]
 
@@ -78,19 +82,12 @@ def learner_server() -> Iterator[str]:
 
 
 @contextmanager
-def cli_service(args: list[str], port: int, env: dict[str, str] | None = None, cwd: Path | None = None,
+def cli_service(args: list[str], port: int | None = None, env: dict[str, str] | None = None, cwd: Path | None = None,
                 timeout: float = 90.0) -> Iterator[str]:
-    """Start ``budgetlab <args> --port PORT`` as its own process (the entry point users run)."""
+    """Start ``budgetlab <args>`` as its own process (the entry point users run), on ``port`` or, by default, on a
+    free port it binds itself (``--port 0``) and announces; yields its URL once it answers /healthz."""
     budgetlab = Path(sys.executable).with_name("budgetlab")
-    process = subprocess.Popen([str(budgetlab), *args, "--port", str(port)], env={**os.environ, **(env or {})},
-                               cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, timeout, process)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with tempfile.TemporaryDirectory(prefix="budgetlab-service-") as logs:
+        with service(args, Path(logs) / "service.log", port=port, env=env, cwd=cwd, program=[str(budgetlab)],
+                     timeout=timeout) as url:
+            yield url

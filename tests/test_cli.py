@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from client.cli import app
-from tests.servers import cli_service, free_port
+from tests.servers import cli_service
 
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
 
@@ -31,7 +31,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     """`budgetlab serve oracle` in a fresh working directory, as a user starts it."""
     cwd = tmp_path_factory.mktemp("cwd")
     data = tmp_path_factory.mktemp("user-data")
-    with cli_service(["serve", "oracle"], free_port(), cwd=cwd,
+    with cli_service(["serve", "oracle"], cwd=cwd,
                      env={"BUDGETLAB_DATA_DIR": str(data), "BUDGETLAB_ADMIN_TOKEN": "admin-secret"}) as url:
         yield url, cwd, data
 
@@ -109,7 +109,7 @@ def test_serve_on_a_busy_port_says_so() -> None:
 
 
 def test_serve_oracle_with_a_bad_database_url_says_so(tmp_path: Path) -> None:
-    done = subprocess.run([BUDGETLAB, "serve", "oracle", "--port", str(free_port())], capture_output=True,
+    done = subprocess.run([BUDGETLAB, "serve", "oracle", "--port", "0"], capture_output=True,
                           text=True, timeout=60, env={"DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
                                                       "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     assert done.returncode == 1 and "cannot prepare the ledger database" in done.stderr

@@ -39,6 +39,14 @@ def wait_run(learner_url: str, run_id: str, timeout: float = 120.0) -> dict:
     raise TimeoutError(f"run {run_id} did not end")
 
 
+def wait_progress(learner_url: str, run_id: str, examples: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while httpx.get(f"{learner_url}/v1/runs/{run_id}").json()["progress_examples"] < examples:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"run {run_id} did not reach {examples} examples in {timeout} s")
+        time.sleep(0.05)
+
+
 def audit(learner_url: str, run_id: str) -> dict:
     # The run's token stays inside the learner, which asks the oracle for the session's audit.
     r = httpx.get(f"{learner_url}/v1/runs/{run_id}/audit")
@@ -121,8 +129,7 @@ def test_cancel_ends_a_run_with_the_curve_so_far(shared_oracle_url: str, learner
         "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": big,
         "algorithm": "aelr", "budget": {"per_example": 5}, "eval_every": 20,
     }).json()["id"]
-    while httpx.get(f"{learner_url}/v1/runs/{run_id}").json()["progress_examples"] < 40:
-        time.sleep(0.05)
+    wait_progress(learner_url, run_id, 40)
     cancelled = httpx.delete(f"{learner_url}/v1/runs/{run_id}").json()
     assert cancelled["status"] == "cancelled"
     assert 40 <= cancelled["result"]["examples"] < 50_000 and cancelled["curve"]
@@ -134,8 +141,7 @@ def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path, learner_url: str
             "oracle_url": url, "dataset": "sparse-gaussian", "dataset_params": {**GAUSS, "n_train": 50_000},
             "algorithm": "aerr", "budget": {"per_example": 5}, "eval_every": 20,
         }).json()["id"]
-        while httpx.get(f"{learner_url}/v1/runs/{run_id}").json()["progress_examples"] < 20:
-            time.sleep(0.05)
+        wait_progress(learner_url, run_id, 20)
     info = wait_run(learner_url, run_id)
     assert info["status"] == "oracle_unavailable", info
     assert info["progress_examples"] >= 20 and info["curve"]

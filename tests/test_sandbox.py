@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.servers import bound_socket, free_port
+from tests.servers import bound_socket
 
 
 def sandbox(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -16,8 +16,8 @@ def sandbox(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_demo_only_runs_the_demo_and_prints_the_report_path(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    done = sandbox("--demo-only", "--oracle-port", str(free_port()), "--learner-port", str(free_port()), "--out",
-                   str(out), "--examples", "20", cwd=tmp_path)
+    done = sandbox("--demo-only", "--oracle-port", "0", "--learner-port", "0", "--out", str(out), "--examples", "20",
+                   cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     report = out / "report.md"
     assert f"demo report: {report.resolve()}" in done.stdout
@@ -31,7 +31,7 @@ def test_a_busy_port_gives_one_clear_line_and_exit_code_1(tmp_path: Path) -> Non
     with bound_socket() as busy:
         busy.listen()
         port = busy.getsockname()[1]
-        done = sandbox("--demo-only", "--oracle-port", str(port), "--learner-port", str(free_port()), "--out",
+        done = sandbox("--demo-only", "--oracle-port", str(port), "--learner-port", "0", "--out",
                        str(tmp_path / "demo"), cwd=tmp_path)
     assert done.returncode == 1
     assert f"port {port} is in use" in done.stderr
