@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+from client.services import announced_url, wait_healthy
 
 ADMIN_TOKEN = "bench-admin"
 
@@ -97,12 +96,6 @@ def arguments(description: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def budgetlab_command() -> list[str]:
     script = Path(sys.executable).with_name("budgetlab")
     if script.exists():
@@ -127,13 +120,16 @@ def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | Non
     data_dir = workdir / "data"
     env = {**os.environ, "DATABASE_URL": database_url or f"sqlite:///{database}", "BUDGETLAB_DATA_DIR": str(data_dir),
            "BUDGETLAB_ADMIN_TOKEN": ADMIN_TOKEN}
-    port = free_port()
-    log = (workdir / "oracle.log").open("wb")
-    process = subprocess.Popen([*budgetlab_command(), "serve", "oracle", "--port", str(port)], env=env, cwd=workdir,
-                               stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    log_path = workdir / "oracle.log"
+    log = log_path.open("wb")
+    # On a port the oracle picks and announces itself: no window for another process to take it.
+    args = ["serve", "oracle", "--port", "0"]
+    process = subprocess.Popen([*budgetlab_command(), *args], env=env, cwd=workdir, stdout=log,
+                               stderr=subprocess.STDOUT)
     try:
-        _wait_healthy(url, process, timeout, workdir / "oracle.log")
+        deadline = time.monotonic() + timeout
+        url = announced_url(args, process, log_path, deadline)
+        wait_healthy(url, process, log_path, deadline)
         yield OracleProcess(url, process, data_dir, database)
     finally:
         process.terminate()
@@ -143,20 +139,6 @@ def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | Non
             process.kill()
             process.wait()
         log.close()
-
-
-def _wait_healthy(url: str, process: subprocess.Popen, timeout: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the oracle exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"the oracle at {url} did not become healthy in {timeout:g} s")
 
 
 def free_disk(path: Path) -> int:

@@ -103,7 +103,7 @@ def _last_line(log: Path) -> str:
     return lines[-1].removeprefix("error: ") if lines else "no output"
 
 
-def _announced_url(args: Sequence[str], process: subprocess.Popen[bytes], log: Path, deadline: float) -> str:
+def announced_url(args: Sequence[str], process: subprocess.Popen[bytes], log: Path, deadline: float) -> str:
     what = f"budgetlab {' '.join(args[:2])}"
     while True:
         for line in log.read_text(errors="replace").splitlines():
@@ -146,7 +146,7 @@ def service(args: Sequence[str], log: Path, *, port: int | None = None, env: dic
         process = subprocess.Popen([*program, *args, "--port", str(port or 0)], stdout=sink,
                                    stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd)
         try:
-            url = _announced_url(args, process, log, deadline)
+            url = announced_url(args, process, log, deadline)
             wait_healthy(url, process, log, deadline)
             yield url
         finally:

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.servers import cli_service, free_port
+from tests.servers import cli_service
 
 THREADS = 16
 PER_THREAD = 12  # examples each thread tries to observe 3 attributes of: demand 16*12*3 = 576
@@ -62,8 +62,7 @@ def test_sixteen_threads_never_overspend_on_sqlite(oracle_url: str, sqlite_url: 
 
 @pytest.mark.postgres
 def test_two_workers_on_postgresql_never_overspend(postgres_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    port = free_port()
-    with cli_service(["serve", "oracle", "--workers", "2"], port, env={"DATABASE_URL": postgres_url},
+    with cli_service(["serve", "oracle", "--workers", "2"], env={"DATABASE_URL": postgres_url},
                      cwd=tmp_path) as url:
         sid, headers = hammer(url)
         check_exact_spend(url, sid, headers)
