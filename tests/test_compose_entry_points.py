@@ -1,5 +1,6 @@
 """docker-compose.yml's services run without Docker: the same commands and environment against a real
-PostgreSQL, with the compose hostnames mapped to loopback. Docker itself is validated in test_docker_files."""
+PostgreSQL, with the compose hostnames mapped to loopback and the services on free ports they bind themselves.
+Docker itself is validated in test_docker_files."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -15,10 +17,14 @@ import psycopg
 import pytest
 import yaml
 
-from tests.servers import free_port, wait_healthy
+from client.services import announced_url, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
+# Deadlines of the steps, all inside the suite's per-test timeout (pyproject.toml): a service answers /healthz in
+# about 2 s; the demo ran in 50-70 s on 2 busy cores.
+STARTUP_TIMEOUT = 60.0
+DEMO_TIMEOUT = 180.0
 
 pytestmark = pytest.mark.postgres
 
@@ -32,49 +38,60 @@ def localised(command: list[str], hosts: dict[str, str]) -> list[str]:
     return [BUDGETLAB if out[0] == "budgetlab" else out[0], *out[1:]]
 
 
+def tail(log: Path, lines: int = 40) -> str:
+    return f"--- {log.name} ---\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
 @contextmanager
-def service(command: list[str], env: dict[str, str], url: str, cwd: Path) -> Iterator[str]:
-    process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)
-    try:
-        wait_healthy(url, 90, process)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+def service(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> Iterator[str]:
+    """The service's command as written but on ``--port 0``: it binds a free port itself and announces its URL (no
+    free-port-then-bind race). Its output goes to ``log``, never to a pipe nobody reads."""
+    command = [*command]
+    command[command.index("--port") + 1] = "0"
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            url = announced_url(command[1:3], process, log, deadline)
+            wait_healthy(url, process, log, deadline)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def test_compose_services_run_as_written_on_postgresql(postgres_url: str, tmp_path: Path) -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
-    oracle_port, learner_port = free_port(), free_port()
     pg = postgres_url.removeprefix("postgresql://")  # user@host:port/db of a fresh database
     hosts = {
         "budgetlab:budgetlab@postgres:5432/budgetlab": pg,
-        "http://oracle:8000": f"http://127.0.0.1:{oracle_port}",
-        "http://learner:8001": f"http://127.0.0.1:{learner_port}",
         "0.0.0.0": "127.0.0.1",
         "/reports": str(tmp_path / "reports"),
     }
 
-    def spec(name: str, port: int | None) -> tuple[list[str], dict[str, str]]:
+    def spec(name: str) -> tuple[list[str], dict[str, str]]:
         command = localised(compose[name]["command"], hosts)
-        if port is not None:
-            command[command.index("--port") + 1] = str(port)
         env = {k: localised(["x", str(v)], hosts)[1] for k, v in (compose[name].get("environment") or {}).items()}
         return command, env
 
-    oracle_cmd, oracle_env = spec("oracle", oracle_port)
-    learner_cmd, learner_env = spec("learner", learner_port)
-    demo_cmd, demo_env = spec("demo", None)
-    assert oracle_env["DATABASE_URL"].startswith("postgresql+psycopg://") and pg in oracle_env["DATABASE_URL"]
-    assert learner_env["ORACLE_URL"] == f"http://127.0.0.1:{oracle_port}"
-
+    logs = [tmp_path / "oracle.log", tmp_path / "learner.log"]
     with ExitStack() as stack:
-        stack.enter_context(service(oracle_cmd, oracle_env, f"http://127.0.0.1:{oracle_port}", tmp_path))
-        stack.enter_context(service(learner_cmd, learner_env, f"http://127.0.0.1:{learner_port}", tmp_path))
+        # In compose's order (each waits for the one before it to be healthy), each told where the others listen.
+        oracle_cmd, oracle_env = spec("oracle")
+        assert oracle_env["DATABASE_URL"].startswith("postgresql+psycopg://") and pg in oracle_env["DATABASE_URL"]
+        hosts["http://oracle:8000"] = stack.enter_context(service(oracle_cmd, oracle_env, tmp_path, logs[0]))
+        learner_cmd, learner_env = spec("learner")
+        assert learner_env["ORACLE_URL"] == hosts["http://oracle:8000"]
+        hosts["http://learner:8001"] = stack.enter_context(service(learner_cmd, learner_env, tmp_path, logs[1]))
+        demo_cmd, demo_env = spec("demo")
+        assert hosts["http://oracle:8000"] in demo_cmd and hosts["http://learner:8001"] in demo_cmd
         done = subprocess.run(demo_cmd, env={**os.environ, **demo_env}, cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300)
-        assert done.returncode == 0, done.stdout + done.stderr
+                              text=True, timeout=DEMO_TIMEOUT)
+        assert done.returncode == 0, "\n".join([done.stdout, done.stderr, *map(tail, logs)])
 
     reports = tmp_path / "reports"
     results = json.loads((reports / "results.json").read_text())
