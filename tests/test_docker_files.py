@@ -15,6 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
 BIN = Path(sys.executable).parent
+TIMEOUT = 60  # seconds for each offline command below (each takes 1-2 s)
 
 
 def compose() -> dict:
@@ -23,7 +24,7 @@ def compose() -> dict:
 
 def test_compose_file_matches_the_compose_spec_schema() -> None:
     done = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -31,7 +32,8 @@ def test_docker_compose_accepts_the_file() -> None:
     binary = shutil.which("docker-compose")
     if binary is None:
         pytest.skip("the docker-compose binary is not installed here")
-    done = subprocess.run([binary, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run([binary, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=TIMEOUT)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -76,7 +78,7 @@ def test_entry_points_exist_in_the_cli() -> None:
     for command in commands:
         first_option = next(i for i, a in enumerate(command) if a.startswith("--"))
         done = subprocess.run([str(BIN / "budgetlab"), *command[1:first_option], "--help"], capture_output=True,
-                              text=True, env={**os.environ, "COLUMNS": "200"})
+                              text=True, env={**os.environ, "COLUMNS": "200"}, timeout=TIMEOUT)
         assert done.returncode == 0, done.stderr
         options = [a for a in command[first_option:] if a.startswith("--")]
         assert all(option in done.stdout for option in options), (options, done.stdout)
