@@ -25,13 +25,6 @@ def bound_socket() -> socket.socket:
     return listen("127.0.0.1", 0)
 
 
-def free_port() -> int:
-    """A port that was free a moment ago. Racy (another process may take it before the service binds it): only for
-    tests that must write a port into a command before starting it; ``cli_service`` needs none."""
-    with bound_socket() as sock:
-        return sock.getsockname()[1]
-
-
 def wait_healthy(url: str, timeout: float = 60.0, process: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
