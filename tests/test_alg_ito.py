@@ -17,7 +17,7 @@ from learner.runner import run_algorithm
 
 ITO_ALGORITHMS = ["ito1", "ito2", "ito3", "greedy", "uniform"]
 LONG_ROUNDS = 5000
-# The tests that share Algorithm 1's long runs at k = 2 (long_run below) go to the same xdist worker.
+# The tests that share the long runs at k = 2 (long_run below) go to the same xdist worker.
 SHARES_LONG_RUNS = pytest.mark.xdist_group("ito-long-runs")
 # 4 standard errors per coordinate: a false alarm over the d = 8 coordinates has probability < 1e-3.
 STANDARD_ERRORS = 4.0
@@ -84,9 +84,9 @@ def run(algorithm: str, seed: int, rounds: int, k_prime: int = 4, params: dict |
 @functools.cache
 def long_run(algorithm: str, seed: int, sparsity: int) -> RunResult:
     """A 5,000-round run with default parameters and k' = 4 on a (d = 10, k = sparsity) instance, computed once per
-    worker: Algorithm 1's runs at k = 2 serve both the last-rounds test and Table 2's regret claim (the two tests
-    share an xdist group, so they run on the same worker). The evaluations every 100 rounds do not change the run:
-    they read the weights, nothing else."""
+    worker: at k = 2, Algorithm 1's runs serve both the last-rounds test and Table 2's regret claim, greedy's and
+    uniform's both that claim and the baselines' test (these tests share an xdist group, so they run on the same
+    worker). The evaluations every 100 rounds do not change the run: they read the weights, nothing else."""
     return run(algorithm, seed, LONG_ROUNDS, k=sparsity)[1]
 
 
@@ -151,12 +151,15 @@ def test_loss_of_the_last_rounds_is_below_the_first_rounds(algorithm: str, spars
     assert np.mean(losses_last) < 0.8 * np.mean(losses_first), (losses_first, losses_last)
 
 
+@SHARES_LONG_RUNS
 @pytest.mark.parametrize("algorithm", ["greedy", "uniform"])
 def test_baselines_learn_weights_though_their_online_loss_stays(algorithm: str) -> None:
     # Greedy and uniform have linear regret by design (their online loss barely falls), but their iterates still
-    # learn: the full-information test MSE of ``weights`` falls well below the zero predictor's (measured over
-    # 3 instances: 0.52 for greedy, whose stuck attributes still carry correlated signal, 0.21 for uniform).
-    scores = [run(algorithm, seed, 3000)[1].final.normalized_mse for seed in range(3)]
+    # learn: the full-information test MSE of ``weights`` after 3,000 rounds falls well below the zero predictor's
+    # (measured over 3 instances: 0.52 for greedy, whose stuck attributes still carry correlated signal, 0.21 for
+    # uniform). Read off the 5,000-round runs of Table 2's claim at round 3,000: no Ito learner knows its horizon,
+    # so these are the weights a 3,000-round run ends with (checked equal).
+    scores = [{p.examples: p for p in long_run(algorithm, seed, 2).curve}[3000].normalized_mse for seed in range(3)]
     assert np.mean(scores) < 0.7, scores
 
 
