@@ -6,6 +6,7 @@ WORKDIR /app
 
 # Installed the way README.md's quick start does it (the Makefile's install step).
 COPY pyproject.toml README.md ./
+COPY budgetlab ./budgetlab
 COPY server ./server
 COPY learner ./learner
 COPY client ./client

@@ -86,3 +86,12 @@ def test_entry_points_exist_in_the_cli() -> None:
     from client.presets import preset_names
 
     assert preset in preset_names()
+
+
+def test_dockerfile_copies_every_package_the_distribution_installs() -> None:
+    """A top-level package missing from the image would install fine and fail at the first import."""
+    import tomllib
+
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    copied = set(re.findall(r"^COPY (\S+) \./\1\s*$", (ROOT / "Dockerfile").read_text(), flags=re.M))
+    assert {p.rstrip("*") for p in packages} <= copied
