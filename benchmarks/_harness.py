@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from client.services import announced_url, wait_healthy
+from client.services import running
 
 ADMIN_TOKEN = "bench-admin"
 
@@ -127,17 +127,9 @@ def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | Non
     process = subprocess.Popen([*budgetlab_command(), *args], env=env, cwd=workdir, stdout=log,
                                stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + timeout
-        url = announced_url(args, process, log_path, deadline)
-        wait_healthy(url, process, log_path, deadline)
-        yield OracleProcess(url, process, data_dir, database)
+        with running(process, args, log_path, time.monotonic() + timeout) as url:
+            yield OracleProcess(url, process, data_dir, database)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
         log.close()
 
 

@@ -145,17 +145,25 @@ def service(args: Sequence[str], log: Path, *, port: int | None = None, env: dic
     with log.open("w") as sink:
         process = subprocess.Popen([*program, *args, "--port", str(port or 0)], stdout=sink,
                                    stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd)
-        try:
-            url = announced_url(args, process, log, deadline)
-            wait_healthy(url, process, log, deadline)
+        with running(process, args, log, deadline) as url:
             yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+
+
+@contextmanager
+def running(process: subprocess.Popen[bytes], args: Sequence[str], log: Path, deadline: float) -> Iterator[str]:
+    """A started ``budgetlab serve`` child writing to ``log``: yields the URL it announced once it answers
+    ``/healthz`` (before ``deadline``), and stops it after the ``with`` block, killing it if it will not stop."""
+    try:
+        url = announced_url(args, process, log, deadline)
+        wait_healthy(url, process, log, deadline)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @contextmanager

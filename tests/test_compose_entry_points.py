@@ -17,7 +17,7 @@ import psycopg
 import pytest
 import yaml
 
-from client.services import announced_url, wait_healthy
+from client.services import running
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
@@ -51,17 +51,8 @@ def service(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> It
     deadline = time.monotonic() + STARTUP_TIMEOUT
     with log.open("w") as sink:
         process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
-        try:
-            url = announced_url(command[1:3], process, log, deadline)
-            wait_healthy(url, process, log, deadline)
+        with running(process, command[1:3], log, deadline) as url:
             yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 def test_compose_services_run_as_written_on_postgresql(postgres_url: str, tmp_path: Path) -> None:
