@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from budgetlab import engine as rules
 from budgetlab.audit import audit_rows
+from budgetlab.datasets import DatasetError
 from budgetlab.engine import Counters, Outcome, Runtime, SessionConfig
 from budgetlab.errors import OracleError
 from budgetlab.ledger import GENESIS, ROW_FIELDS, Chain
@@ -115,7 +116,10 @@ class SessionService:
             budget=Budget.model_validate(db.decode(row, "budget")), seed=row["seed"], n_examples=row["n_examples"],
             d=row["d"],
         )
-        rt = Runtime.load(config)
+        try:
+            rt = Runtime.load(config)
+        except DatasetError as exc:  # e.g. an admin removed the user dataset this session was opened on
+            raise OracleError(409, "dataset_unavailable", f"this session's dataset cannot be served: {exc}") from None
         with self._lock:
             self._runtimes[session_id] = rt
             while len(self._runtimes) > RUNTIME_CACHE:

@@ -74,3 +74,22 @@ def test_a_held_lock_gives_503_busy_while_reads_and_health_answer(backend: str,
         again = http.post(f"/v1/sessions/{sid}/observe", headers=headers, json={"example": 1, "attributes": [2]})
         assert again.status_code == 200 and again.json()["charged"] == 1.0
         assert http.get(f"/v1/sessions/{sid}/audit", headers=headers).json()["compliant"]
+
+
+def test_a_session_whose_dataset_was_removed_is_refused_not_a_500(sqlite_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """After a restart, a session on a removed user dataset gets a 409 JSON error and nothing is charged."""
+    csv = tmp_path / "tiny.csv"
+    csv.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
+    admin = {"Authorization": "Bearer admin"}
+    settings = Settings(database_url=sqlite_url, admin_token="admin")
+    with serve_in_thread(create_app(settings)) as url, httpx.Client(base_url=url) as http:
+        assert http.post("/v1/datasets", headers=admin, json={"path": str(csv), "name": "tiny",
+                                                              "target": "y"}).status_code == 201
+        created = http.post("/v1/sessions", json={"dataset": "tiny", "order": "pool"}).json()
+        assert http.delete("/v1/datasets/tiny", headers=admin).status_code == 204
+    headers = {"Authorization": f"Bearer {created['token']}"}
+    with serve_in_thread(create_app(settings)) as url, httpx.Client(base_url=url) as http:  # a restarted oracle
+        refused = http.post(f"/v1/sessions/{created['id']}/observe", headers=headers,
+                            json={"example": 0, "attributes": [0]})
+        assert refused.status_code == 409 and refused.json()["error"] == "dataset_unavailable"
+        assert http.get(f"/v1/sessions/{created['id']}/audit", headers=headers).json()["compliant"]
