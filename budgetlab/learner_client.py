@@ -1,7 +1,9 @@
 """Python SDK of the learner service: ``LearnerClient`` (sync) and ``AsyncLearnerClient`` (asyncio), both httpx.
 
 The learner runs one algorithm per run against an oracle; these clients start runs, follow them and fetch the
-oracle's audit of a run's session (the learner holds the session's token, the caller need not)::
+oracle's audit of a run's session (the learner holds the session's token, the caller need not). Runs belong to the
+caller token that started them: a client sends ``token`` (default: env ``BUDGETLAB_LEARNER_TOKEN``), or, given
+none, asks the learner for a new one on its first call about runs and keeps it in ``client.token``::
 
     with LearnerClient("http://127.0.0.1:8001") as learner:
         run = learner.start(RunCreate(dataset="mnist-3v5", algorithm="aerr", budget=Budget(per_example=57)))
@@ -16,17 +18,23 @@ Each endpoint is described once, as a ``Call`` (``budgetlab.service_client``, sh
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import httpx
 
 from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
-from budgetlab.models import FINAL_RUN_STATUSES, AlgorithmList, AuditReport, RunCreate, RunInfo, RunList
-from budgetlab.service_client import AsyncServiceClient, Call, Service, ServiceClient
+from budgetlab.learner_models import CallerToken, RunPage, RunSummary
+from budgetlab.models import FINAL_RUN_STATUSES, AlgorithmList, AuditReport, RunCreate, RunInfo
+from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 
 DEFAULT_LEARNER_URL = "http://127.0.0.1:8001"
 POLL_SECONDS = 0.2
+TOKEN_ENV = "BUDGETLAB_LEARNER_TOKEN"
+PAGE_SIZE = 100
 LEARNER = Service("the learner service", LearnerError, LearnerUnavailable)
 
 Progress = Callable[[RunInfo], None]
@@ -40,6 +48,10 @@ class RunCalls:
         return Call("GET", "/v1/algorithms", AlgorithmList)
 
     @staticmethod
+    def new_caller() -> Call[CallerToken]:
+        return Call("POST", "/v1/callers", CallerToken)
+
+    @staticmethod
     def start(request: RunCreate) -> Call[RunInfo]:
         return Call("POST", "/v1/runs", RunInfo, json=request.model_dump(mode="json"))
 
@@ -48,8 +60,9 @@ class RunCalls:
         return Call("GET", f"/v1/runs/{run_id}", RunInfo)
 
     @staticmethod
-    def list() -> Call[RunList]:
-        return Call("GET", "/v1/runs", RunList)
+    def page(limit: int = PAGE_SIZE, cursor: str | None = None, status: str | None = None) -> Call[RunPage]:
+        params = {"limit": limit, **({"cursor": cursor} if cursor else {}), **({"status": status} if status else {})}
+        return Call("GET", "/v1/runs", RunPage, params=params)
 
     @staticmethod
     def cancel(run_id: str) -> Call[RunInfo]:
@@ -77,31 +90,54 @@ class LearnerClient(ServiceClient):
 
     service = LEARNER
 
-    def __init__(self, base_url: str = DEFAULT_LEARNER_URL, *, timeout: float = 60.0,
+    def __init__(self, base_url: str = DEFAULT_LEARNER_URL, *, token: str | None = None, timeout: float = 60.0,
                  transport: httpx.BaseTransport | None = None) -> None:
         super().__init__(base_url, timeout=timeout, transport=transport)
+        self.token = token or os.environ.get(TOKEN_ENV) or None
+        self._issuing = threading.Lock()
+
+    def _authorized(self, call: Call[M]) -> M:
+        """Send ``call`` with the caller token, asking the learner for one first if the client has none."""
+        with self._issuing:
+            if self.token is None:
+                self.token = self.send(RunCalls.new_caller()).token
+        return self.send(replace(call, token=self.token))
 
     def algorithms(self) -> AlgorithmList:
         """Every algorithm the learner runs, with its paper, protocol and parameters."""
         return self.send(RunCalls.algorithms())
 
     def start(self, request: RunCreate) -> RunInfo:
-        """Open the run's oracle session and start the run in the background; its info as it starts."""
-        return self.send(RunCalls.start(request))
+        """Open the run's oracle session and queue the run; its info as it starts (status 'queued')."""
+        return self._authorized(RunCalls.start(request))
 
     def get(self, run_id: str) -> RunInfo:
-        return self.send(RunCalls.get(run_id))
+        return self._authorized(RunCalls.get(run_id))
 
-    def list(self) -> list[RunInfo]:
-        return self.send(RunCalls.list()).runs
+    def page(self, limit: int = PAGE_SIZE, cursor: str | None = None, status: str | None = None) -> RunPage:
+        """One page of this caller's runs (every run for the admin token), newest first, without curves."""
+        return self._authorized(RunCalls.page(limit, cursor, status))
+
+    def list(self, status: str | None = None) -> list[RunSummary]:
+        """Every run of this caller, newest first, page after page."""
+        return list(self.iter_runs(status))
+
+    def iter_runs(self, status: str | None = None) -> Iterator[RunSummary]:
+        cursor = None
+        while True:
+            page = self.page(PAGE_SIZE, cursor, status)
+            yield from page.runs
+            if page.next is None:
+                return
+            cursor = page.next
 
     def cancel(self, run_id: str) -> RunInfo:
-        """Ask the run to stop; it ends as 'cancelled' with its curve so far."""
-        return self.send(RunCalls.cancel(run_id))
+        """Ask the run to stop; it ends as 'cancelled' with its curve so far (at once if it was still queued)."""
+        return self._authorized(RunCalls.cancel(run_id))
 
     def audit(self, run_id: str) -> AuditReport:
         """The oracle's audit of the run's session."""
-        return self.send(RunCalls.audit(run_id))
+        return self._authorized(RunCalls.audit(run_id))
 
     def wait(self, run_id: str, *, timeout: float, poll: float = POLL_SECONDS,
              progress: Progress | None = None) -> RunInfo:
@@ -123,27 +159,45 @@ class AsyncLearnerClient(AsyncServiceClient):
 
     service = LEARNER
 
-    def __init__(self, base_url: str = DEFAULT_LEARNER_URL, *, timeout: float = 60.0,
+    def __init__(self, base_url: str = DEFAULT_LEARNER_URL, *, token: str | None = None, timeout: float = 60.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         super().__init__(base_url, timeout=timeout, transport=transport)
+        self.token = token or os.environ.get(TOKEN_ENV) or None
+        self._issuing = asyncio.Lock()
+
+    async def _authorized(self, call: Call[M]) -> M:
+        async with self._issuing:
+            if self.token is None:
+                self.token = (await self.send(RunCalls.new_caller())).token
+        return await self.send(replace(call, token=self.token))
 
     async def algorithms(self) -> AlgorithmList:
         return await self.send(RunCalls.algorithms())
 
     async def start(self, request: RunCreate) -> RunInfo:
-        return await self.send(RunCalls.start(request))
+        return await self._authorized(RunCalls.start(request))
 
     async def get(self, run_id: str) -> RunInfo:
-        return await self.send(RunCalls.get(run_id))
+        return await self._authorized(RunCalls.get(run_id))
 
-    async def list(self) -> list[RunInfo]:
-        return (await self.send(RunCalls.list())).runs
+    async def page(self, limit: int = PAGE_SIZE, cursor: str | None = None, status: str | None = None) -> RunPage:
+        return await self._authorized(RunCalls.page(limit, cursor, status))
+
+    async def list(self, status: str | None = None) -> list[RunSummary]:
+        runs: list[RunSummary] = []
+        cursor = None
+        while True:
+            page = await self.page(PAGE_SIZE, cursor, status)
+            runs.extend(page.runs)
+            if page.next is None:
+                return runs
+            cursor = page.next
 
     async def cancel(self, run_id: str) -> RunInfo:
-        return await self.send(RunCalls.cancel(run_id))
+        return await self._authorized(RunCalls.cancel(run_id))
 
     async def audit(self, run_id: str) -> AuditReport:
-        return await self.send(RunCalls.audit(run_id))
+        return await self._authorized(RunCalls.audit(run_id))
 
     async def wait(self, run_id: str, *, timeout: float, poll: float = POLL_SECONDS,
                    progress: Progress | None = None) -> RunInfo:

@@ -305,11 +305,11 @@ class CurvePoint(BaseModel):
     cumulative_loss: float | None = None
 
 
-RunStatus = Literal["pending", "running", "finished", "budget_exhausted", "oracle_unavailable", "failed",
-                    "cancelled"]
-# A run in one of these statuses has ended and will not change again.
+RunStatus = Literal["pending", "queued", "running", "finished", "budget_exhausted", "oracle_unavailable", "failed",
+                    "cancelled", "interrupted"]
+# A run in one of these statuses has ended and will not change again ('interrupted': the learner stopped first).
 FINAL_RUN_STATUSES: frozenset[str] = frozenset({"finished", "budget_exhausted", "oracle_unavailable", "failed",
-                                                "cancelled"})
+                                                "cancelled", "interrupted"})
 # A run that ended in one of these completed: its weights are the algorithm's answer (its budget running out is
 # the setting of the papers, not a failure).
 COMPLETED_RUN_STATUSES: frozenset[str] = frozenset({"finished", "budget_exhausted"})
@@ -370,10 +370,6 @@ class RunInfo(BaseModel):
     result: RunResult | None = None
     curve: list[CurvePoint] = Field(default_factory=list)
     message: str = ""
-
-
-class RunList(BaseModel):
-    runs: list[RunInfo]
 
 
 ErrorBody.model_rebuild()

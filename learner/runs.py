@@ -1,79 +1,229 @@
-"""Background runs of the learner service: each run has its own oracle session and its own thread."""
+"""Runs of the learner service: a bounded pool of threads executes them, the others wait as 'queued'.
+
+Every step of a run reaches the database as it happens (created, running, each curve point, its end), so a
+restarted learner lists every run; one that was queued or executing when the learner died shows as
+'interrupted' with its curve so far. Runs that are queued or executing live in memory; of the ended ones only the
+``retained`` most recent stay there, the others are read back from the database. A run that ends, however it
+ends, closes the oracle sessions it opened.
+"""
 
 from __future__ import annotations
 
+import logging
+import queue
 import secrets
 import threading
+from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.models import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
+from budgetlab.oracle_client import OracleClient
 from learner.http_oracle import HttpOracle
 from learner.runner import Progress
 from learner.scoring import run_and_score, session_opener
+from learner.store import OpenSession, RunStore, StoredRun
+
+log = logging.getLogger(__name__)
+
+STOPPED = "the learner stopped before this run ended"
+CANCELLED_QUEUED = "cancelled before it started"
+# Closing a session is housekeeping: a slow or dead oracle must not hold a worker for long.
+CLOSE_TIMEOUT = 10.0
+CANCEL_WAIT = 10.0
+
+
+def close_sessions(sessions: Iterable[OpenSession]) -> None:
+    """Close each oracle session (a 'close' row in its ledger); one already closed or unreachable is left as is."""
+    for session in sessions:
+        try:
+            with OracleClient(session.oracle_url, timeout=CLOSE_TIMEOUT) as client:
+                client.session(session.id, session.token).close()
+        except (OracleError, OracleUnavailable) as exc:
+            log.info("oracle session %s not closed: %s", session.id, exc)
+
+
+def session_of(oracle: HttpOracle, url: str) -> OpenSession:
+    return OpenSession(url, oracle.session.id, oracle.session.token)
 
 
 @dataclass
 class Run:
     id: str
+    owner: str
     request: RunCreate
-    oracle: HttpOracle
-    status: RunStatus = "pending"
+    session: OpenSession
+    max_examples: int
+    oracle: HttpOracle | None  # released when the run ends
+    status: RunStatus = "queued"
     examples: int = 0
     attributes: int = 0
     curve: list[CurvePoint] = field(default_factory=list)
     result: RunResult | None = None
     message: str = ""
     cancel: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
+    ended: threading.Event = field(default_factory=threading.Event)
 
     def info(self) -> RunInfo:
-        return RunInfo(
-            id=self.id, status=self.status, request=self.request, progress_examples=self.examples,
-            progress_attributes=self.attributes,
-            max_examples=min(self.request.max_examples or self.oracle.n_examples, self.oracle.n_examples),
-            session=self.oracle.session_id, result=self.result, curve=list(self.curve), message=self.message,
-        )
-
-
-def execute(run: Run) -> None:
-    """Body of a run's thread: never raises; every outcome ends as a status and the curve so far."""
-    req = run.request
-    run.status = "running"
-
-    def progress(p: Progress) -> None:
-        run.examples, run.attributes = p.examples, p.attributes
-        if p.point is not None:
-            run.curve.append(p.point)
-
-    try:
-        result = run_and_score(req, run.oracle, session_opener(req, req.oracle_url), progress=progress,
-                               cancel=run.cancel)
-        run.result = result
-        run.curve = list(result.curve)
-        run.status, run.message = result.status, result.message
-    except OracleUnavailable as exc:
-        run.status, run.message = "oracle_unavailable", str(exc)
-    except (OracleError, ValueError) as exc:
-        run.status, run.message = "failed", str(exc)
-    except Exception as exc:  # a run must end with a status, whatever the algorithm raised
-        run.status, run.message = "failed", f"{type(exc).__name__}: {exc}"
-    finally:
-        run.oracle.close()
+        return RunInfo(id=self.id, status=self.status, request=self.request, progress_examples=self.examples,
+                       progress_attributes=self.attributes, max_examples=self.max_examples, session=self.session.id,
+                       result=self.result, curve=list(self.curve), message=self.message)
 
 
 class RunManager:
-    def __init__(self) -> None:
-        self.runs: dict[str, Run] = {}
+    def __init__(self, store: RunStore, *, max_running: int, retained: int) -> None:
+        self.store = store
+        self.retained = retained
+        self.live: dict[str, Run] = {}
+        self.recent: OrderedDict[str, tuple[str, RunInfo]] = OrderedDict()
         self.lock = threading.Lock()
+        self.stopping = False
+        self._queue: queue.Queue[Run] = queue.Queue()
+        # Daemon threads: a learner that is killed takes its runs with it; the next one marks them interrupted.
+        for i in range(max_running):
+            threading.Thread(target=self._work, name=f"run-worker-{i}", daemon=True).start()
 
-    def start(self, request: RunCreate, oracle: HttpOracle) -> Run:
-        run = Run(id=secrets.token_hex(8), request=request, oracle=oracle)
-        run.thread = threading.Thread(target=execute, args=(run,), name=f"run-{run.id}", daemon=True)
+    def recover(self) -> int:
+        """Mark the runs a previous learner left unended as 'interrupted' and close their sessions (in the
+        background: an oracle that is down must not delay the start); how many there were."""
+        sessions = self.store.interrupt_unended(STOPPED)
+        if sessions:
+            threading.Thread(target=close_sessions, args=(sessions,), name="close-interrupted", daemon=True).start()
+        return len(sessions)
+
+    def start(self, owner: str, request: RunCreate, oracle: HttpOracle) -> RunInfo:
+        assert request.oracle_url is not None
+        run = Run(id=secrets.token_hex(8), owner=owner, request=request, session=session_of(oracle, request.oracle_url),
+                  max_examples=min(request.max_examples or oracle.n_examples, oracle.n_examples), oracle=oracle)
+        try:
+            self.store.insert(owner, run.info(), run.session)
+        except BaseException:
+            oracle.close()
+            close_sessions([run.session])
+            raise
         with self.lock:
-            self.runs[run.id] = run
-        run.thread.start()
-        return run
+            self.live[run.id] = run
+        self._queue.put(run)
+        return run.info()
 
-    def get(self, run_id: str) -> Run | None:
-        return self.runs.get(run_id)
+    def find(self, run_id: str) -> tuple[str, RunInfo] | None:
+        """(owner, info) of a run, from memory or else from the database."""
+        with self.lock:
+            run = self.live.get(run_id)
+            if run is not None:
+                return run.owner, run.info()
+            if run_id in self.recent:
+                return self.recent[run_id]
+        stored = self.store.load(run_id)
+        return None if stored is None else (stored.owner, stored.info)
+
+    def stored(self, run_id: str) -> StoredRun | None:
+        return self.store.load(run_id)
+
+    def progress_of(self, run_ids: Iterable[str]) -> dict[str, RunInfo]:
+        """The in-memory state of those runs that are queued or executing (fresher than the database's)."""
+        with self.lock:
+            return {i: self.live[i].info() for i in run_ids if i in self.live}
+
+    def cancel(self, run_id: str) -> None:
+        """Stop a run: a queued one at once, an executing one at its next example (waited for, up to 10 s)."""
+        with self.lock:
+            run = self.live.get(run_id)
+            if run is None:
+                return
+            run.cancel.set()
+            withdrawn = run.status == "queued"
+            if withdrawn:
+                run.status = "cancelled"
+        if withdrawn:
+            self._end(run, "cancelled", CANCELLED_QUEUED, None)
+        run.ended.wait(CANCEL_WAIT)
+
+    def shutdown(self, timeout: float = CANCEL_WAIT) -> None:
+        """The learner is stopping: every queued or executing run ends 'interrupted' with its curve so far."""
+        self.stopping = True
+        with self.lock:
+            runs = list(self.live.values())
+            waiting = [run for run in runs if run.status == "queued"]
+            for run in runs:
+                run.cancel.set()
+                if run.status == "queued":
+                    run.status = "interrupted"
+        for run in waiting:
+            self._end(run, "interrupted", STOPPED, None)
+        for run in runs:
+            run.ended.wait(timeout)
+
+    # --- the pool -------------------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            run = self._queue.get()
+            with self.lock:
+                if run.status != "queued":  # cancelled while it waited
+                    continue
+                run.status = "running"
+            try:
+                self._execute(run)
+            except Exception:  # the pool must outlive any run; the run still ends with a status
+                log.exception("run %s", run.id)
+                if not run.ended.is_set():
+                    self._end(run, "failed", "the learner failed to record this run", None)
+
+    def _execute(self, run: Run) -> None:
+        request = run.request
+        assert run.oracle is not None
+        self.store.set_status(run.id, "running")
+        opened: list[OpenSession] = []
+        open_http = session_opener(request, request.oracle_url)
+
+        def open_test_session(**kwargs):  # type: ignore[no-untyped-def]
+            oracle = open_http(**kwargs)
+            opened.append(session_of(oracle, run.session.oracle_url))
+            return oracle
+
+        def progress(p: Progress) -> None:
+            run.examples, run.attributes = p.examples, p.attributes
+            if p.point is not None:
+                self.store.add_point(run.id, len(run.curve), p.point, p.examples, p.attributes)
+                run.curve.append(p.point)
+
+        result: RunResult | None = None
+        try:
+            result = run_and_score(request, run.oracle, open_test_session, progress=progress, cancel=run.cancel)
+            status, message = result.status, result.message
+        except OracleUnavailable as exc:
+            status, message = "oracle_unavailable", str(exc)
+        except (OracleError, ValueError) as exc:
+            status, message = "failed", str(exc)
+        except Exception as exc:  # a run must end with a status, whatever the algorithm raised
+            status, message = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            oracle, run.oracle = run.oracle, None
+            oracle.close()
+            close_sessions([run.session, *opened])
+        if status == "cancelled" and self.stopping:
+            status, message = "interrupted", STOPPED
+        self._end(run, status, message, result)
+
+    def _end(self, run: Run, status: RunStatus, message: str, result: RunResult | None) -> None:
+        written = len(run.curve)
+        if result is not None:
+            run.curve = list(result.curve)
+            run.examples, run.attributes = result.examples, result.attributes
+        if run.oracle is not None:  # withdrawn from the queue: it never ran, its session is closed here
+            run.oracle.close()
+            close_sessions([run.session])
+        try:
+            self.store.finish(run.id, status=status, message=message, examples=run.examples,
+                              attributes=run.attributes, result=result, curve=run.curve, written=written)
+        except Exception:  # the database is unreachable: the run still ends, in memory, for its waiting callers
+            log.exception("run %s: its end was not recorded", run.id)
+        with self.lock:
+            run.status, run.message, run.result, run.oracle = status, message, result, None
+            self.live.pop(run.id, None)
+            self.recent[run.id] = (run.owner, run.info())
+            while len(self.recent) > self.retained:
+                self.recent.popitem(last=False)
+        run.ended.set()

@@ -1,23 +1,42 @@
-"""The learner service: runs one chosen algorithm per run against an oracle over real HTTP."""
+"""The learner service: runs one chosen algorithm per run against an allowed oracle over real HTTP.
+
+Runs belong to the caller whose token started them (``learner.auth``), persist in the learner's database
+(``learner.store``), execute in a bounded pool (``learner.runs``) and use only allowed oracles
+(``learner.oracle_access``).
+"""
 
 from __future__ import annotations
 
-import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated
 
-from fastapi import FastAPI, Path
-from pydantic import BaseModel
+import httpx
+from fastapi import FastAPI, Path, Query
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ValidationError
 
-from budgetlab.errors import LearnerError, OracleError, OracleUnavailable
+from budgetlab.errors import LearnerError, OracleError, OracleUnavailable, SessionBusy
 from budgetlab.http_errors import install_error_handlers
-from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo, RunList
-from budgetlab.oracle_client import DEFAULT_ORACLE_URL, OracleClient
+from budgetlab.learner_models import CallerToken, RunPage
+from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo, RunStatus
+from budgetlab.oracle_client import OracleClient
 from learner.algorithms import ParamError, algorithms, get_algorithm
+from learner.auth import Caller, Callers, CurrentCaller
+from learner.database import make_engine, upgrade
 from learner.http_oracle import HttpOracle
+from learner.oracle_access import OracleAllowList, busy, unusable
 from learner.runs import RunManager
+from learner.settings import LearnerSettings
+from learner.store import RunStore
 
 RunId = Annotated[str, Path(min_length=1, max_length=64)]
-ERRORS = {code: {"model": ErrorBody} for code in (404, 409, 422)}
+# An answer that is not an oracle's (a non-HTTP port, another kind of service): never passed on to the caller.
+NOT_AN_ORACLE = (OracleUnavailable, ValidationError, ValueError, httpx.HTTPError)
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, type[BaseModel]]]:
+    return {code: {"model": ErrorBody} for code in codes}
 
 
 class Health(BaseModel):
@@ -31,14 +50,59 @@ def validate(request: RunCreate) -> None:
         raise ParamError(f"{cls.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(cls.params)}")
 
 
-def create_app(oracle_url: str | None = None) -> FastAPI:
-    """The learner app; runs that name no oracle use ``oracle_url`` (default: env ORACLE_URL, else port 8000)."""
-    default_oracle = oracle_url or os.environ.get("ORACLE_URL") or DEFAULT_ORACLE_URL
-    app = FastAPI(title="budgetlab learner", version="1",
-                  description="Runs the papers' attribute-efficient algorithms against a feature oracle over HTTP.")
+def open_session(request: RunCreate) -> HttpOracle:
+    """The run's training session on its (allowed) oracle; the oracle's own refusals are passed on."""
+    assert request.oracle_url is not None
+    try:
+        validate(request)
+        return HttpOracle(request.oracle_url, request.dataset, dataset_params=request.dataset_params,
+                          protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
+                          seed=request.seed)
+    except ParamError as exc:
+        raise LearnerError(422, "invalid_params", str(exc)) from None
+    except SessionBusy as exc:
+        raise busy(exc.retry_after) from None
+    except OracleError as exc:
+        raise LearnerError(422, "oracle_rejected", exc.detail) from None
+    except NOT_AN_ORACLE:
+        raise unusable() from None
+
+
+def not_found(run_id: str) -> LearnerError:
+    # Another caller's run answers exactly as one that does not exist.
+    return LearnerError(404, "not_found", f"run {run_id} does not exist (or is not one of this token's runs)")
+
+
+def create_app(settings: LearnerSettings | None = None) -> FastAPI:
+    """The learner app; without ``settings`` they come from the environment (``learner.settings``)."""
+    settings = settings or LearnerSettings()
+    upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    store = RunStore(engine)
+    manager = RunManager(store, max_running=settings.max_running, retained=settings.retained_runs)
+    manager.recover()
+    oracles = OracleAllowList(settings.oracle_url, settings.extra_oracles)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await run_in_threadpool(manager.shutdown)
+        engine.dispose()
+
+    app = FastAPI(title="budgetlab learner", version="1", lifespan=lifespan,
+                  description="Runs the papers' attribute-efficient algorithms against a feature oracle over HTTP. "
+                              "Get a caller token from POST /v1/callers and send it as a bearer token: a caller "
+                              "sees and cancels only its own runs.")
     install_error_handlers(app)
-    manager = RunManager()
+    app.state.settings = settings
     app.state.runs = manager
+    app.state.callers = Callers(store, settings.admin_token)
+
+    def owned(run_id: str, caller: Caller) -> RunInfo:
+        found = manager.find(run_id)
+        if found is None or not caller.owns(found[0]):
+            raise not_found(run_id)
+        return found[1]
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     def healthz() -> Health:
@@ -48,59 +112,66 @@ def create_app(oracle_url: str | None = None) -> FastAPI:
     def list_algorithms() -> AlgorithmList:
         return AlgorithmList(algorithms=[cls.info() for cls in algorithms().values()])
 
-    @app.post("/v1/runs", status_code=201, response_model=RunInfo, tags=["runs"], responses=ERRORS)
-    def start_run(request: RunCreate) -> RunInfo:
-        """Open an oracle session for the run and start it in the background."""
-        request = request.model_copy(update={"oracle_url": request.oracle_url or default_oracle})
-        try:
-            validate(request)
-            oracle = HttpOracle(request.oracle_url, request.dataset, dataset_params=request.dataset_params,
-                                protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
-                                seed=request.seed)
-        except ParamError as exc:
-            raise LearnerError(422, "invalid_params", str(exc)) from None
-        except OracleUnavailable as exc:
-            raise LearnerError(422, "oracle_unavailable", str(exc)) from None
-        except OracleError as exc:
-            raise LearnerError(422, "oracle_rejected", exc.detail) from None
-        return manager.start(request, oracle).info()
+    @app.post("/v1/callers", status_code=201, response_model=CallerToken, tags=["callers"])
+    def new_caller() -> CallerToken:
+        """A new caller token (shown once): the runs started with it are visible to its holder only."""
+        return app.state.callers.issue()
 
-    @app.get("/v1/runs", response_model=RunList, tags=["runs"])
-    def list_runs() -> RunList:
-        return RunList(runs=[run.info() for run in list(manager.runs.values())])
+    @app.post("/v1/runs", status_code=201, response_model=RunInfo, tags=["runs"],
+              responses=errors(401, 422, 502, 503))
+    def start_run(request: RunCreate, caller: CurrentCaller) -> RunInfo:
+        """Open an oracle session for the run and queue it; it starts when the pool has room."""
+        request = request.model_copy(update={"oracle_url": oracles.resolve(request.oracle_url)})
+        return manager.start(caller.id, request, open_session(request))
 
-    @app.get("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=ERRORS)
-    def get_run(run_id: RunId) -> RunInfo:
-        run = manager.get(run_id)
-        if run is None:
-            raise LearnerError(404, "not_found", f"run {run_id} does not exist")
-        return run.info()
+    @app.get("/v1/runs", response_model=RunPage, tags=["runs"], responses=errors(401, 422))
+    def list_runs(
+        caller: CurrentCaller,
+        limit: Annotated[int, Query(ge=1, le=500, description="runs per page")] = 50,
+        cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description="'next' of the page before")]
+        = None,
+        status: Annotated[RunStatus | None, Query(description="only runs with this status")] = None,
+    ) -> RunPage:
+        """The caller's runs (every run for the admin), newest first, without curves or weights."""
+        page = store.page(None if caller.is_admin else caller.id, limit=limit,
+                          before=int(cursor) if cursor else None, status=status)
+        live = manager.progress_of(run.id for run in page.runs)
+        for run in page.runs:
+            if run.id in live:
+                info = live[run.id]
+                run.status, run.progress_examples = info.status, info.progress_examples
+                run.progress_attributes = info.progress_attributes
+                run.last_point = info.curve[-1] if info.curve else run.last_point
+        return page
+
+    @app.get("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=errors(401, 404, 422))
+    def get_run(run_id: RunId, caller: CurrentCaller) -> RunInfo:
+        """Status, progress, learning curve and (once ended) result of one run."""
+        return owned(run_id, caller)
 
     @app.get("/v1/runs/{run_id}/audit", response_model=AuditReport, tags=["runs"],
-             responses={**ERRORS, 502: {"model": ErrorBody}})
-    def audit_run(run_id: RunId) -> AuditReport:
+             responses=errors(401, 404, 422, 502, 503))
+    def audit_run(run_id: RunId, caller: CurrentCaller) -> AuditReport:
         """The oracle's audit of the run's session (the learner holds the session's token, the caller need not)."""
-        run = manager.get(run_id)
-        if run is None:
-            raise LearnerError(404, "not_found", f"run {run_id} does not exist")
-        assert run.request.oracle_url is not None
+        stored = manager.stored(run_id)
+        if stored is None or not caller.owns(stored.owner) or stored.session is None:
+            raise not_found(run_id)
+        url = oracles.resolve(stored.session.oracle_url)
         try:
-            with OracleClient(run.request.oracle_url) as client:
-                return client.session(run.oracle.session.id, run.oracle.session.token).audit()
-        except OracleUnavailable as exc:
-            raise LearnerError(502, "oracle_unavailable", str(exc)) from None
+            with OracleClient(url) as client:
+                return client.session(stored.session.id, stored.session.token).audit()
+        except SessionBusy as exc:
+            raise busy(exc.retry_after) from None
         except OracleError as exc:
             raise LearnerError(502, "oracle_error", exc.detail) from None
+        except NOT_AN_ORACLE:
+            raise unusable() from None
 
-    @app.delete("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=ERRORS)
-    def cancel_run(run_id: RunId) -> RunInfo:
-        """Ask a run to stop; it ends as 'cancelled' with its curve so far."""
-        run = manager.get(run_id)
-        if run is None:
-            raise LearnerError(404, "not_found", f"run {run_id} does not exist")
-        run.cancel.set()
-        if run.thread is not None:
-            run.thread.join(timeout=10)
-        return run.info()
+    @app.delete("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=errors(401, 404, 422))
+    def cancel_run(run_id: RunId, caller: CurrentCaller) -> RunInfo:
+        """Stop a run: a queued one at once, an executing one at its next example, with its curve so far."""
+        owned(run_id, caller)
+        manager.cancel(run_id)
+        return owned(run_id, caller)
 
     return app

@@ -35,8 +35,9 @@ def shared_oracle_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 
 
 @pytest.fixture(scope="module")
-def learner_url() -> Iterator[str]:
-    with learner_server() as url:
+def learner_url(shared_oracle_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    runs = tmp_path_factory.mktemp("learner") / "runs.db"
+    with learner_server(f"sqlite:///{runs}", shared_oracle_url) as url:
         yield url
 
 

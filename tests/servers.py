@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -67,10 +68,13 @@ def oracle_server(database_url: str) -> Iterator[str]:
 
 
 @contextmanager
-def learner_server() -> Iterator[str]:
+def learner_server(database_url: str, oracle_url: str, **settings: Any) -> Iterator[str]:
+    """The learner on its own database, allowed to use ``oracle_url`` (and ``settings``' other oracles)."""
     from learner.service import create_app
+    from learner.settings import LearnerSettings
 
-    with serve_in_thread(create_app()) as url:
+    app = create_app(LearnerSettings(database_url=database_url, oracle_url=oracle_url, **settings))
+    with serve_in_thread(app) as url:
         yield url
 
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -16,7 +17,7 @@ from budgetlab.models import Budget
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from tests.servers import oracle_server
+from tests.servers import learner_server, oracle_server
 
 GAUSS = {"d": 30, "n_train": 300, "n_test": 100, "s_plus": 3, "s_minus": 2}
 SAME_SEED_CASES = [
@@ -29,27 +30,39 @@ SAME_SEED_CASES = [
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
 
 
-def wait_run(learner_url: str, run_id: str, timeout: float = 120.0) -> dict:
+def caller(learner_url: str) -> dict[str, str]:
+    """The headers of a new caller of the learner: its runs are visible to it alone."""
+    r = httpx.post(f"{learner_url}/v1/callers")
+    assert r.status_code == 201, r.text
+    return {"Authorization": f"Bearer {r.json()['token']}"}
+
+
+@pytest.fixture(scope="module")
+def auth(learner_url: str) -> dict[str, str]:
+    return caller(learner_url)
+
+
+def wait_run(learner_url: str, run_id: str, auth: dict[str, str], timeout: float = 120.0) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        info = httpx.get(f"{learner_url}/v1/runs/{run_id}").json()
-        if info["status"] not in ("pending", "running"):
+        info = httpx.get(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()
+        if info["status"] not in ("queued", "running"):
             return info
         time.sleep(0.05)
     raise TimeoutError(f"run {run_id} did not end")
 
 
-def wait_progress(learner_url: str, run_id: str, examples: int, timeout: float = 60.0) -> None:
+def wait_progress(learner_url: str, run_id: str, examples: int, auth: dict[str, str], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while httpx.get(f"{learner_url}/v1/runs/{run_id}").json()["progress_examples"] < examples:
+    while httpx.get(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()["progress_examples"] < examples:
         if time.monotonic() > deadline:
             raise TimeoutError(f"run {run_id} did not reach {examples} examples in {timeout} s")
         time.sleep(0.05)
 
 
-def audit(learner_url: str, run_id: str) -> dict:
+def audit(learner_url: str, run_id: str, auth: dict[str, str]) -> dict:
     # The run's token stays inside the learner, which asks the oracle for the session's audit.
-    r = httpx.get(f"{learner_url}/v1/runs/{run_id}/audit")
+    r = httpx.get(f"{learner_url}/v1/runs/{run_id}/audit", headers=auth)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -76,26 +89,26 @@ def test_same_seed_same_weights_in_process_and_over_http(shared_oracle_url: str,
 
 
 def test_learner_service_runs_several_at_once_and_each_session_is_compliant(shared_oracle_url: str,
-                                                                            learner_url: str) -> None:
+                                                                            learner_url: str, auth: dict) -> None:
     algorithms = ["aerr", "aelr", "hybrid", "exploration"]
     ids = []
     for algorithm in algorithms:
         r = httpx.post(f"{learner_url}/v1/runs", json={
             "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS,
             "algorithm": algorithm, "budget": {"per_example": 10}, "seed": 1, "eval_every": 50,
-        })
+        }, headers=auth)
         assert r.status_code == 201, r.text
         ids.append(r.json()["id"])
-    listed = {run["id"] for run in httpx.get(f"{learner_url}/v1/runs").json()["runs"]}
+    listed = {run["id"] for run in httpx.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"]}
     assert set(ids) <= listed
     for run_id, algorithm in zip(ids, algorithms, strict=True):
-        info = wait_run(learner_url, run_id)
+        info = wait_run(learner_url, run_id, auth)
         assert info["status"] == "finished", info["message"]
         assert info["progress_examples"] == 300 and info["max_examples"] == 300
         result = info["result"]
         assert result["algorithm"] == algorithm and [p["examples"] for p in info["curve"]] == [50, 100, 150, 200,
                                                                                               250, 300]
-        report = audit(learner_url, run_id)
+        report = audit(learner_url, run_id, auth)
         assert report["compliant"] and report["session_id"] == info["session"], report
         assert report["attributes_recomputed"] == result["attributes"] == info["progress_attributes"] <= 10 * 300
 
@@ -111,57 +124,64 @@ def test_algorithms_endpoint_lists_every_paper_algorithm_with_parameters(learner
     assert aesvr["algorithm"] == "Algorithm 4" and {"delta", "epsilon"} <= {p["name"] for p in aesvr["params"]}
 
 
-def test_budget_running_out_ends_the_run_with_its_curve(shared_oracle_url: str, learner_url: str) -> None:
+def test_budget_running_out_ends_the_run_with_its_curve(shared_oracle_url: str, learner_url: str,
+                                                        auth: dict) -> None:
     r = httpx.post(f"{learner_url}/v1/runs", json={
         "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS,
         "algorithm": "aerr", "budget": {"per_example": 5, "total": 200}, "seed": 2, "eval_every": 10,
-    })
-    info = wait_run(learner_url, r.json()["id"])
+    }, headers=auth)
+    info = wait_run(learner_url, r.json()["id"], auth)
     assert info["status"] == "budget_exhausted" and "budget" in info["message"]
     assert info["result"]["cost"] <= 200 and info["result"]["cost"] > 190
     assert info["curve"] and info["curve"][-1]["examples"] == info["result"]["examples"] < 300
-    assert audit(learner_url, info["id"])["compliant"]
+    assert audit(learner_url, info["id"], auth)["compliant"]
 
 
-def test_cancel_ends_a_run_with_the_curve_so_far(shared_oracle_url: str, learner_url: str) -> None:
+def test_cancel_ends_a_run_with_the_curve_so_far(shared_oracle_url: str, learner_url: str, auth: dict) -> None:
     big = {**GAUSS, "n_train": 50_000}
     run_id = httpx.post(f"{learner_url}/v1/runs", json={
         "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": big,
         "algorithm": "aelr", "budget": {"per_example": 5}, "eval_every": 20,
-    }).json()["id"]
-    wait_progress(learner_url, run_id, 40)
-    cancelled = httpx.delete(f"{learner_url}/v1/runs/{run_id}").json()
+    }, headers=auth).json()["id"]
+    wait_progress(learner_url, run_id, 40, auth)
+    cancelled = httpx.delete(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()
     assert cancelled["status"] == "cancelled"
     assert 40 <= cancelled["result"]["examples"] < 50_000 and cancelled["curve"]
 
 
-def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path, learner_url: str) -> None:
-    with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as url:
+def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        oracle = stack.enter_context(ExitStack())
+        url = oracle.enter_context(oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}"))
+        learner_url = stack.enter_context(learner_server(f"sqlite:///{tmp_path / 'runs.db'}", url))
+        auth = caller(learner_url)
         run_id = httpx.post(f"{learner_url}/v1/runs", json={
-            "oracle_url": url, "dataset": "sparse-gaussian", "dataset_params": {**GAUSS, "n_train": 50_000},
+            "dataset": "sparse-gaussian", "dataset_params": {**GAUSS, "n_train": 50_000},
             "algorithm": "aerr", "budget": {"per_example": 5}, "eval_every": 20,
-        }).json()["id"]
-        wait_progress(learner_url, run_id, 20)
-    info = wait_run(learner_url, run_id)
-    assert info["status"] == "oracle_unavailable", info
-    assert info["progress_examples"] >= 20 and info["curve"]
-    assert httpx.get(f"{learner_url}/healthz").status_code == 200
+        }, headers=auth).json()["id"]
+        wait_progress(learner_url, run_id, 20, auth)
+        oracle.close()  # the oracle goes down; the learner stays up
+        info = wait_run(learner_url, run_id, auth)
+        assert info["status"] == "oracle_unavailable", info
+        assert info["progress_examples"] >= 20 and info["curve"]
+        assert httpx.get(f"{learner_url}/healthz").status_code == 200
 
 
-@pytest.mark.parametrize(("body", "status"), [
-    ({"algorithm": "no-such"}, 422),
-    ({"algorithm": "aerr", "params": {"no_such_param": 1}}, 422),
-    ({"algorithm": "aerr", "dataset": "no-such-dataset"}, 422),
-    ({"algorithm": "aerr", "oracle_url": "http://127.0.0.1:9"}, 422),
-    ({"algorithm": "aerr", "seed": -1}, 422),
+@pytest.mark.parametrize(("body", "status", "error"), [
+    ({"algorithm": "no-such"}, 422, "invalid_params"),
+    ({"algorithm": "aerr", "params": {"no_such_param": 1}}, 422, "invalid_params"),
+    ({"algorithm": "aerr", "dataset": "no-such-dataset"}, 422, "oracle_rejected"),
+    ({"algorithm": "aerr", "oracle_url": "http://127.0.0.1:9"}, 502, "oracle_unavailable"),  # not an allowed oracle
+    ({"algorithm": "aerr", "seed": -1}, 422, "invalid_request"),
 ])
-def test_bad_run_requests_get_json_4xx(shared_oracle_url: str, learner_url: str, body: dict, status: int) -> None:
-    before = len(httpx.get(f"{learner_url}/v1/runs").json()["runs"])
+def test_bad_run_requests_get_a_json_error_and_start_nothing(shared_oracle_url: str, learner_url: str, auth: dict,
+                                                             body: dict, status: int, error: str) -> None:
+    before = len(httpx.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"])
     request = {"oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS, **body}
-    r = httpx.post(f"{learner_url}/v1/runs", json=request)
-    assert r.status_code == status and set(r.json()) >= {"error", "detail"}, r.text
-    assert len(httpx.get(f"{learner_url}/v1/runs").json()["runs"]) == before
-    missing = httpx.get(f"{learner_url}/v1/runs/nope")
+    r = httpx.post(f"{learner_url}/v1/runs", json=request, headers=auth)
+    assert r.status_code == status and r.json()["error"] == error and r.json()["detail"], r.text
+    assert len(httpx.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"]) == before
+    missing = httpx.get(f"{learner_url}/v1/runs/nope", headers=auth)
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
 
 

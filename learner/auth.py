@@ -1,0 +1,76 @@
+"""Who is asking: every run belongs to the caller whose bearer token started it; the admin token sees all.
+
+A caller gets its token from ``POST /v1/callers`` (256-bit random, shown once; the learner keeps its SHA-256
+digest), in the style of the oracle's session tokens. A missing, malformed, non-ASCII or unknown bearer is a 401;
+another caller's run is a 404, exactly like a run that does not exist.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from budgetlab.bearer import bearer_token, matches, new_token, token_hash
+from budgetlab.errors import LearnerError
+from budgetlab.learner_models import CallerToken
+from learner.store import RunStore
+
+ADMIN = "admin"  # the owner of runs the admin starts; caller ids are hex, so no caller is named so
+UNAUTHORIZED = ("send a caller token as 'Authorization: Bearer <token>' (POST /v1/callers issues one) "
+                "or the learner's admin token")
+
+# Declares the scheme in the OpenAPI document (so /docs can authorize); the header itself is checked below.
+scheme = HTTPBearer(auto_error=False, scheme_name="LearnerToken",
+                    description="a caller token from POST /v1/callers, or the learner's admin token")
+
+
+@dataclass(frozen=True)
+class Caller:
+    id: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.id == ADMIN
+
+    def owns(self, owner: str) -> bool:
+        return self.is_admin or hmac.compare_digest(owner, self.id)
+
+
+class Callers:
+    """Issues caller tokens and tells whose a bearer token is."""
+
+    def __init__(self, store: RunStore, admin_token: str | None) -> None:
+        self.store = store
+        self._admin_hash = token_hash(admin_token) if admin_token and bearer_token(f"Bearer {admin_token}") else None
+        if admin_token and self._admin_hash is None:
+            raise ValueError("BUDGETLAB_LEARNER_ADMIN_TOKEN must be a bearer token: letters, digits and -._~+/")
+
+    def issue(self) -> CallerToken:
+        caller_id, token = secrets.token_hex(16), new_token()
+        self.store.add_caller(caller_id, token_hash(token))
+        return CallerToken(caller=caller_id, token=token)
+
+    def identify(self, authorization: str | None) -> Caller:
+        token = bearer_token(authorization)
+        if token is None:
+            raise LearnerError(401, "unauthorized", UNAUTHORIZED)
+        if self._admin_hash is not None and matches(token, self._admin_hash):
+            return Caller(ADMIN)
+        found = self.store.caller_with(token_hash(token))
+        if found is None or not matches(token, found[1]):
+            raise LearnerError(401, "unauthorized", "this token is not one this learner issued")
+        return Caller(found[0])
+
+
+def current_caller(request: Request,
+                   _: Annotated[HTTPAuthorizationCredentials | None, Depends(scheme)] = None) -> Caller:
+    callers: Callers = request.app.state.callers
+    return callers.identify(request.headers.get("authorization"))
+
+
+CurrentCaller = Annotated[Caller, Depends(current_caller)]

@@ -1,0 +1,43 @@
+"""Settings of the learner service, from the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from budgetlab.oracle_client import DEFAULT_ORACLE_URL
+
+
+def default_database_url() -> str:
+    return os.environ.get("LEARNER_DATABASE_URL") or f"sqlite:///{Path.cwd() / 'budgetlab-runs.db'}"
+
+
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(os.environ.get(name, "").replace(",", " ").split())
+
+
+def _int(name: str, default: int) -> int:
+    return int(os.environ.get(name) or default)
+
+
+@dataclass(frozen=True)
+class LearnerSettings:
+    # Runs, their curves and results, and the callers' token digests.
+    database_url: str = field(default_factory=default_database_url)
+    # The oracle of runs that name none; always on the allow-list.
+    oracle_url: str = field(default_factory=lambda: os.environ.get("ORACLE_URL") or DEFAULT_ORACLE_URL)
+    # Further oracles a run may name (space or comma separated URLs); no other URL is ever contacted.
+    extra_oracles: tuple[str, ...] = field(default_factory=lambda: _words("BUDGETLAB_LEARNER_ORACLES"))
+    # Sees, audits and cancels every caller's runs; unset means there is no admin.
+    admin_token: str | None = field(default_factory=lambda: os.environ.get("BUDGETLAB_LEARNER_ADMIN_TOKEN") or None)
+    # Runs executing at once; the others wait with status 'queued'.
+    max_running: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_MAX_RUNNING", 4))
+    # Ended runs kept in memory for fast reads; older ones are read back from the database.
+    retained_runs: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_RETAINED_RUNS", 100))
+
+    def __post_init__(self) -> None:
+        if self.max_running < 1:
+            raise ValueError("BUDGETLAB_LEARNER_MAX_RUNNING must be at least 1")
+        if self.retained_runs < 0:
+            raise ValueError("BUDGETLAB_LEARNER_RETAINED_RUNS cannot be negative")
