@@ -63,6 +63,67 @@ class QuickSpec(Strict):
     dataset_params: dict[str, ParamValue] = Field(default_factory=dict)
 
 
+ClaimKind = Literal["ordering", "value", "ratio", "rho"]
+ClaimMetric = Literal["test_mse", "normalized_mse", "zero_one", "regret", "attributes"]
+
+
+class ClaimSpec(Strict):
+    """One ``[[claims]]`` entry: a result the paper reports, and how ``client.claims`` checks it in ours.
+
+    ``ordering``: the algorithms of ``order`` have increasing ``metric`` (best first). ``value``: ``metric`` of
+    ``algorithm`` lies below ``below`` / above ``above``. ``ratio``: the same for ``algorithm`` over ``over``.
+    ``rho``: the improvement ratio of Kukliansky & Shamir (eqs. (11)-(12)) of the design's data is within
+    ``tolerance`` of ``target``. A ``design`` that names a group (``datasets = [...]``) takes the median over it.
+    """
+
+    claim: str = Field(..., description="the paper's words, shortened")
+    source: str = Field(..., description="where in the paper: 'Fig. 1', 'Table 3, (10, 2, 4)'")
+    paper: str = Field(..., description="the paper's figure as printed, e.g. '17.19 < 20.59 < 26.88'")
+    kind: ClaimKind
+    design: str | None = Field(None, description="a design or group name; default the only design")
+    metric: ClaimMetric = "test_mse"
+    at: Literal["end", "equal_attributes"] = Field("end", description="final values, or each curve read at the "
+                                                   "attributes the most frugal of the compared algorithms paid")
+    order: list[str] = Field(default_factory=list)
+    algorithm: str | None = None
+    over: str | None = None
+    below: float | None = None
+    above: float | None = None
+    rho: Literal["ridge", "lasso"] | None = None
+    target: float | None = None
+    tolerance: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _complete(self) -> ClaimSpec:
+        needs = {"ordering": ("order",), "value": ("algorithm",), "ratio": ("algorithm", "over"),
+                 "rho": ("rho", "target", "tolerance")}[self.kind]
+        missing = [name for name in needs if not getattr(self, name)]
+        if missing or (self.kind == "ordering" and len(self.order) < 2):
+            raise ValueError(f"claim {self.claim!r} ({self.kind}) needs {', '.join(needs)}"
+                             + (" with two or more labels" if self.kind == "ordering" else ""))
+        if self.kind in ("value", "ratio") and self.below is None and self.above is None:
+            raise ValueError(f"claim {self.claim!r} needs a bound: below and/or above")
+        return self
+
+    @property
+    def labels(self) -> list[str]:
+        return [*self.order, *(x for x in (self.algorithm, self.over) if x)]
+
+
+class TuneSpec(Strict):
+    """``[tune]``: a grid over named parameters of some algorithms, each point run on the training folds and scored
+    on the held-out part of the examples the comparison's run would see (``client.tune``)."""
+
+    grid: dict[str, dict[str, list[ParamValue]]] = Field(
+        ..., description="algorithm label (or id) -> parameter -> values to try")
+    folds: int = Field(1, ge=1, le=20, description="1: one validation part at the end of the run's examples; "
+                       "k >= 2: k-fold cross-validation over them")
+    validation: float = Field(0.2, gt=0, lt=1, description="the share held out when folds = 1")
+    validation_attributes: int | None = Field(
+        None, ge=1, description="score each validation example from the candidate's K largest weights only "
+                                "(default: every attribute its weights use)")
+
+
 class CompareConfig(Strict):
     title: str
     description: str = ""
@@ -81,6 +142,8 @@ class CompareConfig(Strict):
     algorithms: list[AlgorithmEntry] = Field(default_factory=list)
     designs: list[DesignSpec] = Field(default_factory=list)
     quick: QuickSpec = Field(default_factory=QuickSpec)
+    claims: list[ClaimSpec] = Field(default_factory=list)
+    tune: TuneSpec | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> CompareConfig:
@@ -91,7 +154,24 @@ class CompareConfig(Strict):
         for design in self.designs:
             if design.dataset is None and not design.datasets and self.dataset is None:
                 raise ValueError(f"design {design.name!r} names no dataset")
+        for claim in self.claims:
+            self._check_claim(claim)
         return self
+
+    def _check_claim(self, claim: ClaimSpec) -> None:
+        specs = {d.name: d for d in self.designs}
+        if claim.design is None and len(self.designs) > 1:
+            raise ValueError(f"claim {claim.claim!r}: name its design, one of {sorted(specs)}")
+        if claim.design is not None and claim.design not in specs and not (not self.designs
+                                                                            and claim.design == self.title):
+            raise ValueError(f"claim {claim.claim!r}: no design {claim.design!r}; designs: {sorted(specs)}")
+        spec = specs.get(claim.design or "")
+        entries = spec.algorithms if spec is not None and spec.algorithms is not None else self.algorithms
+        labels = {e.label for e in entries}
+        unknown = [label for label in claim.labels if label not in labels]
+        if unknown:
+            raise ValueError(f"claim {claim.claim!r}: no algorithm labelled {unknown[0]!r} in its design; "
+                             f"labels: {sorted(labels)}")
 
 
 @dataclass

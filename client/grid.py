@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
 from budgetlab.learner_client import POLL_SECONDS, LearnerClient
-from budgetlab.models import RunCreate, RunInfo, RunResult
+from budgetlab.models import ParamValue, RunCreate, RunInfo, RunResult
 from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
 from learner.algorithms import get_algorithm
 from learner.regret import best_sparse, stream_arrays
@@ -49,7 +49,11 @@ class Job:
     request: RunCreate
 
 
-def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str) -> list[Job]:
+Chosen = dict[tuple[int, str, int], dict[str, ParamValue]]
+
+
+def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str, chosen: Chosen | None = None) -> list[Job]:
+    """Every (design, seed, algorithm) cell; ``chosen`` gives a cell's tuned parameters by (design, label, seed)."""
     jobs = []
     for i, design in enumerate(designs):
         for seed in config.seeds:
@@ -57,8 +61,9 @@ def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str) -> l
                 budget = design.budget.model_copy(update={k: v for k, v in
                                                           (("per_example", entry.per_example), ("total", entry.total))
                                                           if v is not None})
+                params = (chosen or {}).get((i, entry.label, seed), entry.params)
                 request = RunCreate(oracle_url=oracle_url, dataset=design.dataset.name,
-                                    dataset_params=design.dataset.params, algorithm=entry.id, params=entry.params,
+                                    dataset_params=design.dataset.params, algorithm=entry.id, params=params,
                                     budget=budget, seed=seed, max_examples=config.max_examples,
                                     eval_every=config.eval_every, test_budget=config.test_budget)
                 jobs.append(Job(i, entry, seed, request))
@@ -208,17 +213,23 @@ def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
         outcome.regret = outcome.regret_curve[-1] if outcome.regret_curve else None
 
 
-def run_comparison(config: CompareConfig, *, local: bool, learner_url: str | None, oracle_url: str | None,
-                   parallel: int, console: Console, show_progress: bool = True) -> tuple[list[Design],
-                                                                                        list[RunOutcome]]:
-    designs = resolve_designs(config)
-    jobs = jobs_for(config, designs, oracle_url or "local")
+def execute(jobs: list[Job], designs: list[Design], *, local: bool, learner_url: str | None, parallel: int,
+            console: Console, run_timeout: float, show_progress: bool = True) -> list[RunOutcome]:
+    """The jobs in-process (``local``) or through the learner service, in job order."""
     with progress_bars(console, show_progress) as bars:
         if local:
-            outcomes = run_local(jobs, designs, parallel=parallel, bars=bars)
-        else:
-            assert learner_url is not None and oracle_url is not None
-            outcomes = run_service(jobs, designs, learner_url=learner_url, parallel=parallel, bars=bars,
-                                   run_timeout=config.run_timeout)
+            return run_local(jobs, designs, parallel=parallel, bars=bars)
+        assert learner_url is not None
+        return run_service(jobs, designs, learner_url=learner_url, parallel=parallel, bars=bars,
+                           run_timeout=run_timeout)
+
+
+def run_comparison(config: CompareConfig, *, local: bool, learner_url: str | None, oracle_url: str | None,
+                   parallel: int, console: Console, show_progress: bool = True,
+                   chosen: Chosen | None = None) -> tuple[list[Design], list[RunOutcome]]:
+    designs = resolve_designs(config)
+    jobs = jobs_for(config, designs, oracle_url or "local", chosen)
+    outcomes = execute(jobs, designs, local=local, learner_url=learner_url, parallel=parallel, console=console,
+                       run_timeout=config.run_timeout, show_progress=show_progress)
     attach_regret(outcomes, designs)
     return designs, outcomes

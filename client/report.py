@@ -3,7 +3,8 @@
 Per design and algorithm: the final test MSE, normalized MSE and 0-1 error as mean ± std over the seeds that
 produced a curve, what was paid, wall time, the audit of every session and every failure; online runs add their
 cumulative loss and regret R_T / 10^2 (the unit of Ito et al.'s Tables 2-3). Designs that share a group (the digit
-pairs of Cesa-Bianchi et al.'s table) are also summarised by the median over the group.
+pairs of Cesa-Bianchi et al.'s table) are also summarised by the median over the group. The claims table
+(``client.claims``) opens the report; a tuned algorithm's section says what tuning chose and what it paid.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from client.claims import ClaimResult, claims_markdown, evaluate_claims
 from client.config import CompareConfig, Design
 from client.grid import RunOutcome
 from client.plots import plot_design
 from client.summary import AlgorithmSummary, Stat, stat, summarize
+from client.tune import Tuning
 
 
 def slug(text: str) -> str:
@@ -93,12 +97,75 @@ def median_tables(designs: list[Design], summaries: list[list[AlgorithmSummary]]
     return lines
 
 
+def _params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
+
+
+def tuning_section(config: CompareConfig, summaries: list[AlgorithmSummary], tunings: list[Tuning]) -> list[str]:
+    """What tuning chose for each tuned algorithm of a design, what it paid, and the result with and without it."""
+    if not tunings or config.tune is None:
+        return []
+    tune = config.tune
+    folds = (f"one validation part (the last {tune.validation:.0%} of the examples the run sees)" if tune.folds == 1
+             else f"{tune.folds}-fold cross-validation over the examples the run sees")
+    scoring = (f"from each candidate's {tune.validation_attributes} largest weights" if tune.validation_attributes
+               else "from every attribute the candidate's weights use")
+    audits = [a for t in tunings for a in t.audits()]
+    audit = ("every tuning session audited compliant" if audits and all(a is True for a in audits)
+             else "tuning in-process (no ledger)" if all(a is None for a in audits)
+             else f"{sum(a is False for a in audits)} tuning session(s) NOT compliant or not audited")
+    lines = ["### Tuning", "", f"Grid search per seed with {folds}; validation examples are scored by squared error "
+             f"{scoring}, and their attributes are paid for. Every fit and validation is a budgeted session of its "
+             f"own ({sum(t.sessions for t in tunings)} sessions; {audit}).", "",
+             "| algorithm | chosen (seed: parameters) | tuning sessions | attributes paid by tuning | test MSE "
+             "| attributes paid: run alone | run + tuning |", "|---|---|---|---|---|---|---|"]
+    by_label = {s.label: s for s in summaries}
+    notes = []
+    for label in dict.fromkeys(t.entry.label for t in tunings):
+        cells = [t for t in tunings if t.entry.label == label]
+        summary = by_label[label]
+        run = summary.of("attributes")
+        tuning = stat([float(t.attributes) for t in cells])
+        chosen = "; ".join(f"{t.seed}: {_params(t.chosen) if t.chosen else 'none scored'}" for t in cells)
+        paid = {t.seed: t.attributes for t in cells}
+        with_tuning = stat([r.result.attributes + paid.get(r.seed, 0) for r in summary.completed])
+        lines.append(f"| {label} | {chosen} | {sum(t.sessions for t in cells)} | {_cell(tuning, 6)} "
+                     f"| {_cell(summary.final('test_mse'))} | {_cell(run, 6)} | {_cell(with_tuning, 6)} |")
+        final = summary.final("test_mse")
+        if final and run and tuning and run.mean > 0:
+            notes.append(f"- {label}: test MSE {final.mean:.4g} after {run.mean:,.0f} attributes without the tuning "
+                         f"cost; counting it, the same result cost {run.mean + tuning.mean:,.0f} attributes "
+                         f"({(run.mean + tuning.mean) / run.mean:.1f}x).")
+        notes += [f"- {label}, seed {t.seed}: {t.message}" for t in cells if t.message]
+    lines += ["", *notes, "", "| algorithm | candidate | validation MSE (mean over seeds) | chosen in |",
+              "|---|---|---|---|"]
+    for label in dict.fromkeys(t.entry.label for t in tunings):
+        cells = [t for t in tunings if t.entry.label == label]
+        for c, candidate in enumerate(cells[0].candidates):
+            scores = stat([s for t in cells if (s := t.scores()[c]) is not None])
+            picked = sum(t.chosen == candidate for t in cells)
+            lines.append(f"| {label} | {_params(candidate)} | {_cell(scores)} | {picked} of {len(cells)} seeds |")
+    return lines + [""]
+
+
+@dataclass
+class Written:
+    """Where the report went, and its claims (``compare`` prints them)."""
+
+    path: Path
+    claims: list[ClaimResult]
+
+
 def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
-                 mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0) -> Path:
-    """Write report.md, results.json and the plots into ``out``; returns the report's path."""
+                 mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0,
+                 tunings: list[Tuning] | None = None) -> Written:
+    """Write report.md, results.json and the plots into ``out``; the claims table opens the report."""
     out.mkdir(parents=True, exist_ok=True)
+    tunings = tunings or []
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
+    claims = evaluate_claims(config, designs, per_design)
     lines = [f"# {config.title}", ""]
+    lines += claims_markdown(config, claims)
     if config.description:
         lines += [config.description, ""]
     lines += [f"- mode: {mode}" + (f"; preset `{preset}`" + (" with --quick" if quick else "") if preset else ""),
@@ -114,12 +181,14 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
         plots = plot_design(out, f"{i:02d}-{slug(design.name)}", design, summaries, metric=config.metric,
                             log_x=config.log_x)
         lines += design_section(design, summaries, [p.name for p in plots])
+        lines += tuning_section(config, summaries, [t for t in tunings if t.design == i])
         designs_json.append(design_json(design, summaries, [p.name for p in plots]))
     (out / "report.md").write_text("\n".join(lines))
     results = {"title": config.title, "mode": mode, "preset": preset, "quick": quick, "wall_time": wall_time,
-               "config": config.model_dump(mode="json"), "designs": designs_json}
+               "claims": [c.json() for c in claims], "config": config.model_dump(mode="json"),
+               "designs": designs_json, "tuning": [t.json() for t in tunings]}
     (out / "results.json").write_text(json.dumps(results, indent=1))
-    return out / "report.md"
+    return Written(out / "report.md", claims)
 
 
 def _stat_json(value: Stat | None) -> dict[str, float] | None:

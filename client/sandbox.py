@@ -64,7 +64,7 @@ def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Pa
             designs, outcomes = run_comparison(config, local=False, learner_url=learner, oracle_url=oracle,
                                                parallel=2, console=console)
             report = write_report(out, config, designs, outcomes, mode=f"sandbox: learner {learner}, oracle {oracle}",
-                                  wall_time=time.perf_counter() - started)
+                                  wall_time=time.perf_counter() - started).path
             console.print(f"demo report: {report.resolve()}\nresults:     {(out / 'results.json').resolve()}"
                           f"\nAPI docs:    {oracle}/docs and {learner}/docs\nledger:      {ledger}", soft_wrap=True)
             if demo_only:

@@ -1,4 +1,5 @@
-"""Every preset runs with --quick and reports one section per design; ``--list`` names them with their run time."""
+"""Every preset runs with --quick and reports one section per design under its claims table; ``--list`` names them
+with their run time."""
 
 from __future__ import annotations
 
@@ -50,6 +51,16 @@ def test_quick_preset_runs_with_a_section_per_design(name: str, tmp_path: Path) 
             assert [r["result"]["status"] for r in algorithm["runs"]] == ["finished"] * len(quick.seeds)
             assert algorithm["summary"]["test_mse"]["mean"] >= 0
     assert load_preset(name).expected_time in report
+    # The claims table opens the report, one row per claim the preset declares, each with a verdict.
+    claims = results["claims"]
+    assert len(claims) == len(quick.claims) >= 2
+    assert report.split("\n")[2] == f"## Claims: {sum(c['verdict'] == 'holds' for c in claims)} of {len(claims)} hold"
+    for claim in claims:
+        assert claim["verdict"] in {"holds", "fails", "not run", "no result"}
+        assert f"| {claim['claim']} ({claim['source']}; " in report
+        if claim["verdict"] in ("fails", "no result"):
+            assert f"- {claim['claim']} ({claim['source']}, {claim['design']}): the paper has" in report
+    assert "Claims" in result.output and "verdict" in result.output
     if name == THROUGH_SERVICES:
         audits = {r["audit"] for d in results["designs"] for a in d["algorithms"] for r in a["runs"]}
         assert audits == {"compliant"}

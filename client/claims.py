@@ -1,0 +1,204 @@
+"""The claims table: each result a preset reproduces (an ordering, a ρ value, a table cell), with the paper's figure,
+ours, and whether it holds.
+
+A preset declares its claims as ``[[claims]]`` (``client.config.ClaimSpec``); they are checked here against the
+comparison's summaries. A claim is never dropped: one whose design did not run (``--quick`` runs fewer) says
+"not run", one whose algorithms produced no result says so, and one that fails shows the numbers that fail it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+from rich.table import Table
+
+from budgetlab.datasets import DatasetError, load_dataset
+from client.config import ClaimSpec, CompareConfig, Design
+from client.summary import AlgorithmSummary
+
+Verdict = Literal["holds", "fails", "not run", "no result"]
+VERDICT_STYLE = {"holds": "green", "fails": "bold red", "not run": "yellow", "no result": "bold red"}
+
+
+@dataclass
+class ClaimResult:
+    claim: str
+    source: str
+    design: str
+    paper: str
+    ours: str
+    verdict: Verdict
+    values: dict[str, float]
+
+    def json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def improvement_ratio(second_moments: np.ndarray, scenario: str) -> float:
+    """Kukliansky & Shamir's ρ: eq. (11) ||E x²||_{1/2} / (d E||x²||_1) for ridge, eq. (12)
+    ||E x²||_1 / (d ||E x²||_∞) for lasso; a property of the data alone."""
+    m = np.asarray(second_moments, dtype=np.float64)
+    d = m.size
+    if scenario == "ridge":
+        return float(np.sqrt(m).sum() ** 2 / (d * m.sum()))
+    return float(m.sum() / (d * m.max()))
+
+
+def _at_attributes(summary: AlgorithmSummary, metric: str, attributes: float) -> float | None:
+    """The mean over seeds of each run's curve read (linearly interpolated) at ``attributes`` paid."""
+    values = []
+    for run in summary.completed:
+        curve = run.result.curve
+        if curve:
+            values.append(float(np.interp(attributes, [p.attributes for p in curve],
+                                          [getattr(p, metric) for p in curve])))
+    return statistics.fmean(values) if values else None
+
+
+def _final(summary: AlgorithmSummary, metric: str) -> float | None:
+    if metric == "regret":
+        regret = summary.regret()
+        return regret.mean / 100 if regret else None  # R_T / 10^2, the unit of Ito et al.'s tables
+    found = summary.of("attributes") if metric == "attributes" else summary.final(metric)
+    return found.mean if found else None
+
+
+def _design_values(summaries: list[AlgorithmSummary], labels: list[str], metric: str,
+                   at: str) -> dict[str, float | None]:
+    by_label = {s.label: s for s in summaries}
+    if at == "end" or metric in ("regret", "attributes"):
+        return {label: _final(by_label[label], metric) for label in labels}
+    paid = [by_label[label].of("attributes") for label in labels]
+    if any(p is None for p in paid):
+        return {label: None for label in labels}
+    frugal = min(p.mean for p in paid if p is not None)
+    return {label: _at_attributes(by_label[label], metric, frugal) for label in labels}
+
+
+def _values(claim: ClaimSpec, members: list[list[AlgorithmSummary]]) -> dict[str, float | None]:
+    """Per label: its value in the one design, or the median over a group's designs (the paper's table)."""
+    per_design = [_design_values(m, claim.labels, claim.metric, claim.at) for m in members]
+    out: dict[str, float | None] = {}
+    for label in claim.labels:
+        found = [v[label] for v in per_design if v[label] is not None]
+        out[label] = statistics.median(found) if found else None  # type: ignore[type-var]
+    return out
+
+
+def _number(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _ordering(claim: ClaimSpec, values: dict[str, float]) -> tuple[str, bool]:
+    text = f"{claim.order[0]} {_number(values[claim.order[0]])}"
+    holds = True
+    for before, after in zip(claim.order, claim.order[1:], strict=False):
+        below = values[before] < values[after]
+        holds &= below
+        text += f" {'<' if below else '≥'} {after} {_number(values[after])}"
+    return text, holds
+
+
+def _bounded(value: float, claim: ClaimSpec) -> bool:
+    return (claim.below is None or value < claim.below) and (claim.above is None or value > claim.above)
+
+
+def _bounds(claim: ClaimSpec) -> str:
+    parts = [f"> {claim.above:g}" if claim.above is not None else "", f"< {claim.below:g}"
+             if claim.below is not None else ""]
+    return " and ".join(p for p in parts if p)
+
+
+def _rho(claim: ClaimSpec, design: Design, seed: int) -> ClaimResult:
+    try:
+        dataset = load_dataset(design.dataset.name, design.dataset.params, seed)
+    except DatasetError as exc:
+        return ClaimResult(claim.claim, claim.source, design.name, claim.paper, f"dataset unavailable: {exc}",
+                           "no result", {})
+    assert claim.rho is not None and claim.target is not None and claim.tolerance is not None
+    rho = improvement_ratio(dataset.second_moments(), claim.rho)
+    holds = abs(rho - claim.target) <= claim.tolerance
+    return ClaimResult(claim.claim, claim.source, design.name, claim.paper,
+                       f"ρ_{claim.rho} = {rho:.3g} from E x_i² over the {dataset.n('train'):,} training examples "
+                       f"(needs {claim.target:g} ± {claim.tolerance:g})", "holds" if holds else "fails",
+                       {"rho": rho})
+
+
+def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design],
+                   summaries: list[list[AlgorithmSummary]]) -> ClaimResult:
+    where = claim.design or (designs[0].name if designs else config.title)
+    chosen = [i for i, d in enumerate(designs) if claim.design is None or claim.design in (d.name, d.group)]
+    if not chosen:
+        return ClaimResult(claim.claim, claim.source, where, claim.paper, "—", "not run", {})
+    if claim.kind == "rho":
+        return _rho(claim, designs[chosen[0]], config.seeds[0])
+    values = _values(claim, [summaries[i] for i in chosen])
+    if len(chosen) > 1:
+        where = f"{where} (median over {len(chosen)} datasets)"
+    missing = [label for label, v in values.items() if v is None]
+    if missing:
+        return ClaimResult(claim.claim, claim.source, where, claim.paper,
+                           f"no completed run of {', '.join(missing)}", "no result", {})
+    got = {label: float(v) for label, v in values.items() if v is not None}
+    if claim.kind == "ordering":
+        text, holds = _ordering(claim, got)
+    else:
+        assert claim.algorithm is not None
+        value = got[claim.algorithm]
+        text = f"{claim.algorithm} {_number(value)}"
+        if claim.kind == "ratio":
+            assert claim.over is not None
+            value = value / got[claim.over] if got[claim.over] else float("inf")
+            text = f"{claim.algorithm} / {claim.over} = {_number(got[claim.algorithm])} / " \
+                   f"{_number(got[claim.over])} = {_number(value)}"
+            got["ratio"] = value
+        holds = _bounded(value, claim)
+        text += f" (needs {_bounds(claim)})"
+    return ClaimResult(claim.claim, claim.source, where, claim.paper, text, "holds" if holds else "fails", got)
+
+
+def evaluate_claims(config: CompareConfig, designs: list[Design],
+                    summaries: list[list[AlgorithmSummary]]) -> list[ClaimResult]:
+    return [evaluate_claim(c, config, designs, summaries) for c in config.claims]
+
+
+def metric_words(claim: ClaimSpec) -> str:
+    words = {"test_mse": "test MSE", "normalized_mse": "normalized MSE", "zero_one": "0-1 error",
+             "regret": "R_T / 10^2", "attributes": "attributes paid"}[claim.metric]
+    return words + (", at equal attributes" if claim.at == "equal_attributes" else "")
+
+
+def claims_markdown(config: CompareConfig, results: list[ClaimResult]) -> list[str]:
+    """The table that opens the report, and a line under it for every claim that does not hold."""
+    if not results:
+        return []
+    held = sum(r.verdict == "holds" for r in results)
+    lines = [f"## Claims: {held} of {len(results)} hold", "",
+             "| claim | paper | ours | verdict |", "|---|---|---|---|"]
+    for spec, r in zip(config.claims, results, strict=True):
+        lines.append(f"| {r.claim} ({r.source}; {r.design}; {metric_words(spec)}) | {r.paper} | {r.ours} "
+                     f"| **{r.verdict}** |")
+    failing = [r for r in results if r.verdict in ("fails", "no result")]
+    if failing:
+        lines += ["", "Not reproduced here:", ""]
+        lines += [f"- {r.claim} ({r.source}, {r.design}): the paper has {r.paper}; we get {r.ours}." for r in failing]
+    not_run = sum(r.verdict == "not run" for r in results)
+    if not_run:
+        lines += ["", f"{not_run} claim(s) concern designs this run left out (--quick runs fewer); the full "
+                  "comparison checks them."]
+    return lines + [""]
+
+
+def claims_table(results: list[ClaimResult]) -> Table:
+    """The claims for the terminal: four columns that wrap within 80."""
+    table = Table(title="Claims", show_lines=True, expand=False)
+    table.add_column("claim", ratio=3, overflow="fold")
+    table.add_column("paper", ratio=2, overflow="fold")
+    table.add_column("ours", ratio=3, overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    for r in results:
+        table.add_row(f"{r.claim} ({r.source})", r.paper, r.ours, f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]")
+    return table

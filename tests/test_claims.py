@@ -1,0 +1,157 @@
+"""The claims table: checked against a real (in-process) comparison, opening the report, in results.json and on
+the terminal within 80 columns; a failing claim is shown with its numbers; a claim naming nothing real is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from budgetlab.datasets import load_dataset
+from client.claims import improvement_ratio
+from client.cli import app
+
+RUNNER = CliRunner()
+CONFIG = """
+title = "claims test"
+budget = { per_example = 4 }
+seeds = [0, 1]
+max_examples = 60
+eval_every = 20
+
+[[algorithms]]
+id = "aerr"
+label = "AERR"
+params = { eta = 1e-9 }
+
+[[algorithms]]
+id = "ridge"
+label = "Ridge"
+per_example = 64
+
+[[designs]]
+name = "digits"
+dataset = { name = "digits-3v5" }
+
+[[designs]]
+name = "pairs"
+datasets = ["digits-1v7", "digits-3v8"]
+
+[[designs]]
+name = "power law"
+dataset = { name = "powerlaw", params = { alpha = -1.0, scenario = "ridge", n_train = 20000, n_test = 100 } }
+algorithms = [{ id = "ridge", label = "Ridge", per_example = 500 }]
+
+[[claims]]
+claim = "ridge beats a learner that cannot move"
+source = "Fig. 9"
+paper = "Ridge < AERR"
+kind = "ordering"
+design = "digits"
+order = ["Ridge", "AERR"]
+
+[[claims]]
+claim = "the reverse, which must fail"
+source = "Fig. 9"
+paper = "AERR < Ridge"
+kind = "ordering"
+design = "digits"
+order = ["AERR", "Ridge"]
+
+[[claims]]
+claim = "a fraction of ridge's attributes"
+source = "Sec. 1"
+paper = "k / d"
+kind = "ratio"
+design = "pairs"
+metric = "attributes"
+algorithm = "AERR"
+over = "Ridge"
+below = 0.07
+
+[[claims]]
+claim = "rho of the power law"
+source = "eq. (11)"
+paper = "0.55"
+kind = "rho"
+design = "power law"
+rho = "ridge"
+target = 0.55
+tolerance = 0.02
+
+[[claims]]
+claim = "at equal attributes"
+source = "Fig. 9"
+paper = "AERR < Ridge"
+kind = "ordering"
+design = "digits"
+at = "equal_attributes"
+order = ["AERR", "Ridge"]
+"""
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("claims")
+    (tmp / "c.toml").write_text(CONFIG)
+    result = RUNNER.invoke(app, ["compare", str(tmp / "c.toml"), "--out", str(tmp / "out"), "--local"],
+                           terminal_width=80)
+    assert result.exit_code == 0, result.output
+    return {"output": result.output, "report": (tmp / "out" / "report.md").read_text(),
+            "claims": json.loads((tmp / "out" / "results.json").read_text())["claims"]}
+
+
+def test_claims_are_checked_against_the_results(compared: dict) -> None:
+    holds, reverse, ratio, rho, equal = compared["claims"]
+    assert holds["verdict"] == "holds" and reverse["verdict"] == "fails"
+    ridge, aerr = holds["values"]["Ridge"], holds["values"]["AERR"]
+    assert ridge < 0.5 < 0.95 < aerr  # eta = 1e-9 keeps AERR at the zero predictor
+    assert reverse["ours"] == f"AERR {aerr:.4g} ≥ Ridge {ridge:.4g}"
+    # AERR pays at most its 4 of the 64 attributes of each example that ridge pays in full.
+    assert ratio["verdict"] == "holds" and 0 < ratio["values"]["ratio"] <= 4 / 64
+    assert ratio["design"] == "pairs (median over 2 datasets)"
+    assert rho["verdict"] == "holds" and rho["values"]["rho"] == pytest.approx(0.552, abs=0.005)
+    assert "over the 20,000 training examples" in rho["ours"]
+    # At the attributes AERR paid, ridge has seen only a handful of examples, and AERR's curve sits near 1.
+    assert equal["values"]["AERR"] == pytest.approx(aerr, abs=0.05)
+
+
+def test_the_claims_table_opens_the_report_and_failures_show_their_numbers(compared: dict) -> None:
+    report = compared["report"]
+    assert report.index("## Claims: ") < report.index("- mode:") < report.index("## digits")
+    assert report.split("\n")[2].startswith("## Claims: ")
+    reverse = compared["claims"][1]
+    assert f"| the reverse, which must fail (Fig. 9; digits; test MSE) | AERR < Ridge | {reverse['ours']} " \
+           "| **fails** |" in report
+    assert f"- the reverse, which must fail (Fig. 9, digits): the paper has AERR < Ridge; we get {reverse['ours']}." \
+           in report
+
+
+def test_compare_prints_the_claims_within_80_columns(compared: dict) -> None:
+    output = compared["output"]
+    table = output[output.index("Claims"):output.index("runs completed")]
+    assert "holds" in table and "fails" in table and "rho of the power law" in table
+    assert max(len(line) for line in table.splitlines()) <= 80
+
+
+def test_improvement_ratio_gives_the_papers_values() -> None:
+    # Kukliansky & Shamir section 5.1, as ERRATA.md reproduces them exactly: rho_lasso at alpha = -1 is 0.0136.
+    dataset = load_dataset("powerlaw", {"alpha": -1.0, "scenario": "lasso", "n_train": 2000, "n_test": 10}, 0)
+    assert improvement_ratio(dataset.second_moments(), "lasso") == pytest.approx(0.0136, rel=0.05)
+    assert improvement_ratio([1.0, 1.0, 1.0], "ridge") == pytest.approx(1.0)
+    assert improvement_ratio([4.0, 0.0, 0.0, 0.0], "ridge") == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(("claim", "message"), [
+    ('order = ["Ridge", "Lasso"]', "no algorithm labelled 'Lasso' in its design"),
+    ('order = ["Ridge"]', "needs order with two or more labels"),
+])
+def test_a_claim_that_names_nothing_real_is_refused_with_the_file(tmp_path: Path, claim: str, message: str) -> None:
+    text = CONFIG.split("[[claims]]")[0] + ('[[claims]]\nclaim = "x"\nsource = "y"\npaper = "z"\nkind = "ordering"\n'
+                                             f'design = "digits"\n{claim}\n')
+    (tmp_path / "c.toml").write_text(text)
+    result = RUNNER.invoke(app, ["compare", str(tmp_path / "c.toml"), "--out", str(tmp_path / "out"), "--local"])
+    assert result.exit_code == 1
+    assert str(tmp_path / "c.toml") in result.output and message in " ".join(result.output.split())
