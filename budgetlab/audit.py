@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from budgetlab.ledger import verify_chain
-from budgetlab.models import AuditReport, Budget
+from budgetlab import ledger, ledger_v1
+from budgetlab.models import AuditReport, Budget, Receipt
 
 _SLACK = 1e-6
 
@@ -20,13 +20,26 @@ def _payload(row: dict[str, Any]) -> dict[str, Any]:
     return json.loads(row["payload"]) if isinstance(row["payload"], str) else row["payload"]
 
 
-def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[str, Any] | None) -> AuditReport:
-    """Audit one session's rows (in seq order) against the counters it recorded (None: rows only)."""
+def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[str, Any] | None, *,
+               receipts: Iterable[Receipt] = (), format: int = ledger.FORMAT) -> AuditReport:
+    """Audit one session's rows (in seq order) against the counters it recorded (None: rows only).
+
+    ``receipts`` are chain heads a client was given: each must be a link of this chain, so a ledger rewritten
+    wholesale (every digest recomputed) no longer passes for the original. ``format`` 1 reads old exports.
+    """
     rows = list(rows)
     reasons: list[str] = []
-    chain = verify_chain(session_id, rows)
+    verify = ledger.verify_chain if format == ledger.FORMAT else ledger_v1.verify_chain
+    chain = verify(session_id, rows)
     if not chain.ok:
         reasons.append(chain.reason)
+    for receipt in receipts:
+        if format != ledger.FORMAT:
+            reasons.append("receipts can only be checked on a format-2 ledger")
+            break
+        if chain.ok and not ledger.contains_receipt(rows, receipt.rows, receipt.head):
+            reasons.append(f"the receipt for row {receipt.rows - 1} ({receipt.head[:16]}...) is not in this "
+                           "ledger: it is not the ledger that was given out")
 
     budget = Budget()
     costs: list[float] | None = None
@@ -118,10 +131,12 @@ def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[s
     )
 
 
-def audit_ndjson(lines: Iterable[str]) -> AuditReport:
-    """Audit an exported ledger: row lines in seq order, then the session's ``{"type": "head"}`` line."""
+def audit_ndjson(lines: Iterable[str], receipts: Iterable[Receipt] = ()) -> AuditReport:
+    """Audit an exported ledger: its ``{"type": "ledger", "format": 2}`` line, row lines in seq order, then the
+    session's ``{"type": "head"}`` line. An export without the first line is format 1 (before receipts)."""
     rows: list[dict[str, Any]] = []
     head: dict[str, Any] | None = None
+    header: dict[str, Any] | None = None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -131,10 +146,16 @@ def audit_ndjson(lines: Iterable[str]) -> AuditReport:
             raise ValueError(f"line {number} is not JSON: {exc}") from None
         if obj.get("type") == "head":
             head = obj
+        elif obj.get("type") == "ledger":
+            header = obj
         else:
             rows.append(obj)
-    session_id = (head or {}).get("session_id") or (rows[0]["session_id"] if rows else "")
-    report = audit_rows(session_id, rows, head)
+    format = int(header.get("format", ledger.FORMAT)) if header is not None else 1
+    if format not in (1, ledger.FORMAT):
+        raise ValueError(f"ledger format {format} is not one this version reads (1 or {ledger.FORMAT})")
+    session_id = ((header or {}).get("session_id") or (head or {}).get("session_id")
+                  or (rows[0].get("session_id", "") if rows else ""))
+    report = audit_rows(session_id, rows, head, receipts=receipts, format=format)
     if head is None:
         report.reasons.append("the export has no head line: rows missing at the end cannot be detected")
         report.compliant = False

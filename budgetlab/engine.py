@@ -35,6 +35,7 @@ from budgetlab.models import (
     Budget,
     EvaluateRequest,
     EvaluateResponse,
+    ExamplePart,
     LabelRequest,
     LabelResponse,
     LedgerKind,
@@ -53,6 +54,8 @@ from budgetlab.models import (
     SessionInfo,
     Spent,
     Split,
+    StepRequest,
+    StepResponse,
 )
 from budgetlab.models import (
     Protocol as SessionProtocol,
@@ -110,7 +113,8 @@ class Runtime:
     @classmethod
     def _build(cls, config: SessionConfig, dataset: Dataset) -> Runtime:
         costs = rules.attribute_costs(config.budget, dataset.costs, dataset.d)
-        order = stream_order(config.n_examples, config.seed) if config.order == "stream" else None
+        order = (part_order(dataset.n(config.split), config.seed, config.budget.part) if config.order == "stream"
+                 else None)
         return cls(config, dataset, costs, order, bool(np.all(costs == 1.0)))
 
 
@@ -164,6 +168,20 @@ class Outcome(Generic[A]):
 # --- opening and reading ----------------------------------------------------------------------------------
 
 
+def part_order(n: int, seed: int, part: ExamplePart | None) -> np.ndarray:
+    """The stream order of a split of ``n`` examples, cut to the session's part (folds keep the seeded order)."""
+    order = stream_order(n, seed)
+    if part is None:
+        return order
+    if part.stop > n:
+        raise ValueError(f"the part {part.start}..{part.stop - 1} is not within the split's {n} examples")
+    if part.complement:
+        if part.stop - part.start == n:
+            raise ValueError("the complement of the whole split is empty")
+        return np.concatenate((order[: part.start], order[part.stop :]))
+    return order[part.start : part.stop]
+
+
 def open_session(request: SessionCreate, dataset: Dataset | None = None) -> tuple[Runtime, Outcome[None]]:
     """A new session's runtime and its ``open`` event (the configuration the audit reads back).
 
@@ -172,10 +190,15 @@ def open_session(request: SessionCreate, dataset: Dataset | None = None) -> tupl
     try:
         if dataset is None:
             dataset = load_dataset(request.dataset, request.dataset_params, request.seed)
+        n_examples = dataset.n(request.split)
+        part = request.budget.part
+        if part is not None:
+            if request.order != "stream":
+                raise ValueError("a part of the split is served as a stream: use order 'stream'")
+            n_examples = len(part_order(n_examples, request.seed, part))
         config = SessionConfig(
             dataset=request.dataset, dataset_params=dataset.params, split=request.split, protocol=request.protocol,
-            order=request.order, budget=request.budget, seed=request.seed, n_examples=dataset.n(request.split),
-            d=dataset.d,
+            order=request.order, budget=request.budget, seed=request.seed, n_examples=n_examples, d=dataset.d,
         )
         rt = Runtime._build(config, dataset)
     except (DatasetError, ValueError) as exc:
@@ -359,6 +382,51 @@ def observe_one(rt: Runtime, counters: Counters, paid: Paid, request: ObserveReq
     return Outcome(answer, outcome.counters, outcome.events)
 
 
+class _NothingPaid:
+    """What a session has paid for of an example it has just issued: nothing."""
+
+    def cells(self, examples: Sequence[int]) -> Mapping[tuple[int, int], float]:
+        return {}
+
+    def label(self, example: int) -> float | None:
+        return None
+
+    def predicted(self, example: int) -> bool:
+        return False
+
+
+def step(rt: Runtime, counters: Counters, request: StepRequest) -> Outcome[StepResponse]:
+    """``next`` and an ``observe`` of the example it issues, all or nothing: one round trip per example.
+
+    This is the whole round of the batch protocol. In the online protocol it is the first of a round's two
+    requests, ``predict`` the second: the attributes of the next example may depend on the label ``predict``
+    reveals, so two requests per round is the floor there. Nothing of a just-issued example can have been paid
+    for, so the step needs no lookup of paid cells.
+    """
+    issued = next_example(rt, counters)
+    nxt = issued.answer
+    observed_attrs: list[int] = []
+    values: list[float] = []
+    fresh = 0
+    charged = rt.config.budget.label_cost if nxt.label is not None else 0.0
+    after, events = issued.counters, issued.events
+    if request.attributes:
+        observed = observe(rt, after, _NothingPaid(),
+                           [ObserveRequest.model_construct(example=nxt.example, attributes=request.attributes)])
+        batch = observed.answer
+        observed_attrs, values, fresh = request.attributes, batch.items[0].values, batch.fresh
+        charged += batch.charged
+        after, events = observed.counters, events + observed.events
+        left = batch.remaining
+    else:
+        left = nxt.remaining
+    answer = StepResponse.model_construct(
+        example=nxt.example, label=nxt.label, position=nxt.position, attributes=observed_attrs, values=values,
+        charged=charged, fresh=fresh, spent=after.spent_cost, remaining=left,
+    )
+    return Outcome(answer, after, events)
+
+
 def _observed(items: Sequence[ObserveRequest], new_counts: list[int], fresh_attr: list[int], values: list[float],
               known: Mapping[tuple[int, int], float]) -> list[ObservedValues]:
     """Each item's values in its own attribute order, from this step's fresh cells and the earlier ones."""
@@ -419,11 +487,13 @@ def evaluate(rt: Runtime, counters: Counters, request: EvaluateRequest) -> Outco
 
 
 def moments(rt: Runtime, counters: Counters) -> Outcome[MomentsResponse]:
-    """Declared prior knowledge, E[x_i^2] over the training split: free, but recorded."""
+    """Declared prior knowledge over the training split, E[x_i^2] and the scale bounds: free, but recorded."""
     require_open(counters)
     if rt.config.split != "train":
         raise OracleError(409, "test_session", "prior knowledge is for training sessions")
     second = rt.dataset.second_moments()
-    payload = {"what": "E[x_i^2] over the training split",
-               "sha256": hashlib.sha256(np.ascontiguousarray(second).tobytes()).hexdigest()}
-    return Outcome(MomentsResponse(second_moments=second.tolist()), counters, (Event("prior", payload=payload),))
+    bounds = rt.dataset.scale_bounds().as_dict()
+    payload = {"what": "E[x_i^2] and the data's scale bounds over the training split",
+               "sha256": hashlib.sha256(np.ascontiguousarray(second).tobytes()).hexdigest(), **bounds}
+    return Outcome(MomentsResponse(second_moments=second.tolist(), **bounds), counters,
+                   (Event("prior", payload=payload),))

@@ -1,115 +1,162 @@
-"""The ledger's hash chain: canonical content of a row and the sha256 that links it to the previous one.
+"""The ledger's hash chain, format 2: one chain link per recorded event or per example of an observe request.
 
-``hash = sha256(prev_hash + "\\n" + canonical(row))``. The canonical form uses ``repr`` of floats (an
-exact round trip through JSON), so an exported NDJSON ledger can be re-hashed offline bit for bit.
+A session's ledger is a sequence of rows numbered ``seq`` = 0, 1, 2, ...: one per event (open, label, predict,
+evaluate, prior, close) and one per observed value. Consecutive rows are grouped into chain *links*: an event is
+a link of one row; the values one request paid for of one example are one link (a batch observe of 200 examples
+makes 200 links). A link is stored once, with a binary sha256 digest, and its values as compact rows of their
+own, so the ledger costs tens of bytes per value instead of hundreds:
+
+    digest = sha256(previous digest (32 bytes) || header (UTF-8) || "\\n" || attributes (int64 LE) || values (f64 LE))
+
+``header`` is ``session_id|seq|kind|example|value|cost|payload`` for an event and ``session_id|seq|observe|
+example|n`` for a link of ``n`` values (their costs follow from the attributes and the costs the ``open`` row
+declares, so they are not hashed twice). Floats appear as ``repr`` in headers and as IEEE bits in the packed
+part: an NDJSON export (JSON round-trips floats exactly) re-hashes offline bit for bit.
+
+Each value row also carries a 32-bit ``tag``, a mix of its seq, example, attribute and value bits. The digest
+proves that a link is intact; the tags say which of its values was altered. Tags are not a security measure
+(anyone can recompute them): the chain and the receipts a client keeps are.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from budgetlab.engine import Event, Observations
 
+FORMAT = 2
 GENESIS = "0" * 64
-EMPTY_PAYLOAD = "{}"
-# The order of a ledger row's fields wherever a row travels as a tuple (bulk inserts, exports).
-ROW_FIELDS = ("session_id", "seq", "kind", "example", "attribute", "value", "cost", "payload", "prev_hash", "hash")
+# Storage order of a link's and a value's fields (the store's INSERT statements use them as they are).
+LINK_FIELDS = ("session_key", "seq", "kind", "example", "value", "cost", "n", "payload", "digest")
+VALUE_FIELDS = ("session_key", "example", "attribute", "seq", "value", "tag")
+# The fields of a row as the API pages and the NDJSON export show it.
+ROW_FIELDS = ("seq", "kind", "example", "attribute", "value", "cost", "payload", "link", "n", "hash", "tag")
+
+_M1, _M2, _M3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
-def canonical_payload(payload: dict[str, Any]) -> str:
+def canonical_json(payload: dict[str, Any] | None) -> str:
+    """A payload as it is hashed and stored: sorted keys, no spaces; "" for none."""
     if not payload:
-        return EMPTY_PAYLOAD
+        return ""
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def _int(x: int | None) -> str:
-    return "" if x is None else str(int(x))
+def _opt(x: float | int | None, text: type = str) -> str:
+    return "" if x is None else text(x)
 
 
-def _float(x: float | None) -> str:
-    return "" if x is None else repr(float(x))
+def event_header(session_id: str, seq: int, kind: str, example: int | None, value: float | None, cost: float,
+                 payload: str) -> bytes:
+    return (f"{session_id}|{seq}|{kind}|{_opt(example)}|{_opt(None if value is None else float(value), repr)}|"
+            f"{float(cost)!r}|{payload}").encode()
 
 
-def canonical(
-    session_id: str, seq: int, kind: str, example: int | None, attribute: int | None, value: float | None,
-    cost: float, payload: str,
-) -> str:
-    return "|".join(
-        (session_id, str(int(seq)), kind, _int(example), _int(attribute), _float(value), _float(cost), payload)
-    )
+def observe_header(session_id: str, seq: int, example: int, n: int) -> bytes:
+    return f"{session_id}|{seq}|observe|{example}|{n}".encode()
 
 
-def chain_hash(prev_hash: str, content: str) -> str:
-    return hashlib.sha256(f"{prev_hash}\n{content}".encode()).hexdigest()
+def link_digest(prev: bytes, header: bytes, attributes: np.ndarray | None = None,
+                values: np.ndarray | None = None) -> bytes:
+    h = hashlib.sha256(prev)
+    h.update(header)
+    if attributes is not None and values is not None:
+        h.update(b"\n")
+        h.update(np.ascontiguousarray(attributes, dtype="<i8").tobytes())
+        h.update(np.ascontiguousarray(values, dtype="<f8").tobytes())
+    return h.digest()
+
+
+def value_tags(seqs: np.ndarray, examples: np.ndarray, attributes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each value row's 32-bit tag (a splitmix64 finaliser over its fields), as signed int32."""
+    with np.errstate(over="ignore"):
+        h = (np.asarray(seqs, dtype=np.int64).astype(np.uint64) * _M1
+             ^ np.asarray(examples, dtype=np.int64).astype(np.uint64) * _M2
+             ^ np.asarray(attributes, dtype=np.int64).astype(np.uint64) * _M3
+             ^ np.ascontiguousarray(values, dtype="<f8").view(np.uint64))
+        h ^= h >> np.uint64(30)
+        h *= _M2
+        h ^= h >> np.uint64(27)
+        h *= _M3
+        h ^= h >> np.uint64(31)
+    return (h & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
 
 
 @dataclass
 class Chain:
-    """Builds consecutive rows of one session, continuing from its head."""
+    """Turns an engine outcome's events into link and value tuples, continuing a session's chain."""
 
     session_id: str
+    key: int
     seq: int
     head: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    links: list[tuple] = field(default_factory=list)
+    values: list[tuple] = field(default_factory=list)
 
-    def append(
-        self, kind: str, *, example: int | None = None, attribute: int | None = None, value: float | None = None,
-        cost: float = 0.0, payload: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        text = canonical_payload(payload or {})
-        value = None if value is None else float(value)
-        cost = float(cost)
-        content = canonical(self.session_id, self.seq, kind, example, attribute, value, cost, text)
-        digest = chain_hash(self.head, content)
-        row = {
-            "session_id": self.session_id, "seq": self.seq, "kind": kind, "example": example,
-            "attribute": attribute, "value": value, "cost": cost, "payload": text, "prev_hash": self.head,
-            "hash": digest,
-        }
-        self.rows.append(row)
-        self.seq += 1
-        self.head = digest
-        return row
-
-    def record(self, events: Iterable[Event | Observations]) -> list[tuple]:
-        """The ledger rows of an engine outcome's events as ``ROW_FIELDS`` tuples, continuing the chain."""
-        out: list[tuple] = []
+    def record(self, events: Iterable[Event | Observations]) -> Chain:
+        prev = bytes.fromhex(self.head)
         for event in events:
             if isinstance(event, Observations):
-                out += self.observation_rows(event.examples, event.attributes, event.values, event.costs)
+                prev = self._observations(prev, event)
             else:
-                row = self.append(event.kind, example=event.example, value=event.value, cost=event.cost,
-                                  payload=event.payload)
-                out.append(tuple(row[f] for f in ROW_FIELDS))
-        return out
+                payload = canonical_json(event.payload)
+                value = None if event.value is None else float(event.value)
+                digest = link_digest(prev, event_header(self.session_id, self.seq, event.kind, event.example, value,
+                                                        event.cost, payload))
+                self.links.append((self.key, self.seq, event.kind, event.example, value, float(event.cost), 1,
+                                   payload or None, digest))
+                self.seq += 1
+                prev = digest
+        self.head = prev.hex()
+        return self
 
-    def observation_rows(self, examples: list[int], attributes: list[int], values: list[float],
-                         costs: list[float]) -> list[tuple]:
-        """One ``observe`` row per cell as a ``ROW_FIELDS`` tuple, with ``append``'s canonical content.
+    def _observations(self, prev: bytes, event: Observations) -> bytes:
+        """One link per example, in request order (the engine lists an example's cells together)."""
+        examples = np.asarray(event.examples, dtype=np.int64)
+        attributes = np.asarray(event.attributes, dtype=np.int64)
+        values = np.asarray(event.values, dtype=np.float64)
+        first = self.seq
+        seqs = np.arange(first, first + len(examples), dtype=np.int64)
+        tags = value_tags(seqs, examples, attributes, values).tolist()
+        starts = [0, *(np.flatnonzero(examples[1:] != examples[:-1]) + 1).tolist(), len(examples)]
+        key, sid = self.key, self.session_id
+        for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+            example = event.examples[lo]
+            seq = first + lo
+            prev = link_digest(prev, observe_header(sid, seq, example, hi - lo), attributes[lo:hi], values[lo:hi])
+            self.links.append((key, seq, "observe", example, None, float(sum(event.costs[lo:hi])), hi - lo, None,
+                               prev))
+        self.values += zip([key] * len(examples), event.examples, event.attributes, seqs.tolist(), event.values, tags,
+                           strict=True)
+        self.seq = first + len(examples)
+        return prev
 
-        The bulk path of a batch observe: tens of thousands of rows go straight to the driver, so no dict
-        per row, and ``canonical`` is inlined. Its inputs must be Python ints and floats (``tolist()``),
-        whose ``str``/``repr`` are then exactly ``canonical``'s.
-        """
-        sid, head, first = self.session_id, self.head, self.seq
-        prefix = f"{sid}|"
-        sha256 = hashlib.sha256
-        rows: list[tuple] = []
-        add = rows.append
-        for seq, example, attribute, value, cost in zip(
-            range(first, first + len(examples)), examples, attributes, values, costs, strict=True
-        ):
-            digest = sha256(
-                f"{head}\n{prefix}{seq}|observe|{example}|{attribute}|{value!r}|{cost!r}|{EMPTY_PAYLOAD}".encode()
-            ).hexdigest()
-            add((sid, seq, "observe", example, attribute, value, cost, EMPTY_PAYLOAD, head, digest))
-            head = digest
-        self.head, self.seq = head, first + len(examples)
-        return rows
+
+def rows_of_links(links: Iterable[Sequence[Any]], values_of: dict[int, list[tuple]], costs: Sequence[float] | None,
+                  ) -> Iterator[dict[str, Any]]:
+    """The rows of stored links, in seq order, as the API and the export show them.
+
+    ``links`` are ``(seq, kind, example, value, cost, n, payload, digest)``; ``values_of[seq]`` the
+    ``(attribute, seq, value, tag)`` of an observe link's values in seq order; ``costs`` the attribute costs
+    the ``open`` row declares (None: every attribute costs 1).
+    """
+    for seq, kind, example, value, cost, n, payload, digest in links:
+        digest_hex = bytes(digest).hex()
+        if kind != "observe":
+            yield {"seq": seq, "kind": kind, "example": example, "attribute": None, "value": value, "cost": cost,
+                   "payload": json.loads(payload) if payload else {}, "link": seq, "n": 1, "hash": digest_hex,
+                   "tag": None}
+            continue
+        for i, (attribute, row_seq, row_value, tag) in enumerate(values_of.get(seq, ())):
+            yield {"seq": row_seq, "kind": "observe", "example": example, "attribute": attribute, "value": row_value,
+                   "cost": 1.0 if costs is None else float(costs[attribute]), "payload": {}, "link": seq,
+                   "n": n if i == 0 else None, "hash": digest_hex if i == 0 else None, "tag": tag}
 
 
 @dataclass
@@ -121,33 +168,88 @@ class ChainCheck:
     reason: str = ""
 
 
+def _bad(count: int, head: bytes, seq: int, reason: str) -> ChainCheck:
+    return ChainCheck(False, count, head.hex(), seq, reason)
+
+
 def verify_chain(session_id: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:
-    """Recompute every hash; name the first row that was altered, inserted or is missing."""
-    head = GENESIS
+    """Recompute every link's digest; name the first row that was altered, inserted or is missing.
+
+    ``rows`` are in seq order, as ``rows_of_links`` yields them (or as an NDJSON export holds them).
+    """
+    head = bytes(32)
     count = 0
-    for expected_seq, row in enumerate(rows):
-        count += 1
-        payload = row["payload"] if isinstance(row["payload"], str) else canonical_payload(row["payload"])
-        if row["seq"] != expected_seq:
-            what = "missing" if row["seq"] > expected_seq else "inserted or repeated"
-            return ChainCheck(False, count, head, expected_seq,
-                              f"row {expected_seq} is {what}: found seq {row['seq']} in its place")
-        if row["prev_hash"] != head:
-            return ChainCheck(False, count, head, expected_seq,
-                              f"row {expected_seq} does not link to row {expected_seq - 1} (prev_hash mismatch)")
-        digest = chain_hash(head, canonical(session_id, row["seq"], row["kind"], row.get("example"),
-                                            row.get("attribute"), row.get("value"), row.get("cost", 0.0), payload))
-        if digest != row["hash"]:
-            return ChainCheck(False, count, head, expected_seq,
-                              f"row {expected_seq} was altered: its content does not hash to its recorded hash")
+    group: list[dict[str, Any]] = []
+
+    def close_link(last: bool = False) -> ChainCheck | None:
+        nonlocal head
+        if not group:
+            return None
+        first = group[0]
+        kind = first["kind"]
+        if kind == "observe":
+            n = int(first.get("n") or 0)
+            if len(group) != n:
+                seq = first["seq"] + len(group)
+                at_end = "; rows are missing at the end" if last and len(group) < n else ""
+                return _bad(count, head, seq, f"row {seq} is missing: link {first['seq']} records {n} values{at_end}")
+            for row in group[1:]:
+                if row.get("example") != first.get("example") or row["kind"] != "observe":
+                    return _bad(count, head, row["seq"], f"row {row['seq']} was altered: it does not belong to the "
+                                f"link of example {first.get('example')}")
+            attributes = np.array([int(r["attribute"]) for r in group], dtype=np.int64)
+            values = np.array([float(r["value"]) for r in group], dtype=np.float64)
+            digest = link_digest(head, observe_header(session_id, first["seq"], int(first["example"]), n),
+                                 attributes, values)
+            if digest.hex() != first.get("hash"):
+                seqs = np.array([r["seq"] for r in group], dtype=np.int64)
+                tags = value_tags(seqs, np.full(len(group), int(first["example"])), attributes, values)
+                for row, tag in zip(group, tags.tolist(), strict=True):
+                    if row.get("tag") != tag:
+                        return _bad(count, head, row["seq"], f"row {row['seq']} was altered: its value does not "
+                                    "match its tag or its link's hash")
+                return _bad(count, head, first["seq"],
+                            f"row {first['seq']} was altered: its link does not hash to its recorded hash")
+        else:
+            payload = first["payload"] if isinstance(first["payload"], str) else canonical_json(first["payload"])
+            digest = link_digest(head, event_header(session_id, first["seq"], kind, first.get("example"),
+                                                    first.get("value"), first.get("cost", 0.0), payload))
+            if digest.hex() != first.get("hash"):
+                return _bad(count, head, first["seq"],
+                            f"row {first['seq']} was altered: its content does not hash to its recorded hash")
         head = digest
-    return ChainCheck(True, count, head)
+        group.clear()
+        return None
+
+    for expected, row in enumerate(rows):
+        count += 1
+        if row["seq"] != expected:
+            what = "missing" if row["seq"] > expected else "inserted or repeated"
+            return _bad(count, head, expected, f"row {expected} is {what}: found seq {row['seq']} in its place")
+        starts_link = row.get("hash") is not None
+        if starts_link or row["kind"] != "observe" or not group:
+            bad = close_link()
+            if bad is not None:
+                return bad
+            if not starts_link:
+                return _bad(count, head, expected, f"row {expected} was inserted: it starts no link and joins none")
+        group.append(row)
+    bad = close_link(last=True)
+    if bad is not None:
+        return bad
+    return ChainCheck(True, count, head.hex())
 
 
-def ledger_rows_as_dicts(rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
-    for r in rows:
-        yield {
-            "session_id": r.session_id, "seq": r.seq, "kind": r.kind, "example": r.example,
-            "attribute": r.attribute, "value": r.value, "cost": r.cost, "payload": r.payload,
-            "prev_hash": r.prev_hash, "hash": r.hash,
-        }
+def contains_receipt(rows: Iterable[dict[str, Any]], receipt_rows: int, receipt_head: str) -> bool:
+    """Whether the link that ends at row ``receipt_rows - 1`` has the digest ``receipt_head``.
+
+    Rows are as ``verify_chain`` takes them; call it after the chain verified, so every digest is genuine.
+    """
+    for row in rows:
+        digest = row.get("hash")
+        if digest is None:
+            continue
+        n = int(row.get("n") or 1)
+        if row["seq"] + n == receipt_rows:
+            return digest == receipt_head
+    return receipt_rows == 0 and receipt_head == GENESIS

@@ -36,6 +36,8 @@ from budgetlab.models import (
     PredictResponse,
     SessionCreate,
     SessionInfo,
+    StepRequest,
+    StepResponse,
 )
 
 M = TypeVar("M", bound=BaseModel)
@@ -129,6 +131,10 @@ class LocalSession:
 
     def next(self) -> NextResponse:
         return self._apply(engine.next_example(self.runtime, self.counters))
+
+    def step(self, attributes: Sequence[int]) -> StepResponse:
+        request = _validated(StepRequest, {"attributes": [int(a) for a in attributes]})
+        return self._apply(engine.step(self.runtime, self.counters, request))
 
     def observe(self, example: int, attributes: Sequence[int]) -> ObserveResponse:
         request = _validated(ObserveRequest, {"example": int(example), "attributes": [int(a) for a in attributes]})

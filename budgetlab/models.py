@@ -68,8 +68,23 @@ class DatasetList(BaseModel):
 # --- sessions -------------------------------------------------------------------------------------
 
 
+class ExamplePart(Strict):
+    """Positions ``start``..``stop - 1`` of a split's seeded stream order (a validation fold), or, with
+    ``complement``, all the other positions in the same order (the training folds beside it)."""
+
+    start: NonNegativeInt
+    stop: NonNegativeInt
+    complement: bool = False
+
+    @model_validator(mode="after")
+    def _non_empty(self) -> ExamplePart:
+        if self.stop <= self.start:
+            raise ValueError(f"a part needs start < stop, got {self.start}..{self.stop}")
+        return self
+
+
 class Budget(Strict):
-    """Local (per example), global (total cost) and price settings of a session."""
+    """Local (per example), global (total cost) and price settings of a session, and which examples it may use."""
 
     per_example: NonNegativeInt | None = Field(
         None, description="at most this many distinct attributes of any one example (None: no local limit)"
@@ -81,6 +96,10 @@ class Budget(Strict):
         None, description="cost of each attribute (length d); default the dataset's, else 1 each"
     )
     label_cost: NonNegativeFloat = Field(0.0, description="cost of revealing a training label")
+    part: ExamplePart | None = Field(
+        None, description="a stream session that may use only this part of its split (tuning: fit and validation "
+                          "folds); None: the whole split"
+    )
 
 
 class SessionCreate(Strict):
@@ -140,11 +159,22 @@ class SessionCreated(BaseModel):
     session: SessionInfo
 
 
+class Receipt(BaseModel):
+    """The session's chain head after a charging request: keep it, and an exported ledger must contain it."""
+
+    rows: int = Field(..., description="ledger rows up to and including this request's")
+    head: str = Field(..., description="sha256 digest (hex) of the chain link that ends at row rows - 1")
+
+
+RECEIPT = Field(None, description="the chain head after this request, when it recorded anything (oracle only)")
+
+
 class NextResponse(BaseModel):
     example: int
     label: float | None = Field(None, description="omitted in the online protocol and in test sessions")
     position: int = Field(..., description="how many examples were issued before this one")
     remaining: Remaining
+    receipt: Receipt | None = RECEIPT
 
 
 class ObserveRequest(Strict):
@@ -160,6 +190,7 @@ class ObserveResponse(BaseModel):
     fresh: int = Field(0, description="attributes newly paid for by this request (re-observations are free)")
     spent: float
     remaining: Remaining
+    receipt: Receipt | None = RECEIPT
 
 
 class ObserveBatchRequest(Strict):
@@ -178,6 +209,27 @@ class ObserveBatchResponse(BaseModel):
     fresh: int = 0
     spent: float
     remaining: Remaining
+    receipt: Receipt | None = RECEIPT
+
+
+class StepRequest(Strict):
+    """One round of a stream session in one request: ``next``, then ``observe`` of these attributes of it."""
+
+    attributes: list[int] = Field(default_factory=list, max_length=MAX_ATTRIBUTES_PER_REQUEST,
+                                  description="attributes of the next example to pay for (may be empty)")
+
+
+class StepResponse(BaseModel):
+    example: int
+    label: float | None = Field(None, description="omitted in the online protocol and in test sessions")
+    position: int = Field(..., description="how many examples were issued before this one")
+    attributes: list[int]
+    values: list[float]
+    charged: float = Field(..., description="what the label and the attributes cost together")
+    fresh: int = 0
+    spent: float
+    remaining: Remaining
+    receipt: Receipt | None = RECEIPT
 
 
 class LabelRequest(Strict):
@@ -188,6 +240,7 @@ class LabelResponse(BaseModel):
     example: int
     label: float
     charged: float
+    receipt: Receipt | None = RECEIPT
 
 
 class PredictRequest(Strict):
@@ -202,6 +255,7 @@ class PredictResponse(BaseModel):
     loss: float = Field(..., description="squared loss (prediction - label)^2")
     cumulative_loss: float
     predictions: int
+    receipt: Receipt | None = RECEIPT
 
 
 class EvaluateRequest(Strict):
@@ -226,9 +280,18 @@ class EvaluateResponse(BaseModel):
 
 
 class MomentsResponse(BaseModel):
-    """Prior knowledge the learner may declare it uses: E[x_i^2] over the training split."""
+    """Prior knowledge the learner may declare it uses, over the training split: E[x_i^2] and the data's scale
+    (the bounds the papers' theorems assume: max ||x||_2, max |x_i|, max |y|, and a bound on ||w*||)."""
 
     second_moments: list[float]
+    max_norm2: float = Field(0.0, description="max ||x||_2 over the training split")
+    max_abs: float = Field(0.0, description="max |x_i| (max ||x||_inf) over the training split")
+    max_label: float = Field(0.0, description="max |y| over the training split")
+    mean_sq_norm: float = Field(0.0, description="E||x||^2 over the training split")
+    max_second_moment: float = Field(0.0, description="max_i E[x_i^2] over the training split")
+    weight_norm2: float = Field(0.0, description="bound on ||w*||_2 (generating w*, or the stand-in)")
+    weight_norm1: float = Field(0.0, description="bound on ||w*||_1 (generating w*, or the stand-in)")
+    weight_source: str = Field("", description="where the w* bounds come from: the generating w* or the stand-in")
 
 
 # --- ledger and audit -----------------------------------------------------------------------------
@@ -237,6 +300,8 @@ LedgerKind = Literal["open", "observe", "label", "predict", "evaluate", "prior",
 
 
 class LedgerRow(BaseModel):
+    """One row of a session's ledger: an event, or one observed value (format 2, see ``budgetlab.ledger``)."""
+
     session_id: str
     seq: int
     kind: LedgerKind
@@ -245,8 +310,10 @@ class LedgerRow(BaseModel):
     value: float | None = None
     cost: float = 0.0
     payload: dict[str, Any] = Field(default_factory=dict)
-    prev_hash: str
-    hash: str
+    link: int = Field(..., description="seq of the first row of the chain link this row belongs to")
+    n: int | None = Field(None, description="rows in the link (on a link's first row)")
+    hash: str | None = Field(None, description="sha256 digest (hex) of the link (on a link's first row)")
+    tag: int | None = Field(None, description="check of an observed value: names it if it is altered")
 
 
 class LedgerPage(BaseModel):

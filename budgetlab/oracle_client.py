@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
@@ -34,10 +34,15 @@ from budgetlab.models import (
     ObserveResponse,
     ParamValue,
     PredictResponse,
+    Receipt,
     SessionCreated,
     SessionInfo,
+    StepResponse,
 )
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
+
+# Answers of the requests that may record something in the ledger, and so carry a receipt.
+C = TypeVar("C", NextResponse, StepResponse, ObserveResponse, ObserveBatchResponse, LabelResponse, PredictResponse)
 
 DEFAULT_ORACLE_URL = "http://127.0.0.1:8000"
 # A busy session (503 with Retry-After) is a refusal: nothing was done, so a retry is safe.
@@ -66,6 +71,9 @@ class SessionCalls:
 
     def next(self) -> Call[NextResponse]:
         return self._call("POST", "/next", NextResponse)
+
+    def step(self, attributes: Sequence[int]) -> Call[StepResponse]:
+        return self._call("POST", "/step", StepResponse, json={"attributes": [int(a) for a in attributes]})
 
     def observe(self, example: int, attributes: Sequence[int]) -> Call[ObserveResponse]:
         return self._call("POST", "/observe", ObserveResponse,
@@ -123,24 +131,36 @@ class OracleSession:
         self.id = session_id
         self.token = token
         self.info = info
+        # The chain head of the last request that recorded anything: proof of what the ledger held then.
+        self.receipt: Receipt | None = None
+
+    def _charge(self, call: Call[C]) -> C:
+        answer = self._client.send(call)
+        if answer.receipt is not None:
+            self.receipt = answer.receipt
+        return answer
 
     def get(self) -> SessionInfo:
         return self._client.send(self.calls.get())
 
     def next(self) -> NextResponse:
-        return self._client.send(self.calls.next())
+        return self._charge(self.calls.next())
+
+    def step(self, attributes: Sequence[int]) -> StepResponse:
+        """``next`` and ``observe`` of these attributes of the issued example, in one request."""
+        return self._charge(self.calls.step(attributes))
 
     def observe(self, example: int, attributes: Sequence[int]) -> ObserveResponse:
-        return self._client.send(self.calls.observe(example, attributes))
+        return self._charge(self.calls.observe(example, attributes))
 
     def observe_batch(self, items: Sequence[tuple[int, Sequence[int]]]) -> ObserveBatchResponse:
-        return self._client.send(self.calls.observe_batch(items))
+        return self._charge(self.calls.observe_batch(items))
 
     def label(self, example: int) -> LabelResponse:
-        return self._client.send(self.calls.label(example))
+        return self._charge(self.calls.label(example))
 
     def predict(self, example: int, prediction: float) -> PredictResponse:
-        return self._client.send(self.calls.predict(example, prediction))
+        return self._charge(self.calls.predict(example, prediction))
 
     def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> EvaluateResponse:
         return self._client.send(self.calls.evaluate(weights, bias))
@@ -232,24 +252,34 @@ class AsyncOracleSession:
         self.id = session_id
         self.token = token
         self.info = info
+        self.receipt: Receipt | None = None
+
+    async def _charge(self, call: Call[C]) -> C:
+        answer = await self._client.send(call)
+        if answer.receipt is not None:
+            self.receipt = answer.receipt
+        return answer
 
     async def get(self) -> SessionInfo:
         return await self._client.send(self.calls.get())
 
     async def next(self) -> NextResponse:
-        return await self._client.send(self.calls.next())
+        return await self._charge(self.calls.next())
+
+    async def step(self, attributes: Sequence[int]) -> StepResponse:
+        return await self._charge(self.calls.step(attributes))
 
     async def observe(self, example: int, attributes: Sequence[int]) -> ObserveResponse:
-        return await self._client.send(self.calls.observe(example, attributes))
+        return await self._charge(self.calls.observe(example, attributes))
 
     async def observe_batch(self, items: Sequence[tuple[int, Sequence[int]]]) -> ObserveBatchResponse:
-        return await self._client.send(self.calls.observe_batch(items))
+        return await self._charge(self.calls.observe_batch(items))
 
     async def label(self, example: int) -> LabelResponse:
-        return await self._client.send(self.calls.label(example))
+        return await self._charge(self.calls.label(example))
 
     async def predict(self, example: int, prediction: float) -> PredictResponse:
-        return await self._client.send(self.calls.predict(example, prediction))
+        return await self._charge(self.calls.predict(example, prediction))
 
     async def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> EvaluateResponse:
         return await self._client.send(self.calls.evaluate(weights, bias))

@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from budgetlab.models import Budget, ParamValue, RunCreate
+from budgetlab.models import Budget, ParamValue, Receipt, RunCreate
+from client.runs_cli import runs_app
 
 app = typer.Typer(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -27,6 +28,7 @@ session_app = typer.Typer(help="Single attribute queries on an oracle session.",
 app.add_typer(serve_app, name="serve")
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(session_app, name="session")
+app.add_typer(runs_app, name="runs")
 
 console = Console()
 err = Console(stderr=True)
@@ -282,18 +284,27 @@ def audit(
     token: Annotated[str | None, typer.Option("--token", envvar="BUDGETLAB_TOKEN")] = None,
     oracle: OracleOpt = ORACLE_URL,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    receipt: Annotated[list[str] | None, typer.Option(
+        "--receipt", help="ROWS:HEAD of an answer's receipt you kept; the export must contain it (repeatable)")] = None,
 ) -> None:
-    """Verify a ledger: offline from an NDJSON export, or by asking the oracle. Exit 1 if not compliant."""
+    """Verify a ledger: offline from an NDJSON export, or by asking the oracle. Exit 1 if not compliant.
+
+    Receipts make a ledger rewritten wholesale in the database fail: its recomputed chain no longer holds them.
+    """
     path = Path(source)
+    receipts = [_receipt(text) for text in receipt or ()]
     if path.exists():
         from budgetlab.audit import audit_ndjson
 
         try:
             with path.open() as lines:
-                report = audit_ndjson(lines)
+                report = audit_ndjson(lines, receipts)
         except (ValueError, KeyError, TypeError) as exc:
             fail(f"{path} is not a budgetlab ledger export: {exc}")
             return
+    elif receipts:
+        fail("receipts are checked against an exported ledger: export it first (budgetlab session export)")
+        return
     elif token:
         report = _call(lambda: _session(oracle, source, token).audit())
     else:
@@ -309,6 +320,14 @@ def audit(
         for reason in report.reasons:
             console.print(f"  - {reason}")
     raise typer.Exit(0 if report.compliant else 1)
+
+
+def _receipt(text: str) -> Receipt:
+    rows, _, head = text.partition(":")
+    if not rows.isdigit() or len(head) != 64:
+        raise typer.BadParameter(f"{text!r} is not ROWS:HEAD (a row count and a 64-digit hex digest)",
+                                 param_hint="--receipt")
+    return Receipt(rows=int(rows), head=head.lower())
 
 
 # --- algorithms and runs -------------------------------------------------------------------------
@@ -402,12 +421,18 @@ def compare(
     learner: Annotated[str | None, typer.Option("--learner", help="learner service URL")] = None,
     oracle: Annotated[str | None, typer.Option("--oracle", help="oracle URL the runs use")] = None,
     parallel: Annotated[int, typer.Option(min=1, help="runs at the same time")] = 2,
+    tune: Annotated[list[str] | None, typer.Option(
+        "--tune", help="tune ALGORITHM:PARAM=V1,V2,... on held-out training examples (repeatable; ALGORITHM is a "
+                       "label or an id); the tuning's sessions are paid for and reported")] = None,
+    tune_folds: Annotated[int | None, typer.Option(min=1, max=20, help="k-fold cross-validation for --tune "
+                                                                        "(default: one validation part)")] = None,
 ) -> None:
     """Compare algorithms x seeds on one dataset and budget; write a report with plots (see 'compare --list')."""
     from client.compare import run_compare
 
     run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
-                learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail)
+                learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail, tune=tune,
+                tune_folds=tune_folds)
 
 
 @app.command("sandbox")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
 import threading
 from collections import OrderedDict
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import Engine
 
 from budgetlab import engine as rules
@@ -26,7 +26,7 @@ from budgetlab.audit import audit_rows
 from budgetlab.datasets import DatasetError
 from budgetlab.engine import Counters, Outcome, Runtime, SessionConfig
 from budgetlab.errors import OracleError
-from budgetlab.ledger import GENESIS, ROW_FIELDS, Chain
+from budgetlab.ledger import FORMAT, GENESIS, Chain
 from budgetlab.models import (
     AuditReport,
     Budget,
@@ -42,9 +42,12 @@ from budgetlab.models import (
     ObserveResponse,
     PredictRequest,
     PredictResponse,
+    Receipt,
     SessionCreate,
     SessionCreated,
     SessionInfo,
+    StepRequest,
+    StepResponse,
 )
 from server.db import DEFAULT_LOCK_TIMEOUT
 from server.store import COUNTER_COLUMNS, Database
@@ -53,6 +56,9 @@ A = TypeVar("A")
 Step = Callable[[Runtime, Counters, "StoredPaid"], Outcome[A]]
 # Sessions whose runtime (dataset, costs, stream order) is kept in this process.
 RUNTIME_CACHE = 1024
+# From this many cells on, an observe is prepared outside the write lock (see ``_write``): a small one is done
+# under the lock sooner than its snapshot could be read.
+PREPARE_CELLS = 1000
 
 
 def token_hash(token: str) -> str:
@@ -68,6 +74,7 @@ class Loaded:
     """A session row, read in a transaction: its counters, chain head and (cached) runtime."""
 
     id: str
+    key: int
     counters: Counters
     ledger_rows: int
     head_hash: str
@@ -77,18 +84,18 @@ class Loaded:
 class StoredPaid:
     """The engine's view of what a session already paid for, read inside the step's transaction."""
 
-    def __init__(self, db: Database, cursor: Any, session_id: str) -> None:
-        self._db, self._cursor, self._id = db, cursor, session_id
+    def __init__(self, db: Database, cursor: Any, key: int) -> None:
+        self._db, self._cursor, self._key = db, cursor, key
 
     def cells(self, examples: list[int]) -> dict[tuple[int, int], float]:
-        return self._db.cells(self._cursor, self._id, examples)
+        return self._db.cells(self._cursor, self._key, examples)
 
     def label(self, example: int) -> float | None:
-        row = self._db.value_of_kind(self._cursor, self._id, "label", example)
+        row = self._db.value_of_kind(self._cursor, self._key, "label", example)
         return None if row is None else row[0]
 
     def predicted(self, example: int) -> bool:
-        return self._db.value_of_kind(self._cursor, self._id, "predict", example) is not None
+        return self._db.value_of_kind(self._cursor, self._key, "predict", example) is not None
 
 
 class SessionService:
@@ -132,7 +139,7 @@ class SessionService:
         if row is None or (token is not None and not hmac.compare_digest(row["token_hash"], token_hash(token))):
             raise OracleError(404, "not_found", f"session {session_id} does not exist (or the token is not its own)")
         counters = Counters(**{c: row[c] for c in COUNTER_COLUMNS})
-        return Loaded(session_id, counters, row["ledger_rows"], row["head_hash"], row)
+        return Loaded(session_id, row["ledger_key"], counters, row["ledger_rows"], row["head_hash"], row)
 
     def _info(self, loaded: Loaded, rt: Runtime) -> SessionInfo:
         return rules.session_info(rt.config, loaded.counters, session_id=loaded.id, ledger_rows=loaded.ledger_rows,
@@ -140,20 +147,42 @@ class SessionService:
 
     # --- the two ways a step runs ---------------------------------------------------------------------
 
-    def _write(self, session_id: str, token: str | None, step: Step[A]) -> tuple[A, Loaded, Runtime]:
-        """Run ``step`` on the locked session and store its outcome; returns the answer and the session after it."""
+    def _write(self, session_id: str, token: str | None, step: Step[A], *,
+               prepare: bool = False) -> tuple[A, Loaded, Runtime]:
+        """Run ``step`` on the locked session and store its outcome; returns the answer and the session after it.
+
+        With ``prepare`` (big requests), the step runs first on a snapshot, outside the write lock, hashing
+        included; under the lock only the inserts remain, provided the session has not moved meanwhile (its
+        counters and chain head are unchanged). Otherwise, and after any refusal, it runs again under the lock,
+        so the answer is always the one the locked state gives.
+        """
         db = self.db
+        prepared: tuple[Loaded, Outcome[A], Chain] | None = None
+        if prepare:
+            with db.read() as cursor:
+                snap = self._load(cursor, session_id, token, lock=False)
+                try:
+                    outcome = step(self._runtime(snap.row), snap.counters, StoredPaid(db, cursor, snap.key))
+                except OracleError:
+                    outcome = None
+            if outcome is not None:
+                prepared = snap, outcome, Chain(session_id, snap.key, snap.ledger_rows, snap.head_hash).record(
+                    outcome.events)
         with db.write() as cursor:
             loaded = self._load(cursor, session_id, token, lock=True)
             rt = self._runtime(loaded.row)
-            outcome = step(rt, loaded.counters, StoredPaid(db, cursor, session_id))
-            chain = Chain(session_id, loaded.ledger_rows, loaded.head_hash)
-            rows = chain.record(outcome.events)
+            if prepared is not None and _unmoved(prepared[0], loaded):
+                outcome, chain = prepared[1], prepared[2]
+            else:
+                outcome = step(rt, loaded.counters, StoredPaid(db, cursor, loaded.key))
+                chain = Chain(session_id, loaded.key, loaded.ledger_rows, loaded.head_hash).record(outcome.events)
             c = outcome.counters
-            db.append(cursor, session_id, rows, [getattr(c, name) for name in COUNTER_COLUMNS], ledger_rows=chain.seq,
-                      head=chain.head, now=_now())
-        after = Loaded(session_id, c, chain.seq, chain.head, loaded.row)
-        return outcome.answer, after, rt
+            db.append(cursor, session_id, chain, [getattr(c, name) for name in COUNTER_COLUMNS], now=_now())
+        answer = outcome.answer
+        if outcome.events and isinstance(answer, BaseModel) and "receipt" in type(answer).model_fields:
+            answer.receipt = Receipt(rows=chain.seq, head=chain.head)
+        after = Loaded(session_id, loaded.key, c, chain.seq, chain.head, loaded.row)
+        return answer, after, rt
 
     def _read(self, session_id: str, token: str) -> tuple[Loaded, Runtime]:
         with self.db.read() as cursor:
@@ -168,19 +197,18 @@ class SessionService:
         session_id = secrets.token_hex(16)
         token = secrets.token_urlsafe(32)
         now = _now()
-        chain = Chain(session_id, 0, GENESIS)
-        rows = chain.record(outcome.events)
         c = outcome.counters
         record = {
             "id": session_id, "token_hash": token_hash(token), "dataset": config.dataset,
             "dataset_params": config.dataset_params, "split": config.split, "protocol": config.protocol,
             "example_order": config.order, "budget": config.budget.model_dump(), "seed": config.seed,
             "n_examples": config.n_examples, "d": config.d, **{name: getattr(c, name) for name in COUNTER_COLUMNS},
-            "ledger_rows": chain.seq, "head_hash": chain.head, "created_at": now, "last_active": now,
+            "ledger_rows": 0, "head_hash": GENESIS, "created_at": now, "last_active": now,
         }
         with self.db.write() as cursor:
-            self.db.insert_session(cursor, record)
-            cursor.executemany(self.db.sql.insert_rows, rows)
+            key = self.db.insert_session(cursor, record)
+            chain = Chain(session_id, key, 0, GENESIS).record(outcome.events)
+            self.db.append(cursor, session_id, chain, [getattr(c, name) for name in COUNTER_COLUMNS], now=now)
         with self._lock:
             self._runtimes[session_id] = rt
         info = rules.session_info(config, c, session_id=session_id, ledger_rows=chain.seq, head_hash=chain.head,
@@ -223,7 +251,11 @@ class SessionService:
         return self._write(session_id, token, lambda rt, c, paid: rules.observe_one(rt, c, paid, request))[0]
 
     def observe_batch(self, session_id: str, token: str, items: list[ObserveRequest]) -> ObserveBatchResponse:
-        return self._write(session_id, token, lambda rt, c, paid: rules.observe(rt, c, paid, items))[0]
+        big = sum(len(item.attributes) for item in items) >= PREPARE_CELLS
+        return self._write(session_id, token, lambda rt, c, paid: rules.observe(rt, c, paid, items), prepare=big)[0]
+
+    def step(self, session_id: str, token: str, request: StepRequest) -> StepResponse:
+        return self._write(session_id, token, lambda rt, c, paid: rules.step(rt, c, request))[0]
 
     def predict(self, session_id: str, token: str, request: PredictRequest) -> PredictResponse:
         return self._write(session_id, token, lambda rt, c, paid: rules.predict(rt, c, paid, request))[0]
@@ -246,22 +278,23 @@ class SessionService:
 
     def ledger_page(self, session_id: str, token: str, after: int, limit: int) -> tuple[list[LedgerRow], int | None]:
         with self.db.read() as cursor:
-            self._load(cursor, session_id, token, lock=False)
-            rows = self.db.rows(cursor, session_id, after, limit + 1)
+            loaded = self._load(cursor, session_id, token, lock=False)
+            rows = self.db.rows(cursor, loaded.key, self.db.declared_costs(cursor, loaded.key), after, limit + 1)
         more = len(rows) > limit
-        page = [as_ledger_row(r) for r in rows_as_dicts(rows[:limit])]
+        page = [LedgerRow.model_construct(session_id=session_id, **r) for r in rows[:limit]]
         return page, (page[-1].seq if more and page else None)
 
-    def iter_ledger(self, session_id: str, token: str, after: int = -1, chunk: int = 5000) -> Iterator[dict[str, Any]]:
+    def iter_ledger(self, session_id: str, token: str, after: int = -1, chunk: int = 20_000,
+                    ) -> Iterator[dict[str, Any]]:
         """Every row of a session after ``after``, in order, read in chunks (for exports)."""
         while True:
             with self.db.read() as cursor:
-                self._load(cursor, session_id, token, lock=False)
-                rows = self.db.rows(cursor, session_id, after, chunk)
-            yield from rows_as_dicts(rows)
+                loaded = self._load(cursor, session_id, token, lock=False)
+                rows = self.db.rows(cursor, loaded.key, self.db.declared_costs(cursor, loaded.key), after, chunk)
+            yield from rows
             if len(rows) < chunk:
                 return
-            after = rows[-1][1]
+            after = rows[-1]["seq"]
 
     def head(self, session_id: str, token: str) -> dict[str, Any]:
         """The session's recorded counters: the last line of an NDJSON export, checked by the offline audit."""
@@ -272,8 +305,18 @@ class SessionService:
         # Rows and counters come from one snapshot, so no write interleaves; no lock is taken.
         with self.db.read() as cursor:
             loaded = self._load(cursor, session_id, token, lock=False)
-            rows = self.db.rows(cursor, session_id)
-        return audit_rows(session_id, rows_as_dicts(rows), recorded_counters(loaded))
+            rows = self.db.rows(cursor, loaded.key, self.db.declared_costs(cursor, loaded.key))
+        return audit_rows(session_id, rows, recorded_counters(loaded))
+
+
+def _unmoved(before: Loaded, now: Loaded) -> bool:
+    """Whether a session is where a snapshot saw it: every write that changes anything moves these."""
+    return (before.counters, before.ledger_rows, before.head_hash) == (now.counters, now.ledger_rows, now.head_hash)
+
+
+def export_header(session_id: str) -> dict[str, Any]:
+    """The first line of an NDJSON export: what it is and in which format."""
+    return {"type": "ledger", "format": FORMAT, "session_id": session_id}
 
 
 def recorded_counters(loaded: Loaded) -> dict[str, Any]:
@@ -283,12 +326,3 @@ def recorded_counters(loaded: Loaded) -> dict[str, Any]:
         "spent_cost": c.spent_cost, "spent_attributes": c.spent_attributes, "labels": c.labels,
         "predictions": c.predictions, "status": c.status,
     }
-
-
-def rows_as_dicts(rows: list[tuple]) -> Iterator[dict[str, Any]]:
-    for row in rows:
-        yield dict(zip(ROW_FIELDS, row, strict=True))
-
-
-def as_ledger_row(row: dict[str, Any]) -> LedgerRow:
-    return LedgerRow(**{**row, "payload": json.loads(row["payload"])})

@@ -18,6 +18,7 @@ Both are blocking calls: the endpoints that use them run on the thread pool, nev
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections import deque
@@ -30,18 +31,25 @@ import psycopg
 from sqlalchemy import Engine, Table
 
 from budgetlab.errors import Refused, SessionBusy
-from budgetlab.ledger import ROW_FIELDS
-from server.tables import LedgerEntry, SessionRecord
+from budgetlab.ledger import LINK_FIELDS, VALUE_FIELDS, Chain, rows_of_links
+from server.tables import Link, Observation, SessionRecord
 
 SESSIONS: Table = SessionRecord.__table__  # type: ignore[assignment]
-LEDGER: Table = LedgerEntry.__table__  # type: ignore[assignment]
+LINKS: Table = Link.__table__  # type: ignore[assignment]
+OBSERVATIONS: Table = Observation.__table__  # type: ignore[assignment]
 SESSION_COLUMNS = tuple(c.name for c in SESSIONS.columns)
-# The chain builds rows as ROW_FIELDS tuples; they go to the driver as they are, so the table must agree.
-assert tuple(c.name for c in LEDGER.columns) == ROW_FIELDS, "server.tables.LedgerEntry and ROW_FIELDS disagree"
+# The chain builds links and values as tuples in these orders; they go to the driver as they are.
+assert tuple(c.name for c in LINKS.columns) == LINK_FIELDS, "server.tables.Link and ledger.LINK_FIELDS disagree"
+assert tuple(c.name for c in OBSERVATIONS.columns) == VALUE_FIELDS, "tables.Observation and VALUE_FIELDS disagree"
+LINK_COLUMNS = LINK_FIELDS[1:]  # as read back, without the session key
 # What a step may change on the session row, besides the chain head.
 COUNTER_COLUMNS = ("status", "spent_cost", "spent_attributes", "labels", "issued", "predictions", "cumulative_loss")
+# PostgreSQL draws new sessions' ledger keys from this sequence (migration 0002).
+KEY_SEQUENCE = "sessions_ledger_key_seq"
 # Stay below SQLite's bound-parameter limit when looking up many examples at once.
 IN_CHUNK = 900
+# Links read per query when paging through a ledger.
+LINK_CHUNK = 2000
 BUSY = "the session's ledger is busy with other requests; nothing was done, retry shortly"
 # Connections kept open: a checkout from SQLAlchemy's pool (events, reset on return) costs about a fifth of a
 # whole observe on SQLite, so the store keeps detached connections of its own.
@@ -52,6 +60,10 @@ def _identity(value: Any) -> Any:
     return value
 
 
+def _insert(table: Table, columns: Sequence[str], p: str) -> str:
+    return f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([p] * len(columns))})"
+
+
 class Statements:
     """Every statement of the oracle for one dialect (qmark for SQLite, format for psycopg)."""
 
@@ -59,23 +71,32 @@ class Statements:
         dialect = engine.dialect
         self.sqlite = dialect.name == "sqlite"
         p = self.p = "?" if dialect.paramstyle == "qmark" else "%s"
-        s, led = SESSIONS.name, LEDGER.name
+        s, links, obs = SESSIONS.name, LINKS.name, OBSERVATIONS.name
         self.load_session = f"SELECT {', '.join(SESSION_COLUMNS)} FROM {s} WHERE id = {p}"
         # SQLite's write lock is the database's, taken by BEGIN IMMEDIATE; PostgreSQL locks the session row.
         self.lock_session = self.load_session + ("" if self.sqlite else " FOR UPDATE")
-        self.insert_session = (f"INSERT INTO {s} ({', '.join(SESSION_COLUMNS)}) "
-                               f"VALUES ({', '.join([p] * len(SESSION_COLUMNS))})")
+        # SQLite has one writer at a time, so MAX + 1 under its write lock is unique; PostgreSQL has a sequence.
+        new_key = (f"(SELECT COALESCE(MAX(ledger_key), 0) + 1 FROM {s})" if self.sqlite
+                   else f"nextval('{KEY_SEQUENCE}')")
+        given = [c for c in SESSION_COLUMNS if c != "ledger_key"]
+        self.session_columns_given = tuple(given)
+        self.insert_session = (f"INSERT INTO {s} ({', '.join(given)}, ledger_key) "
+                               f"VALUES ({', '.join([p] * len(given))}, {new_key}) RETURNING ledger_key")
         assigned = ", ".join(f"{c} = {p}" for c in (*COUNTER_COLUMNS, "ledger_rows", "head_hash", "last_active"))
         self.update_session = f"UPDATE {s} SET {assigned} WHERE id = {p}"
-        self.insert_rows = f"INSERT INTO {led} ({', '.join(ROW_FIELDS)}) VALUES ({', '.join([p] * len(ROW_FIELDS))})"
-        self.row_of_kind = (f"SELECT value FROM {led} WHERE session_id = {p} AND kind = {p} AND example = {p} "
-                            "ORDER BY seq LIMIT 1")
-        self.rows_after = (f"SELECT {', '.join(ROW_FIELDS)} FROM {led} WHERE session_id = {p} AND seq > {p} "
-                           f"ORDER BY seq LIMIT {p}")
-        self.all_rows = f"SELECT {', '.join(ROW_FIELDS)} FROM {led} WHERE session_id = {p} ORDER BY seq"
+        self.insert_links = _insert(LINKS, LINK_FIELDS, p)
+        self.insert_values = _insert(OBSERVATIONS, VALUE_FIELDS, p)
+        self.link_of_kind = (f"SELECT value FROM {links} WHERE session_key = {p} AND example = {p} AND kind = {{kind}} "
+                             "LIMIT 1")
+        read_links = f"SELECT {', '.join(LINK_COLUMNS)} FROM {links} WHERE session_key = {p}"
+        self.link_at = f"{read_links} AND seq <= {p} ORDER BY seq DESC LIMIT 1"
+        self.open_payload = f"SELECT payload FROM {links} WHERE session_key = {p} AND seq = 0"
+        self.links_from = f"{read_links} AND seq >= {p} ORDER BY seq LIMIT {p}"
         self.open_sessions = f"SELECT id, last_active FROM {s} WHERE status = 'open'"
-        self._cells = (f"SELECT example, attribute, value FROM {led} WHERE session_id = {p} AND kind = 'observe' "
+        self._cells = (f"SELECT example, attribute, value FROM {obs} WHERE session_key = {p} "
                        "AND example IN ({marks})")
+        self._values = (f"SELECT example, attribute, seq, value, tag FROM {obs} WHERE session_key = {p} "
+                        "AND example IN ({marks})")
         types = {c.name: c.type.dialect_impl(dialect) for c in SESSIONS.columns}
         self.bind = {name: t.bind_processor(dialect) or _identity for name, t in types.items()}
         # Only JSON and datetime columns need decoding; numeric types have no processor for a type code of None.
@@ -84,6 +105,14 @@ class Statements:
 
     def cells(self, n_examples: int) -> str:
         return self._cells.format(marks=", ".join([self.p] * n_examples))
+
+    def values(self, n_examples: int) -> str:
+        return self._values.format(marks=", ".join([self.p] * n_examples))
+
+    def of_kind(self, kind: str) -> str:
+        # A literal, not a parameter: the partial indexes serve only a query whose WHERE names their kind.
+        assert kind in ("label", "predict")
+        return self.link_of_kind.format(kind=f"'{kind}'")
 
 
 class Database:
@@ -191,40 +220,73 @@ class Database:
         value = row[column]
         return self.sql.result[column](value) if isinstance(value, str | bytes) else value
 
-    def insert_session(self, cursor: Any, record: Mapping[str, Any]) -> None:
+    def insert_session(self, cursor: Any, record: Mapping[str, Any]) -> int:
+        """Insert a session row; returns the ledger key it was given."""
         bind = self.sql.bind
-        cursor.execute(self.sql.insert_session, tuple(bind[c](record[c]) for c in SESSION_COLUMNS))
+        cursor.execute(self.sql.insert_session, tuple(bind[c](record[c]) for c in self.sql.session_columns_given))
+        return int(cursor.fetchone()[0])
 
-    def append(self, cursor: Any, session_id: str, rows: Sequence[tuple], counters: Sequence[Any], *, ledger_rows: int,
-               head: str, now: datetime) -> None:
-        """Insert ``ROW_FIELDS`` tuples and move the session's counters and chain head in the same transaction."""
-        if rows:
-            cursor.executemany(self.sql.insert_rows, rows)
+    def append(self, cursor: Any, session_id: str, chain: Chain, counters: Sequence[Any], *, now: datetime) -> None:
+        """Insert a chain's new links and values and move the session's counters and head in the same transaction."""
+        if chain.links:
+            cursor.executemany(self.sql.insert_links, chain.links)
+        if chain.values:
+            cursor.executemany(self.sql.insert_values, chain.values)
         cursor.execute(self.sql.update_session,
-                       (*counters, ledger_rows, head, self.sql.bind["last_active"](now), session_id))
+                       (*counters, chain.seq, chain.head, self.sql.bind["last_active"](now), session_id))
 
-    def cells(self, cursor: Any, session_id: str, examples: Sequence[int]) -> dict[tuple[int, int], float]:
+    def cells(self, cursor: Any, key: int, examples: Sequence[int]) -> dict[tuple[int, int], float]:
         paid: dict[tuple[int, int], float] = {}
         for start in range(0, len(examples), IN_CHUNK):
             chunk = examples[start : start + IN_CHUNK]
-            cursor.execute(self.sql.cells(len(chunk)), (session_id, *chunk))
+            cursor.execute(self.sql.cells(len(chunk)), (key, *chunk))
             for example, attribute, value in cursor.fetchall():
                 paid[(example, attribute)] = value
         return paid
 
-    def value_of_kind(self, cursor: Any, session_id: str, kind: str, example: int) -> tuple[float | None] | None:
-        """(value,) of the session's first row of this kind for the example, or None if there is none."""
-        cursor.execute(self.sql.row_of_kind, (session_id, kind, example))
+    def value_of_kind(self, cursor: Any, key: int, kind: str, example: int) -> tuple[float | None] | None:
+        """(value,) of the session's first link of this kind (label, predict) for the example, or None."""
+        cursor.execute(self.sql.of_kind(kind), (key, example))
         row = cursor.fetchone()
         return None if row is None else (row[0],)
 
-    def rows(self, cursor: Any, session_id: str, after: int = -1, limit: int | None = None) -> list[tuple]:
+    def declared_costs(self, cursor: Any, key: int) -> list[float] | None:
+        """The attribute costs the session's ``open`` row declares (None: every attribute costs 1)."""
+        cursor.execute(self.sql.open_payload, (key,))
+        row = cursor.fetchone()
+        return None if row is None or not row[0] else json.loads(row[0]).get("costs")
+
+    def rows(self, cursor: Any, key: int, costs: Sequence[float] | None, after: int = -1,
+             limit: int | None = None) -> list[dict[str, Any]]:
         """The session's ledger rows with seq > after, in order (all of them without a limit)."""
-        if limit is None and after < 0:
-            cursor.execute(self.sql.all_rows, (session_id,))
-        else:
-            cursor.execute(self.sql.rows_after, (session_id, after, limit if limit is not None else 2**62))
-        return cursor.fetchall()
+        out: list[dict[str, Any]] = []
+        cursor.execute(self.sql.link_at, (key, after + 1))
+        first = cursor.fetchone()
+        start = after + 1 if first is None else first[0]
+        while limit is None or len(out) < limit:
+            cursor.execute(self.sql.links_from, (key, start, LINK_CHUNK))
+            links = cursor.fetchall()
+            if not links:
+                break
+            for row in rows_of_links(links, self._values_of(cursor, key, links), costs):
+                if row["seq"] > after:
+                    out.append(row)
+                    if limit is not None and len(out) >= limit:
+                        break
+            start = links[-1][0] + 1
+        return out
+
+    def _values_of(self, cursor: Any, key: int, links: Sequence[Sequence[Any]]) -> dict[int, list[tuple]]:
+        """The values of these links' observe links: link seq -> [(attribute, seq, value, tag)] in seq order."""
+        spans = {link[0]: (link[2], link[0] + link[5]) for link in links if link[1] == "observe"}
+        examples = sorted({example for example, _ in spans.values()})
+        by_seq: dict[int, tuple] = {}
+        for lo in range(0, len(examples), IN_CHUNK):
+            chunk = examples[lo : lo + IN_CHUNK]
+            cursor.execute(self.sql.values(len(chunk)), (key, *chunk))
+            for _example, attribute, seq, value, tag in cursor.fetchall():
+                by_seq[seq] = (attribute, seq, value, tag)
+        return {first: [by_seq[s] for s in range(first, end) if s in by_seq] for first, (_, end) in spans.items()}
 
     def open_sessions(self, cursor: Any) -> list[tuple[str, datetime]]:
         cursor.execute(self.sql.open_sessions)

@@ -1,10 +1,10 @@
-"""The oracle's database: sessions with their budget counters, and the ledger of every event."""
+"""The oracle's database: sessions with their budget counters, and the ledger (chain links and observed values)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, DateTime, Float, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, Float, Index, Integer, LargeBinary, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -18,6 +18,8 @@ class SessionRecord(Base):
     __tablename__ = "sessions"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    # The small integer the ledger's rows carry instead of the 32-character id.
+    ledger_key: Mapped[int] = mapped_column(Integer, unique=True)
     token_hash: Mapped[str] = mapped_column(String(64))
     dataset: Mapped[str] = mapped_column(String(200))
     dataset_params: Mapped[dict] = mapped_column(JSON)
@@ -41,20 +43,49 @@ class SessionRecord(Base):
     last_active: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
-class LedgerEntry(Base):
-    """One ledger row; ``hash`` chains it to the session's previous row."""
+class Link(Base):
+    """One link of a session's hash chain: an event, or the values one request paid for of one example.
 
-    __tablename__ = "ledger"
+    ``seq`` is the number of the link's first row; an observe link holds rows seq .. seq + n - 1, stored in
+    ``observations``. See ``budgetlab.ledger`` for what the digest covers.
+    """
 
-    session_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    __tablename__ = "links"
+
+    session_key: Mapped[int] = mapped_column(Integer, primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     kind: Mapped[str] = mapped_column(String(10))
     example: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    attribute: Mapped[int | None] = mapped_column(Integer, nullable=True)
     value: Mapped[float | None] = mapped_column(Float, nullable=True)
-    cost: Mapped[float] = mapped_column(Float, default=0.0)
-    payload: Mapped[str] = mapped_column(Text, default="{}")
-    prev_hash: Mapped[str] = mapped_column(String(64))
-    hash: Mapped[str] = mapped_column(String(64))
+    cost: Mapped[float] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer)
+    payload: Mapped[str | None] = mapped_column(Text, nullable=True)
+    digest: Mapped[bytes] = mapped_column(LargeBinary(32))
 
-    __table_args__ = (Index("ix_ledger_session_kind_example", "session_id", "kind", "example"),)
+    __table_args__ = (
+        # Only label and predict links are ever looked up by example; the rest stay out of these indexes.
+        Index("ix_links_label", "session_key", "example", sqlite_where=text("kind = 'label'"),
+              postgresql_where=text("kind = 'label'")),
+        Index("ix_links_predict", "session_key", "example", sqlite_where=text("kind = 'predict'"),
+              postgresql_where=text("kind = 'predict'")),
+        {"sqlite_with_rowid": False},
+    )
+
+
+class Observation(Base):
+    """One observed value: the row the ledger keeps for every value it revealed.
+
+    Keyed by (session, example, attribute), which is the lookup that makes a paid-for value free; ``seq``
+    places it in the chain and ``tag`` names it if it is altered.
+    """
+
+    __tablename__ = "observations"
+
+    session_key: Mapped[int] = mapped_column(Integer, primary_key=True)
+    example: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    attribute: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger)
+    value: Mapped[float] = mapped_column(Float)
+    tag: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = ({"sqlite_with_rowid": False},)

@@ -61,9 +61,10 @@ def test_single_queries_export_and_offline_audit(served, tmp_path: Path) -> None
     assert json.loads(cli("audit", sid, "--oracle", url, "--json", token=token))["compliant"]
 
     lines = export.read_text().splitlines()
-    row = json.loads(lines[1])
+    at = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == "observe")
+    row = json.loads(lines[at])
     row["value"] = row["value"] + 1.0
-    lines[1] = json.dumps(row)
+    lines[at] = json.dumps(row)
     export.write_text("\n".join(lines) + "\n")
     report = json.loads(cli("audit", str(export), "--json", code=1))
     assert not report["compliant"] and report["first_bad_seq"] == row["seq"]

@@ -26,8 +26,8 @@ PARAMS = {"d": 12, "n_train": 40, "n_test": 15, "s_plus": 3, "s_minus": 3}
 D = PARAMS["d"]
 REQUESTS = 300
 COSTS = [0.5, 1.0, 1.5, 2.0] * (D // 4)
-# Fields that name the session or the moment, not what the rules decided.
-INCIDENTAL = {"id", "created_at", "head_hash", "session"}
+# Fields that name the session or the moment, not what the rules decided (a receipt is the oracle's chain head).
+INCIDENTAL = {"id", "created_at", "head_hash", "session", "receipt"}
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "batch-local": {"protocol": "batch", "order": "stream", "budget": {"per_example": 3}},
@@ -84,10 +84,13 @@ class RandomRequests:
         return attrs
 
     def request(self, session: Any) -> Callable[[], Any]:
-        op = self.rng.choice(["next", "observe", "observe", "batch", "label", "predict", "evaluate", "moments",
-                              "get"], p=[0.2, 0.2, 0.15, 0.1, 0.1, 0.12, 0.04, 0.03, 0.06])
+        op = self.rng.choice(["next", "step", "observe", "batch", "label", "predict", "evaluate", "moments",
+                              "get"], p=[0.15, 0.12, 0.23, 0.1, 0.1, 0.12, 0.04, 0.03, 0.11])
         if op == "next":
             return session.next
+        if op == "step":
+            step_attrs = self.attributes()
+            return lambda: session.step(step_attrs)
         if op == "observe":
             example, attrs = self.example(), self.attributes()
             return lambda: session.observe(example, attrs)

@@ -1,32 +1,88 @@
-"""The bulk path of the hash chain must write exactly what the one-row path and the offline audit compute."""
+"""The format-2 chain: what the store writes is what the offline verifier recomputes, and tampering is named."""
 
 from __future__ import annotations
 
-from budgetlab.ledger import GENESIS, ROW_FIELDS, Chain, verify_chain
+from typing import Any
 
+from budgetlab.engine import Event, Observations
+from budgetlab.ledger import GENESIS, Chain, contains_receipt, rows_of_links, verify_chain
+
+# Floats whose repr is easy to get wrong: negative zero, subnormals, long mantissas, integral values.
 EXAMPLES = [0, 0, 7, 123456789012, 3]
 ATTRIBUTES = [0, 41, 2, 999_999, 5]
-# Floats whose repr is easy to get wrong: negative zero, subnormals, long mantissas, integral values.
 VALUES = [-0.0, 5e-324, 0.1 + 0.2, 1e300, 2.0]
 COSTS = [1.0, 0.25, 3.0, 1e-9, 1.0]
 
 
-def test_observation_rows_equal_rows_appended_one_by_one() -> None:
-    bulk = Chain("s1", 4, "ab" * 32)
-    rows = bulk.observation_rows(EXAMPLES, ATTRIBUTES, VALUES, COSTS)
-    single = Chain("s1", 4, "ab" * 32)
-    for e, a, v, c in zip(EXAMPLES, ATTRIBUTES, VALUES, COSTS, strict=True):
-        single.append("observe", example=e, attribute=a, value=v, cost=c)
-    assert [dict(zip(ROW_FIELDS, row, strict=True)) for row in rows] == single.rows
-    assert (bulk.seq, bulk.head) == (single.seq, single.head) == (9, single.rows[-1]["hash"])
+def _rows(chain: Chain) -> list[dict[str, Any]]:
+    """The chain's rows as the store would read them back (links without their key, values by link)."""
+    values: dict[int, list[tuple]] = {}
+    for link in chain.links:
+        if link[2] == "observe":
+            first, n = link[1], link[6]
+            values[first] = sorted((a, s, v, t) for _, _, a, s, v, t in chain.values if first <= s < first + n)
+    return list(rows_of_links([link[1:] for link in chain.links], values, None))
 
 
-def test_observation_rows_verify_after_an_open_row_and_tampering_is_named() -> None:
-    chain = Chain("s2", 0, GENESIS)
-    chain.append("open", payload={"dataset": "x"})
-    rows = chain.rows + [dict(zip(ROW_FIELDS, r, strict=True))
-                         for r in chain.observation_rows(EXAMPLES, ATTRIBUTES, VALUES, COSTS)]
-    assert verify_chain("s2", rows).ok
-    rows[3] = {**rows[3], "value": rows[3]["value"] * 2}
-    check = verify_chain("s2", rows)
-    assert not check.ok and check.first_bad_seq == 3
+def _chain() -> Chain:
+    return Chain("s1", 7, 0, GENESIS).record([
+        Event("open", payload={"dataset": "x", "budget": {"per_example": 3}}),
+        Event("label", example=0, value=-1.0, cost=0.5),
+        Observations(EXAMPLES, ATTRIBUTES, VALUES, COSTS),
+        Event("close"),
+    ])
+
+
+def test_one_link_per_event_and_per_example_of_an_observe() -> None:
+    chain = _chain()
+    assert [(link[1], link[2], link[6]) for link in chain.links] == [
+        (0, "open", 1), (1, "label", 1), (2, "observe", 2), (4, "observe", 1), (5, "observe", 1),
+        (6, "observe", 1), (7, "close", 1)]
+    assert chain.seq == 8 and len(chain.values) == 5
+    assert all(len(link[-1]) == 32 for link in chain.links)  # binary digests
+    rows = _rows(chain)
+    assert [r["seq"] for r in rows] == list(range(8))
+    check = verify_chain("s1", rows)
+    assert check.ok and check.head == chain.head and check.rows == 8
+
+
+def test_recording_in_two_requests_continues_the_same_chain() -> None:
+    whole = _chain()
+    first = Chain("s1", 7, 0, GENESIS).record([Event("open", payload={"dataset": "x", "budget": {"per_example": 3}}),
+                                               Event("label", example=0, value=-1.0, cost=0.5)])
+    second = Chain("s1", 7, first.seq, first.head).record([Observations(EXAMPLES, ATTRIBUTES, VALUES, COSTS),
+                                                           Event("close")])
+    assert second.head == whole.head and first.links + second.links == whole.links
+
+
+def test_an_altered_value_is_named_by_its_tag() -> None:
+    rows = _rows(_chain())
+    rows[3] = {**rows[3], "value": 1.5}  # the second value of the link at seq 2
+    check = verify_chain("s1", rows)
+    assert not check.ok and check.first_bad_seq == 3 and "altered" in check.reason
+
+
+def test_an_altered_event_a_missing_and_an_inserted_row_are_named() -> None:
+    rows = _rows(_chain())
+    altered = [*rows[:1], {**rows[1], "cost": 0.0}, *rows[2:]]
+    check = verify_chain("s1", altered)
+    assert not check.ok and check.first_bad_seq == 1
+    missing = rows[:3] + rows[4:]
+    check = verify_chain("s1", missing)
+    assert not check.ok and check.first_bad_seq == 3 and "missing" in check.reason
+    inserted = rows[:4] + [rows[3]] + rows[4:]
+    check = verify_chain("s1", inserted)
+    assert not check.ok and check.first_bad_seq == 4
+
+
+def test_the_session_id_is_part_of_every_digest() -> None:
+    assert not verify_chain("s2", _rows(_chain())).ok
+
+
+def test_a_receipt_is_found_only_at_its_own_link() -> None:
+    chain = _chain()
+    rows = _rows(chain)
+    assert contains_receipt(rows, 8, chain.head)
+    assert contains_receipt(rows, 4, rows[2]["hash"])  # the link of rows 2-3 ends at row 3
+    assert not contains_receipt(rows, 3, rows[2]["hash"])
+    assert not contains_receipt(rows, 8, rows[2]["hash"])

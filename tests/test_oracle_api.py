@@ -215,18 +215,21 @@ def test_ledger_pages_export_and_offline_audit_names_tampering(oracle_url: str, 
     from budgetlab.audit import audit_ndjson
 
     lines = export.read_text().splitlines()
+    assert json.loads(lines[0]) == {"type": "ledger", "format": 2, "session_id": s.id}
     assert audit_ndjson(lines).compliant
+    assert audit_ndjson(lines, receipts=[s.receipt]).compliant  # the client's last receipt is in the export
 
+    # lines[0] is the header, so row seq s is lines[s + 1]; row 7 is the second value of an observe link.
     altered = [json.loads(x) for x in lines]
-    altered[7]["value"] = altered[7]["value"] + 1.0
+    altered[8]["value"] = altered[8]["value"] + 1.0
     report = audit_ndjson(json.dumps(x) for x in altered)
     assert not report.compliant and report.first_bad_seq == 7 and "altered" in report.reasons[0]
 
-    missing = lines[:9] + lines[10:]
+    missing = lines[:10] + lines[11:]
     report = audit_ndjson(missing)
     assert not report.compliant and report.first_bad_seq == 9 and "missing" in report.reasons[0]
 
-    inserted = lines[:4] + [lines[3]] + lines[4:]
+    inserted = lines[:5] + [lines[4]] + lines[5:]
     report = audit_ndjson(inserted)
     assert not report.compliant and report.first_bad_seq == 4
 

@@ -56,7 +56,8 @@ def test_sixteen_threads_never_overspend_on_sqlite(oracle_url: str, sqlite_url: 
     sid, headers = hammer(oracle_url)
     check_exact_spend(oracle_url, sid, headers)
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
-        (rows,) = db.execute("select count(*) from ledger where session_id = ? and kind = 'observe'", (sid,)).fetchone()
+        (rows,) = db.execute("select count(*) from observations join sessions on session_key = ledger_key "
+                             "where sessions.id = ?", (sid,)).fetchone()
     assert rows == 3 * (BUDGET // 3)
 
 
@@ -69,5 +70,9 @@ def test_two_workers_on_postgresql_never_overspend(postgres_url: str, tmp_path) 
     import psycopg
 
     with psycopg.connect(postgres_url) as conn:
-        (rows,) = conn.execute("select count(*) from ledger where session_id = %s", (sid,)).fetchone()
-    assert rows == 1 + 3 * (BUDGET // 3)
+        (links,) = conn.execute("select count(*) from links join sessions on session_key = ledger_key "
+                                "where sessions.id = %s", (sid,)).fetchone()
+        (values,) = conn.execute("select count(*) from observations join sessions on session_key = ledger_key "
+                                 "where sessions.id = %s", (sid,)).fetchone()
+    # the open row, then one link of 3 values per accepted request
+    assert (links, values) == (1 + BUDGET // 3, 3 * (BUDGET // 3))

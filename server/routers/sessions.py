@@ -12,7 +12,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
-from budgetlab.ledger import ROW_FIELDS, canonical_payload
+from budgetlab.ledger import ROW_FIELDS, canonical_json
 from budgetlab.models import (
     AuditReport,
     ErrorBody,
@@ -32,8 +32,11 @@ from budgetlab.models import (
     SessionCreate,
     SessionCreated,
     SessionInfo,
+    StepRequest,
+    StepResponse,
 )
 from server.deps import Service, Token
+from server.sessions import export_header
 
 ERRORS = {code: {"model": ErrorBody} for code in (401, 402, 404, 409, 422, 503)}
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
@@ -69,6 +72,13 @@ def close_session(session_id: SessionId, sessions: Service, token: Token) -> Ses
 def next_example(session_id: SessionId, sessions: Service, token: Token) -> Response:
     """Issue the next example of the stream (with its label in the batch protocol)."""
     return serialized(sessions.next(session_id, token))
+
+
+@router.post("/{session_id}/step", response_model=StepResponse)
+def step(session_id: SessionId, body: StepRequest, sessions: Service, token: Token) -> Response:
+    """``next`` and ``observe`` of the issued example in one all-or-nothing request: a round of the batch protocol
+    in one round trip (in the online protocol, ``predict`` completes the round)."""
+    return serialized(sessions.step(session_id, token, body))
 
 
 @router.post("/{session_id}/observe", response_model=ObserveResponse)
@@ -118,8 +128,8 @@ def ledger(
 ) -> LedgerPage | StreamingResponse:
     """A page of the ledger (json), or the whole ledger from ``after`` on as an NDJSON or CSV export.
 
-    The NDJSON export ends with the session's recorded counters (``{"type": "head", ...}``), which
-    ``budgetlab audit FILE`` checks offline.
+    The NDJSON export starts with ``{"type": "ledger", "format": 2, ...}`` and ends with the session's recorded
+    counters (``{"type": "head", ...}``), which ``budgetlab audit FILE`` checks offline.
     """
     if format == "json":
         rows, next_after = sessions.ledger_page(session_id, token, after, limit)
@@ -130,8 +140,16 @@ def ledger(
     if format == "ndjson":
 
         def ndjson() -> Iterator[str]:
+            yield json.dumps(export_header(session_id)) + "\n"
+            dumps = json.dumps
+            lines: list[str] = []
             for row in rows_iter:
-                yield json.dumps({**row, "payload": json.loads(row["payload"])}) + "\n"
+                lines.append(dumps(row))
+                if len(lines) >= 2000:
+                    yield "\n".join(lines) + "\n"
+                    lines.clear()
+            if lines:
+                yield "\n".join(lines) + "\n"
             yield json.dumps(head) + "\n"
 
         return StreamingResponse(ndjson(), media_type="application/x-ndjson",
@@ -141,11 +159,12 @@ def ledger(
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=ROW_FIELDS)
         writer.writeheader()
-        for row in rows_iter:
-            writer.writerow({**row, "payload": canonical_payload(json.loads(row["payload"]))})
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
+        for i, row in enumerate(rows_iter, start=1):
+            writer.writerow({**row, "payload": canonical_json(row["payload"])})
+            if i % 2000 == 0:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
         yield buffer.getvalue()
 
     return StreamingResponse(as_csv(), media_type="text/csv")
