@@ -11,9 +11,9 @@ import inspect
 import pkgutil
 from functools import cache
 
-from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+from learner.algorithms.base import Algorithm, DataScale, Observed, ParamError, Problem
 
-__all__ = ["Algorithm", "Observed", "ParamError", "Problem", "algorithms", "get_algorithm"]
+__all__ = ["Algorithm", "DataScale", "Observed", "ParamError", "Problem", "algorithms", "get_algorithm"]
 
 
 @cache

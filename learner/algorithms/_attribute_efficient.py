@@ -21,7 +21,8 @@ from learner.algorithms._estimators import squared_loss_gradient
 from learner.algorithms._iterates import LassoIterate, RidgeIterate, ScaledIterate
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
-B_DOC = "radius of the constraint ball on w (the papers' B; their theorems assume |y| <= B)"
+B_DOC = ("radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to "
+         "max|y| / max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball")
 
 
 class DataPointSampler:
@@ -98,10 +99,18 @@ class SampledGradient:
 
 
 class AttributeEfficient(Algorithm):
-    """Algorithm shell over a ``SampledGradient`` engine built by ``build``."""
+    """Algorithm shell over a ``SampledGradient`` engine built by ``build``.
+
+    The theorems are stated for ||x|| <= 1 (ridge: the L2 norm, lasso: the L∞ norm) and |y| <= B, ||w*|| <= B.
+    Scaling the data into that setting (x' = x / X, w' = X w, X the declared max ||x||) turns a ball of radius
+    B on w into one of radius X·B on w', so the theorem's B is B' = X·B (at least max|y| by the choice of B),
+    and its step size η' on w' is η'/X² on w for OGD and η'/X for EG (whose step multiplies a gradient that
+    scales with x). ``ridge_geometry``/``lasso_geometry`` return B, B' and X from the declared ``Problem.scale``.
+    """
 
     budget_kind = "local"
     min_budget = 2
+    needs_scale = True
 
     def __init__(self, problem: Problem, seed: int = 0, **params) -> None:
         super().__init__(problem, seed, **params)
@@ -134,6 +143,18 @@ class AttributeEfficient(Algorithm):
             raise ParamError(f"{self.id}: {name} must be a positive number, got {value}")
         self.config[name] = value
         return value
+
+    def ridge_geometry(self) -> tuple[float, float, float]:
+        """(B, B' = X·B, X = max ||x||_2): the L2 ball on w and the theorems' B in the normalised setting."""
+        scale = self.problem.scale
+        B = self.resolve("B", scale.radius2())
+        return B, scale.max_norm2 * B, scale.max_norm2
+
+    def lasso_geometry(self) -> tuple[float, float, float]:
+        """(B, B' = X·B, X = max |x_i|): the L1 ball on w and the theorems' B in the normalised setting."""
+        scale = self.problem.scale
+        B = self.resolve("B", scale.radius1())
+        return B, scale.max_abs * B, scale.max_abs
 
     def even_split(self, name: str = "x_draws") -> tuple[int, int]:
         """(data-point draws, inner-product draws): the K&S §5 even split, x̃ getting the odd one."""

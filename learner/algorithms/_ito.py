@@ -20,6 +20,11 @@ Regression with Limited Observation" (NIPS 2017), §4.
   averaging); by Jensen E[sqrt(sum ||ĝ_s||²)] <= sqrt(16 T / C), so Theorem 2's bound still holds up to the
   one-round lag of the sum. ``lambda_rule=theorem`` restores Theorem 2's schedule, and ``lambda_scale`` fixes
   λ_t = lambda_scale sqrt(t).
+- Scale (the bounds the theorems use: max ||x||_2, max |y|, ||w*||_2, declared by the oracle). The paper assumes
+  ||x|| <= 1, |y| <= 1 and ||w*|| <= 1. The ball of the iterates (``radius``) defaults to the declared ||w*||_2
+  bound widened to max|y| / max||x||_2; on x' = x / max||x||_2 the theorem's λ'_t is λ'_t max||x||_2² on w
+  (w = -ĥ / λ, and ĥ carries two factors of x), so ``lambda_rule=theorem`` multiplies Theorem 2's schedule by
+  max||x||_2². The adaptive rule needs no scale: it measures the gradients themselves.
 - ``DualAveragingLearner``: Algorithm 1's loop (w_t by (5), S_t by Observe, prediction w_t' D_t x_t, ĝ_t by (6))
   with the number k1 of surely-observed attributes left to the subclass: Algorithm 1 itself and the greedy and
   uniform baselines of §6 differ only in it.
@@ -167,15 +172,27 @@ def int_param(algorithm: Algorithm, name: str, value: ParamValue | None, default
     return int(float(value))
 
 
+def ball_radius(algorithm: Algorithm) -> float:
+    """The ``radius`` parameter, or the declared scale's L2 ball (see the module docstring)."""
+    given = algorithm.config["radius"]
+    radius = algorithm.problem.scale.radius2(None if given is None else float(given))
+    if radius <= 0:
+        raise ParamError(f"{algorithm.id}: radius must be positive")
+    algorithm.config["radius"] = radius
+    return radius
+
+
 class DualAveragingLearner(Algorithm):
     """Algorithm 1's loop; subclasses choose k1, the number of largest-weight attributes observed surely."""
 
     protocol = "online"
+    needs_scale = True
     min_budget = 2  # estimator (6) needs every pair of attributes observable together
     params: dict[str, tuple[ParamValue | None, str]] = {
         "k": (None, "sparsity k of the comparator (default k' - 2, the largest Algorithm 1 supports)"),
         **LAMBDA_PARAMS,
-        "radius": (1.0, "the dual-averaging iterates stay in ||w|| <= radius (the paper's ||w*|| <= 1)"),
+        "radius": (None, "the iterates stay in ||w|| <= radius; default the declared ||w*||_2 bound, at least "
+                   "max|y| / max||x||_2 (the paper's ||w*|| <= 1 for ||x|| <= 1, |y| <= 1)"),
     }
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
@@ -187,12 +204,11 @@ class DualAveragingLearner(Algorithm):
         self.k1 = self.top_count()
         if not 0 <= self.k1 <= self.k_prime:
             raise ParamError(f"{self.id}: k1 must be in 0..{self.k_prime}, got {self.k1}")
+        x_sq = problem.scale.max_norm2**2
         self.lambdas = lambda_schedule(
-            self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.lambda_k1()))
+            self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.lambda_k1())) * x_sq
         )
-        self.radius = float(self.config["radius"])
-        if self.radius <= 0:
-            raise ParamError(f"{self.id}: radius must be positive")
+        self.radius = ball_radius(self)
         self._h = np.zeros(d)  # ĥ_{t-1}, the sum of the gradient estimates so far
         self._t = 1
         self._w = np.zeros(d)

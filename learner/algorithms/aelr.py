@@ -10,9 +10,13 @@ Choices the paper leaves open (see shared/papers/ERRATA.md):
   "k = 4" is a local budget of 5. Draws are i.i.d. with replacement, repeated indices paid for once.
 - w_1 = 0 (z+ = z- = 1) leaves p undefined: while w = 0, <w, x> = 0 exactly, so φ̃ = -y and the
   |w|-weighted draw is skipped (ERRATA: "spend the draw with ŷ term 0").
-- η defaults to Theorem 3.4's step size as its proof gives it, (1/2B) sqrt(k log 2d / (10 d m))
-  (ERRATA: the printed (1/4B²) sqrt(2k log 2d / (5md)) is a factor 1/B off), m the run's examples.
-- B defaults to 1 (labels ±1 in the experiments; the theorem assumes |y| <= B and ||x||_∞ <= 1).
+- Scale (the bounds this theorem uses: max |x_i|, max |y|, ||w*||_1, declared by the oracle). Theorem 3.4
+  assumes ||x||_∞ <= 1, |y| <= B and ||w*||_1 <= B. B defaults to the declared ||w*||_1 bound, widened to
+  max|y| / max|x_i|; η defaults to the theorem's step as its proof gives it, (1/2B') sqrt(k log 2d / (10 d m))
+  (ERRATA: the printed (1/4B²) sqrt(2k log 2d / (5md)) is a factor 1/B off) for the data scaled into the unit
+  L∞ ball, B' = max|x_i|·B, divided by max|x_i| on w (``AttributeEfficient``), m the run's examples.
+- That step is a worst-case choice, far below what the papers' cross-validation picked: on the 900 training
+  images of ``mnist-3v5`` AELR barely leaves w = 0 within one pass (normalised test MSE about 0.99).
 - Cost per example is O(k log d): only the clipped coordinates of z± change, the normaliser and
   ||w||_1 live in sum trees and the average is kept lazily (learner/algorithms/_iterates.py). z± are
   rescaled together when their total leaves [1e-50, 1e50], which leaves w unchanged.
@@ -40,12 +44,13 @@ class AELR(AttributeEfficient):
     paper = HAZAN_KOREN
     algorithm = "Algorithm 2"
     params = {
-        "B": (1.0, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.4's (1/2B)·sqrt(k log 2d/(10dm)) (ERRATA), k = budget - 1"),
+        "B": (None, B_DOC),
+        "eta": (None, "step size η; default Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (ERRATA), "
+                "B' = max|x_i|·B, k = budget - 1"),
     }
 
     def build(self) -> SampledGradient:
         d, k = self.problem.d, self.problem.budget - 1
-        B = self.resolve("B", 1.0)
-        eta = self.resolve("eta", aelr_eta(k, d, self.problem.n_examples, B))
+        B, B_unit, X = self.lasso_geometry()
+        eta = self.resolve("eta", aelr_eta(k, d, self.problem.n_examples, B_unit) / X)
         return SampledGradient(LassoIterate(d, B), DataPointSampler(d), k, 1, eta, self.rng)

@@ -9,15 +9,18 @@ Choices the paper leaves open or gets wrong (see shared/papers/ERRATA.md):
   squared loss expands to w'Āw − w'v̄ + ȳ. Both variants below use the corrected sign.
 - Diagonal. Fig. 1 splits the k chosen attributes C into halves I, J and fills only the I×J entries
   (weight 2(d/k)² each way), so Ā has no diagonal and E[A] = d/(d−1)·(xx' − diag(x²)), not xx' as
-  Lemma 8 says; the objective is indefinite. ``estimate="printed"`` keeps that construction;
-  ``estimate="unbiased"`` (the default) gives E[A] = xx': diagonal (d/k)·x_c² for c ∈ C and every
-  pair of C off the diagonal with weight d(d−1)/(k(k−1)), so the objective estimate is unbiased for the
-  loss of every fixed w.
+  Lemma 8 says; the objective is indefinite. ``estimate="printed"`` (the default) keeps that
+  construction: it is the Baseline of the paper's Fig. 4 and table, the algorithm whose estimate the
+  paper's analysis calls much worse than AER's. ``estimate="unbiased"`` gives E[A] = xx': diagonal
+  (d/k)·x_c² for c ∈ C and every pair of C off the diagonal with weight d(d−1)/(k(k−1)), so the
+  objective estimate is unbiased for the loss of every fixed w (a stronger Baseline than the paper's).
 - k must be even in the paper; an odd budget uses its largest even part.
 - The minimiser over the L1 ball is found by projected gradient descent (step 1/(2 max|eig Ā|), warm
   started from the previous solution), which also reaches a stationary point of the indefinite printed
   objective. It is recomputed lazily when ``weights`` is read after new examples.
-- B defaults to the largest |y| seen (Theorem 6 assumes |y| ≤ B and compares with ||w||_1 ≤ B).
+- Scale (the bounds this theorem uses: max |x_i|, max |y|, ||w*||_1, declared by the oracle). Theorem 6
+  assumes ||x||_∞ <= 1 and |y| <= B, and compares with ||w||_1 <= B: B defaults to the declared ||w*||_1
+  bound widened to max|y| / max|x_i|, the ball of the theorem for the data scaled into the unit L∞ ball.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import numpy as np
 
 from budgetlab.models import ParamValue
 from learner.algorithms._l1_projection import project_l1_ball
-from learner.algorithms._label_bound import LabelBound
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
 ESTIMATES = ("unbiased", "printed")
@@ -47,12 +49,14 @@ class AERBaseline(Algorithm):
     budget_kind = "local"
     min_budget = 2
     params = {
-        "radius": (None, "L1 radius B of the constraint; default the largest |y| seen (Theorem 6: |y| ≤ B)"),
+        "radius": (None, "L1 radius B of the constraint; default the declared ||w*||_1 bound, at least "
+                   "max|y| / max|x_i| (Theorem 6: |y| ≤ B)"),
         "estimate": (
-            "unbiased",
-            "'unbiased': E[A] = xx' (diagonal estimated too); 'printed': Fig. 1's I×J construction, no diagonal",
+            "printed",
+            "'printed': Fig. 1's I×J construction, no diagonal (the paper's Baseline); 'unbiased': E[A] = xx'",
         ),
     }
+    needs_scale = True
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
         super().__init__(problem, seed, **params)
@@ -61,7 +65,11 @@ class AERBaseline(Algorithm):
             raise ParamError(f"estimate must be one of {', '.join(ESTIMATES)}, got {self.estimate!r}")
         d = problem.d
         self.k = problem.budget - problem.budget % 2
-        self.radius = LabelBound(None if self.config["radius"] is None else float(self.config["radius"]))
+        given = self.config["radius"]
+        self.radius = problem.scale.radius1(None if given is None else float(given))
+        if self.radius <= 0:
+            raise ParamError(f"radius must be positive, got {self.radius}")
+        self.config["radius"] = self.radius
         self.A_sum = np.zeros((d, d))
         self.v_sum = np.zeros(d)
         self.y2_sum = 0.0
@@ -104,7 +112,6 @@ class AERBaseline(Algorithm):
         self.v_sum[C] += 2 * y * v
         self.y2_sum += y**2
         self.m += 1
-        self.radius.see(y)
 
     def objective(self, w: np.ndarray) -> float:
         """The estimated training loss L̃_S(w) = w'Āw − w'v̄ + ȳ (sign corrected)."""
@@ -119,7 +126,7 @@ class AERBaseline(Algorithm):
         step = 1.0 / curvature if curvature > 0 else 1.0
         w = self._w
         for _ in range(SOLVER_ITERATIONS):
-            nxt = project_l1_ball(w - step * (2 * A @ w - v), self.radius.value)
+            nxt = project_l1_ball(w - step * (2 * A @ w - v), self.radius)
             if np.max(np.abs(nxt - w)) <= SOLVER_TOLERANCE * max(1.0, np.max(np.abs(nxt))):
                 return nxt
             w = nxt

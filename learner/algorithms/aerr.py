@@ -12,9 +12,13 @@ Choices the paper leaves open (see shared/papers/ERRATA.md):
 - w_1: line 1 asks w_1 ≠ 0 only so that p is defined. We start at w_1 = 0, where <w, x> = 0 exactly:
   φ̃ = -y and the w-weighted draw is not needed (nor paid for) until w moves. The average is then not
   pulled towards an arbitrary start.
-- η defaults to Theorem 3.1's sqrt(k / (2 d m)), m being the number of examples of the run. The
-  theorem assumes ||x||_2 <= 1; on data with larger rows pass a smaller ``eta``.
-- B defaults to 1 (the experiments' labels are ±1; the theorem assumes |y| <= B).
+- Scale (the bounds this theorem uses: max ||x||_2, max |y|, ||w*||_2, declared by the oracle). Theorem 3.1
+  assumes ||x||_2 <= 1, |y| <= B and compares with ||w*||_2 <= B. B defaults to the declared ||w*||_2 bound,
+  widened to max|y| / max||x||_2; η defaults to Theorem 3.1's sqrt(k / (2 d m)) for the data scaled into the
+  unit ball, i.e. sqrt(k / (2 d m)) / max||x||_2² on w (``AttributeEfficient``), m the run's examples.
+- The theorem's step is a worst-case choice: on the 900 training images of ``mnist-3v5`` (max||x||_2 = 13.9)
+  it moves w little within one pass (normalised test MSE about 0.93 at k + 1 = 57); the papers tuned η by
+  cross-validation.
 - Cost per example is O(k log d), not O(d): w is kept as scale × vector, the projection only changes
   the scale, the average is kept lazily and p is sampled from a sum tree (learner/algorithms/_iterates.py).
 """
@@ -42,12 +46,12 @@ class AERR(AttributeEfficient):
     paper = HAZAN_KOREN
     algorithm = "Algorithm 1"
     params = {
-        "B": (1.0, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.1's sqrt(k/(2dm)) with k = budget - 1"),
+        "B": (None, B_DOC),
+        "eta": (None, "step size η; default Theorem 3.1's sqrt(k/(2dm)) / max||x||_2² with k = budget - 1"),
     }
 
     def build(self) -> SampledGradient:
         d, k = self.problem.d, self.problem.budget - 1
-        B = self.resolve("B", 1.0)
-        eta = self.resolve("eta", aerr_eta(k, d, self.problem.n_examples))
+        B, _, X = self.ridge_geometry()
+        eta = self.resolve("eta", aerr_eta(k, d, self.problem.n_examples) / X**2)
         return SampledGradient(RidgeIterate(d, B), DataPointSampler(d), k, 1, eta, self.rng)

@@ -11,32 +11,39 @@ Taylor coefficients of erf, eq. (7)).
 Choices the paper leaves open:
 
 - Budget. The paper bounds the attributes per example only in expectation (k + 6); here the local budget
-  is a hard cap: ``x_draws`` uniform draws for x̃ (default: the larger half of the budget, as in
-  Kukliansky & Shamir §5) and the rest, ``budget - x_draws``, for GenEst. The order n is drawn
-  conditioned on needing no more than those draws (n·group size <= budget - x_draws) and weighted by
-  that conditional probability, so φ̃ is unbiased for erf's Taylor series cut after the largest order
-  that fits, not for erf itself. With 2 GenEst draws only the linear term is left (AESVR is then AERR
-  on a rescaled residual); every further two draws add one odd order. Draws are i.i.d. with
-  replacement and a repeated index is paid for once.
+  is a hard cap: ``x_draws`` uniform draws for x̃ and the rest, ``budget - x_draws``, for GenEst. The order
+  n is drawn conditioned on needing no more than those draws (n·group size <= budget - x_draws) and
+  weighted by that conditional probability, so φ̃ is unbiased for erf's Taylor series cut after the largest
+  order n_max that fits, not for erf itself. Below order 3 only the linear term a_1 is left, and there
+  ½[(r-δ)/ε + (r+δ)/ε] = r/ε: δ cancels and AESVR is AERR on a rescaled residual. So GenEst needs at least
+  3 draws, and by default it gets ``max(3, budget - ⌈budget/2⌉)`` (the even split of Kukliansky & Shamir §5
+  when the budget is 6 or more; at the experiments' budget of 5, 2 for x̃ and 3 for GenEst): n_max >= 3.
+  A configuration whose n_max is below 3 (a budget under 4, or ``x_draws`` leaving GenEst fewer than 3
+  draws) is refused with a parameter error saying δ would have no effect. Every further two draws add one
+  odd order. Draws are i.i.d. with replacement and a repeated index is paid for once.
 - The two GenEst calls of line 2 (for y⁺ and y⁻) share the order n and the draws: each call stays
   unbiased (the θ̃_r are independent across r) and the pair costs the attributes of one.
 - Even orders have a_n = 0, so φ̃ = 0 and g̃ = 0 exactly: nothing is observed for such an example
   (x̃ is not needed either), though it still counts as an iterate of the average. Procedure 3's
   Pr[n] is kept as printed, so more than half of the examples (Pr[n = 0] >= 1/2) make no step.
 - GenEst's scale: Procedure 3 assumes ||x||_2 <= 1, ||w||_2 <= B_G and |y| <= B_G; AESVR feeds it
-  x/ε and (y ± δ)/ε, i.e. B_G = (B + δ)/ε, so N = ⌈4 B_G²⌉ draws are averaged per factor once
-  n > 2 log2 N (line 3).
+  x/ε and (y ± δ)/ε, i.e. B_G = (B' + δ)/ε with B' the theorem's B for data in the unit ball (below), so
+  N = ⌈4 B_G²⌉ draws are averaged per factor once n > 2 log2 N (line 3).
+- Scale (the bounds this theorem uses: max ||x||_2, max |y|, ||w*||_2). Theorem 4.4 assumes ||x||_2 <= 1 and
+  |y|, ||w*||_2 <= B. B defaults to the declared ||w*||_2 bound widened to max|y| / max||x||_2; the analysis
+  runs on x' = x / max||x||_2, where the bound is B' = max||x||_2·B (``AttributeEfficient``). δ and ε are in
+  the units of y (the residual <w, x> - y is the same before and after scaling): 0 <= δ <= B' as the paper
+  requires, δ defaults to 0.1·max|y|, and the step size η' is divided by max||x||_2² on w.
 - w_1 = 0 as in AERR: <w,x> = 0 exactly, so θ̃_r = (-y ∓ δ)/ε needs no draws until w moves.
-- ε (the accuracy of the smoothing, Claim 4.2) defaults to B: the theorem trades it against a factor
-  exp(O(log²(B/ε))); B/ε = 1 keeps the factors θ̃ of order one, where the few Taylor orders a small
-  budget affords approximate erf. δ defaults to 0.1 (0 <= δ <= B as the paper requires).
+- ε (the accuracy of the smoothing, Claim 4.2) defaults to B': the theorem trades it against a factor
+  exp(O(log²(B'/ε))); B'/ε = 1 keeps the factors θ̃ of order one, where the few Taylor orders a small
+  budget affords approximate erf.
 - η: the theorem only says "properly tuned". The default is Theorem 3.1's η = 2B/(G√m) with the
   second-moment bound of Theorem 4.4's proof made explicit for the capped estimator:
   G² = E[φ̃²] · E||x̃||², E||x̃||² <= (d + k - 1)/k for ||x||_2 <= 1, and
-  E[φ̃²] <= Σ_{n <= n_max} a_n² Θ^{2n} / Pr[n | n <= n_max], Θ² = (B² + (2B + δ)²)/ε² bounding E[θ̃_r²].
+  E[φ̃²] <= Σ_{n <= n_max} a_n² Θ^{2n} / Pr[n | n <= n_max], Θ² = (B'² + (2B' + δ)²)/ε² bounding E[θ̃_r²].
   That bound grows like exp(log² n_max), so the theoretical η barely moves w on a run of a few
   thousand examples; pass ``eta`` as the paper's experiments tuned theirs (by cross-validation).
-- B defaults to 1 (the theorems assume |y| <= B).
 """
 
 from __future__ import annotations
@@ -57,6 +64,9 @@ from learner.algorithms._estimators import (
 from learner.algorithms._iterates import RidgeIterate
 from learner.algorithms.aerr import HAZAN_KOREN
 from learner.algorithms.base import Observed, ParamError
+
+# Below order 3 GenEst keeps only erf's linear term, in which δ cancels (see the module docstring).
+MIN_GENEST_ORDER = 3
 
 
 def genest_sample_size(B: float, delta: float, epsilon: float) -> int:
@@ -137,27 +147,39 @@ class AESVR(AttributeEfficient):
     name = "AESVR (Attribute Efficient Support-Vector Regression)"
     paper = HAZAN_KOREN
     algorithm = "Algorithm 4"
+    min_budget = 1 + MIN_GENEST_ORDER
     params = {
-        "B": (1.0, B_DOC),
-        "delta": (0.1, "δ of the δ-insensitive loss |r|_δ = max(|r| - δ, 0), 0 <= δ <= B"),
-        "epsilon": (None, "smoothing accuracy ε of f_ε (Claim 4.2); default B"),
-        "eta": (None, "step size η; default 2B/(G√m) with Theorem 4.4's bound on G for the capped GenEst"),
-        "x_draws": (None, "uniform draws for x̃; the rest of the budget goes to GenEst; default ⌈budget/2⌉"),
+        "B": (None, B_DOC),
+        "delta": (None, "δ of the δ-insensitive loss |r|_δ = max(|r| - δ, 0) in units of y, 0 <= δ <= B'; "
+                  "default 0.1·max|y|"),
+        "epsilon": (None, "smoothing accuracy ε of f_ε (Claim 4.2), in units of y; default B' = max||x||_2·B"),
+        "eta": (None, "step size η; default 2B'/(G√m) / max||x||_2² with Theorem 4.4's bound on G for the capped "
+                "GenEst"),
+        "x_draws": (None, "uniform draws for x̃; the rest of the budget goes to GenEst, which needs at least 3; "
+                    "default min(⌈budget/2⌉, budget - 3)"),
     }
 
     def build(self) -> GenEstGradient:
         d = self.problem.d
-        B = self.resolve("B", 1.0)
-        delta = float(self.config["delta"])
-        if not 0.0 <= delta <= B:
-            raise ParamError(f"{self.id}: delta must be in [0, B] = [0, {B}], got {delta}")
+        _, B_unit, X = self.ridge_geometry()
+        delta = 0.1 * self.problem.scale.max_label if self.config["delta"] is None else float(self.config["delta"])
+        if not 0.0 <= delta <= B_unit:
+            raise ParamError(f"{self.id}: delta must be in [0, B'] = [0, {B_unit:g}], got {delta}")
         self.config["delta"] = delta
-        epsilon = self.resolve("epsilon", B)
+        epsilon = self.resolve("epsilon", B_unit)
+        if self.config["x_draws"] is None:
+            self.config["x_draws"] = min(math.ceil(self.problem.budget / 2), self.problem.budget - MIN_GENEST_ORDER)
         x_draws, genest_draws = self.even_split()
-        N = genest_sample_size(B, delta, epsilon)
+        N = genest_sample_size(B_unit, delta, epsilon)
         n_max = genest_max_order(genest_draws, N)
-        eta = self.resolve("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B, delta, epsilon, n_max))
+        if n_max < MIN_GENEST_ORDER:
+            raise ParamError(
+                f"{self.id}: with {genest_draws} GenEst draws (budget {self.problem.budget} - x_draws {x_draws}) and "
+                f"N = {N}, GenEst's order is capped at {n_max}, where only erf's linear term is left and δ cancels: "
+                f"delta can have no effect. Give GenEst draws for order {MIN_GENEST_ORDER} (lower x_draws or raise "
+                "the per-example budget)")
+        eta = self.resolve("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B_unit, delta, epsilon, n_max) / X**2)
         return GenEstGradient(
-            RidgeIterate(d, B), DataPointSampler(d), x_draws, genest_draws, eta, self.rng,
+            RidgeIterate(d, float(self.config["B"])), DataPointSampler(d), x_draws, genest_draws, eta, self.rng,
             delta=delta, epsilon=epsilon, N=N,
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -23,13 +23,51 @@ Observed = Mapping[int, float]
 
 
 @dataclass(frozen=True)
+class DataScale:
+    """The bounds the papers' theorems assume about the data, as the oracle declares them (free, recorded prior).
+
+    ``max_norm2`` = max ||x||_2, ``max_abs`` = max |x_i|, ``max_label`` = max |y|, ``mean_sq_norm`` = E||x||^2,
+    ``max_second_moment`` = max_i E[x_i^2]; ``weight_norm2``/``weight_norm1`` bound ||w*||_2 and ||w*||_1 (a
+    synthetic design's generating w*, or the oracle's stand-in for real data). ``unit()`` is the papers'
+    normalised setting, every bound 1, for an algorithm built without an oracle.
+    """
+
+    max_norm2: float = 1.0
+    max_abs: float = 1.0
+    max_label: float = 1.0
+    mean_sq_norm: float = 1.0
+    max_second_moment: float = 1.0
+    weight_norm2: float = 1.0
+    weight_norm1: float = 1.0
+
+    @classmethod
+    def unit(cls) -> DataScale:
+        return cls()
+
+    @classmethod
+    def declared(cls, prior: object) -> DataScale:
+        """From the oracle's moments answer (``MomentsResponse``); a zero bound (no data) counts as 1."""
+        return cls(**{name: float(getattr(prior, name)) or 1.0 for name in cls.__dataclass_fields__})
+
+    def radius2(self, given: float | None = None) -> float:
+        """The L2 ball of the ridge theorems: ||w*||_2 <= B, widened to max|y| / max||x||_2 so |y| <= B ||x||."""
+        return float(given) if given is not None else max(self.weight_norm2, self.max_label / self.max_norm2)
+
+    def radius1(self, given: float | None = None) -> float:
+        """The L1 ball of the lasso theorems: ||w*||_1 <= B, widened to max|y| / max|x_i|."""
+        return float(given) if given is not None else max(self.weight_norm1, self.max_label / self.max_abs)
+
+
+@dataclass(frozen=True)
 class Problem:
     """What an algorithm is told about its task before it starts.
 
     ``k`` is the local budget: the number of distinct attributes it may observe of each example
     (``None``: all ``d``). ``n_examples`` is the horizon m used by the theoretical step sizes.
-    ``second_moments`` is E[x_i^2], given only to algorithms that declare ``needs_second_moments``
-    (the oracle records that prior-knowledge reveal in its ledger).
+    ``second_moments`` is E[x_i^2], given only to algorithms that declare ``needs_second_moments``;
+    ``scale`` is the data's declared bounds (``DataScale``), given to algorithms that declare ``needs_scale``
+    (the oracle records both prior-knowledge reveals in its ledger). Without an oracle ``scale`` is the
+    papers' normalised setting, ``DataScale.unit()``.
     """
 
     d: int
@@ -37,6 +75,7 @@ class Problem:
     n_examples: int
     total: float | None = None
     second_moments: np.ndarray | None = None
+    scale: DataScale = field(default_factory=DataScale.unit)
 
     @property
     def budget(self) -> int:
@@ -57,6 +96,8 @@ class Algorithm(ABC):
     protocol: ClassVar[Protocol] = "batch"
     budget_kind: ClassVar[Literal["local", "global", "full"]] = "local"
     needs_second_moments: ClassVar[bool] = False
+    # Whether the default parameters use the data's declared scale (``Problem.scale``).
+    needs_scale: ClassVar[bool] = False
     min_budget: ClassVar[int] = 1
     # name -> (default, description); a default of None means "the paper's theoretical choice".
     params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {}

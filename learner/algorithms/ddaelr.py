@@ -12,9 +12,11 @@ Choices (the options of the paper's experiments, §5; see shared/papers/ERRATA.m
 - ``floor``: q and p use (1 - floor) E x² + floor · mean(E x²); default 0 (exact moments: an attribute
   with E x_i² = 0 is 0 in every training example).
 - w_1 = 0 (z+ = z- = 1): there <w, x> = 0 exactly, so φ̃ = -y without inner-product draws.
-- η defaults to Theorem 4.6: (1/2B) sqrt(log 2d / (5 m (||E x²||_1 / k + 1))), k = data-point draws.
-  The theorem assumes ||x||_∞ <= 1.
-- B defaults to 1 (labels ±1 in the experiments; the theorem assumes |y| <= B).
+- Scale (the bounds this theorem uses: E x_i², max |x_i|, max |y|, ||w*||_1). Theorem 4.6 assumes
+  ||x||_∞ <= 1, |y| <= B, ||w*||_1 <= B. B defaults to the declared ||w*||_1 bound widened to
+  max|y| / max|x_i|, and η to Theorem 4.6 for the data scaled into the unit L∞ ball:
+  η' = (1/2B') sqrt(log 2d / (5 m (||E x'²||_1 / k + 1))), B' = max|x_i|·B, E x'² = E x² / max|x_i|²,
+  k = data-point draws, and η = η' / max|x_i| on w (``AttributeEfficient``).
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ class DDAELR(AttributeEfficient):
     algorithm = "Algorithm 3 with Lemma 4.3 (Section 4.1)"
     needs_second_moments = True
     params = {
-        "B": (1.0, B_DOC),
-        "eta": (None, "step size η; default Theorem 4.6's (1/2B)·sqrt(log 2d/(5m(||E x²||_1/k + 1)))"),
+        "B": (None, B_DOC),
+        "eta": (None, "step size η; default Theorem 4.6's (1/2B')·sqrt(log 2d/(5m(||E x'²||_1/k + 1))) / max|x_i|, "
+                "x' = x / max|x_i|, B' = max|x_i|·B"),
         "x_draws": (None, X_DRAWS_DOC),
         "floor": (0.0, FLOOR_DOC),
     }
@@ -64,6 +67,7 @@ class DDAELR(AttributeEfficient):
         assert self.problem.second_moments is not None
         moments = floored_moments(self.problem.second_moments, check_floor(self))
         x_draws, _ = self.even_split()
-        B = self.resolve("B", 1.0)
-        eta = self.resolve("eta", gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B, float(moments.sum())))
+        _, B_unit, X = self.lasso_geometry()
+        spread = float(moments.sum()) / X**2
+        eta = self.resolve("eta", gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B_unit, spread) / X)
         return lasso_engine(self, moments, eta)

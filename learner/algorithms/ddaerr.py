@@ -14,9 +14,11 @@ Choices (the options of the paper's experiments, §5; see shared/papers/ERRATA.m
 - ``floor``: q and p use (1 - floor) E x² + floor · mean(E x²). Default 0: with the exact moments an
   attribute with E x_i² = 0 is 0 in every training example, so never drawing it loses nothing.
 - w_1 = 0: there <w, x> = 0 exactly, so φ̃ = -y without inner-product draws.
-- η defaults to Theorem 3.5: 1 / sqrt(m (||E x²||_{1/2} / k + 1)), ||v||_{1/2} = (Σ sqrt v_i)²,
-  k = the data-point draws. The theorem assumes ||x||_2 <= 1, i.e. Σ E x_i² <= 1.
-- B defaults to 1 (labels ±1 in the experiments; the theorem assumes |y| <= B).
+- Scale (the bounds this theorem uses: E x_i², max ||x||_2, max |y|, ||w*||_2). Theorem 3.5 assumes
+  ||x||_2 <= 1, |y| <= B, ||w*||_2 <= B. B defaults to the declared ||w*||_2 bound widened to
+  max|y| / max||x||_2, and η to Theorem 3.5 for the data scaled into the unit ball:
+  η' = 1 / sqrt(m (||E x'²||_{1/2} / k + 1)) with E x'² = E x² / max||x||_2², ||v||_{1/2} = (Σ sqrt v_i)²,
+  k = the data-point draws, and η = η' / max||x||_2² on w (``AttributeEfficient``).
 """
 
 from __future__ import annotations
@@ -62,8 +64,9 @@ class DDAERR(AttributeEfficient):
     algorithm = "Algorithm 1 with eq. (4) (Section 3.1)"
     needs_second_moments = True
     params = {
-        "B": (1.0, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.5's 1/sqrt(m(||E x²||_{1/2}/k + 1))"),
+        "B": (None, B_DOC),
+        "eta": (None, "step size η; default Theorem 3.5's 1/sqrt(m(||E x'²||_{1/2}/k + 1)) / max||x||_2², "
+                "x' = x / max||x||_2"),
         "x_draws": (None, X_DRAWS_DOC),
         "floor": (0.0, FLOOR_DOC),
     }
@@ -72,6 +75,6 @@ class DDAERR(AttributeEfficient):
         assert self.problem.second_moments is not None
         moments = floored_moments(self.problem.second_moments, check_floor(self))
         x_draws, _ = self.even_split()
-        self.resolve("B", 1.0)
-        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, half_norm(moments)))
+        _, _, X = self.ridge_geometry()
+        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, half_norm(moments) / X**2) / X**2)
         return ridge_engine(self, moments, eta)

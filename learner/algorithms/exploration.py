@@ -11,8 +11,12 @@ Choices the paper leaves open (see shared/papers/ERRATA.md; the paper gives no h
 
 - s' is the per-example budget k. s defaults to round(0.6 s') (30 at s' = 50, the working value of
   ERRATA on the §6 design), clipped to 1 ≤ s < s'.
-- η = 0.2 and B = 100 examples per block per update by default; ERRATA: smaller batches diverge
-  (hard thresholding keeps the noisiest coordinates). B is constant here, as in Theorem 4.1.
+- η = 0.2 / max_i E[x_i²] and B = 100 examples per block per update by default; ERRATA: smaller batches
+  diverge (hard thresholding keeps the noisiest coordinates). B is constant here, as in Theorem 4.1.
+- Scale (the bound this theorem uses: the smoothness L_s of the loss on s-sparse vectors, which scales with
+  E[x_i²], declared by the oracle as max_i E[x_i²]). Theorem 4.1 asks η = Θ(1/L_s); ERRATA's working value
+  0.2 is for the §6 design, x ~ N(0, I) (E[x_i²] = 1), so the default is 0.2 / max_i E[x_i²]: the same
+  step on that design, and the same step relative to L_s on data of any scale.
 - The loss is the paper's squared loss ℓ_y(a) = (a − y)², so ℓ'_y(a) = 2(a − y).
 - θ_0 = 0, and ``weights`` is the latest iterate θ_t (the algorithm returns θ_T).
 - Blocks are J_i = [(s'−s)(i−1)+1, (s'−s)i ∧ d] as in the paper; examples are assigned to them in
@@ -31,6 +35,7 @@ from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
 MURATA_SUZUKI = "Murata & Suzuki 2018, Sample Efficient Stochastic Gradient Iterative Hard Thresholding Method"
 SPARSITY_SHARE = 0.6
+ERRATA_ETA = 0.2
 
 
 def default_sparsity(budget: int) -> int:
@@ -43,6 +48,11 @@ def resolve_sparsity(value: ParamValue | None, budget: int) -> int:
     if not 1 <= s < budget:
         raise ParamError(f"the sparsity s must satisfy 1 <= s < s' = {budget} (the per-example budget), got {s}")
     return s
+
+
+def resolve_eta(value: ParamValue | None, problem: Problem) -> float:
+    """η as given, else ERRATA's 0.2 at E[x_i²] = 1 scaled to the declared max_i E[x_i²] (η = Θ(1/L_s))."""
+    return ERRATA_ETA / problem.scale.max_second_moment if value is None else float(value)
 
 
 def block_gradient(
@@ -67,8 +77,10 @@ class Exploration(Algorithm):
     protocol = "batch"
     budget_kind = "local"
     min_budget = 2
+    needs_scale = True
     params = {
-        "eta": (0.2, "constant step size η (Theorem 4.1: Θ(1/L_s)); ERRATA's working value"),
+        "eta": (None, "constant step size η (Theorem 4.1: Θ(1/L_s)); default ERRATA's working value 0.2 "
+                "divided by max_i E[x_i²]"),
         "s": (None, "sparsity s of the iterate, s < s' = k; default round(0.6 k) (30 at k = 50)"),
         "batch": (100, "mini-batch B_t: examples per block per update (d' = ⌈d/(k−s)⌉ blocks)"),
     }
@@ -76,7 +88,8 @@ class Exploration(Algorithm):
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
         super().__init__(problem, seed, **params)
         d, budget = problem.d, problem.budget
-        self.eta = float(self.config["eta"])
+        self.eta = resolve_eta(self.config["eta"], problem)
+        self.config["eta"] = self.eta
         self.s = resolve_sparsity(self.config["s"], budget)
         self.batch = int(self.config["batch"])
         if self.eta <= 0 or self.batch < 1:

@@ -14,9 +14,10 @@ Choices (the paper's options as its experiments used them, §5; see shared/paper
 - Budget: ``problem.budget`` attributes per example split evenly (§5): ceil(budget/2) data-point draws,
   the rest averaged into φ̃; ``x_draws`` overrides. Draws i.i.d. with replacement.
 - w_1 = 0 (z+ = z- = 1) leaves p undefined: there <w, x> = 0 exactly and no inner draw is made.
-- η defaults to Theorem 4.1 with Lemma 4.5's G: η = (1/2B) sqrt(log 2d / (5 m (S/k + 1))),
-  S = ||E x̃²_{t,r}||_∞ = max_i E x_i² / q_i <= max_i 1/q_i when only ||x||_∞ <= 1 is known.
-- B defaults to 1 (labels ±1 in the experiments; the theorem assumes |y| <= B).
+- Scale (the bounds this theorem uses: max |x_i|, max |y|, ||w*||_1). Theorem 4.1 assumes ||x||_∞ <= 1,
+  |y| <= B, ||w*||_1 <= B. B defaults to the declared ||w*||_1 bound widened to max|y| / max|x_i|, and η to
+  Theorem 4.1 with Lemma 4.5's G for the data scaled into the unit L∞ ball: η' = (1/2B') sqrt(log 2d /
+  (5 m (S/k + 1))), B' = max|x_i|·B, S = max_i E x'_i² / q_i <= max_i 1/q_i, and η = η' / max|x_i| on w.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ class GAELR(AttributeEfficient):
     paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 3"
     params = {
-        "B": (1.0, B_DOC),
-        "eta": (None, "step size η; default Theorem 4.1 with Lemma 4.5: (1/2B)·sqrt(log 2d/(5m(max_i(1/q_i)/k + 1)))"),
+        "B": (None, B_DOC),
+        "eta": (None, "step size η; default Theorem 4.1 with Lemma 4.5: (1/2B')·sqrt(log 2d/(5m(max_i(1/q_i)/k + 1))) "
+                "/ max|x_i|, B' = max|x_i|·B"),
         "q": ("uniform", Q_DOC),
         "inner": ("moments", INNER_DOC),
         "x_draws": (None, X_DRAWS_DOC),
@@ -61,8 +63,8 @@ class GAELR(AttributeEfficient):
         x_draws, inner_draws = self.even_split()
         sampler = DataPointSampler(d, q)
         probabilities = sampler.probabilities()
-        B = self.resolve("B", 1.0)
+        B, B_unit, X = self.lasso_geometry()
         spread = 1.0 / probabilities[probabilities > 0].min()
-        eta = self.resolve("eta", gaelr_eta(x_draws, d, self.problem.n_examples, B, spread))
+        eta = self.resolve("eta", gaelr_eta(x_draws, d, self.problem.n_examples, B_unit, spread) / X)
         c = np.sqrt(probabilities) if inner_choice(self) == "moments" else None
         return SampledGradient(lasso_iterate(d, B, c), sampler, x_draws, inner_draws, eta, self.rng)

@@ -17,9 +17,11 @@ Choices (the paper's options as its experiments used them, §5; see shared/paper
   product (§5): ceil(budget/2) data-point draws, the rest averaged into φ̃ (5 -> 3 + 2, 57 -> 29 + 28).
   ``x_draws`` overrides the split. Draws are i.i.d. with replacement, repeated indices paid for once.
 - w_1 = 0 instead of an arbitrary w_1 ≠ 0: <w, x> = 0 exactly there, so φ̃ = -y without draws.
-- η defaults to Theorem 3.1 with Lemma 3.4's G: η = 1 / sqrt(m (S / k + 1)), S = E||x̃_{t,r}||² =
-  Σ_i E x_i² / q_i, bounded by max_i 1/q_i when only ||x||_2 <= 1 is known (k = the data-point draws).
-- B defaults to 1 (labels ±1 in the experiments; the theorem assumes |y| <= B).
+- Scale (the bounds this theorem uses: max ||x||_2, max |y|, ||w*||_2). Theorem 3.1 assumes ||x||_2 <= 1,
+  |y| <= B, ||w*||_2 <= B. B defaults to the declared ||w*||_2 bound widened to max|y| / max||x||_2, and η to
+  Theorem 3.1 with Lemma 3.4's G for the data scaled into the unit ball: η' = 1 / sqrt(m (S / k + 1)),
+  S = E||x̃'_{t,r}||² = Σ_i E x'_i² / q_i bounded by max_i 1/q_i (GAERR knows no moments), k = the data-point
+  draws, and η = η' / max||x||_2² on w (``AttributeEfficient``).
 """
 
 from __future__ import annotations
@@ -82,8 +84,8 @@ class GAERR(AttributeEfficient):
     paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 1"
     params = {
-        "B": (1.0, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.1 with Lemma 3.4: 1/sqrt(m(max_i(1/q_i)/k + 1))"),
+        "B": (None, B_DOC),
+        "eta": (None, "step size η; default Theorem 3.1 with Lemma 3.4: 1/sqrt(m(max_i(1/q_i)/k + 1)) / max||x||_2²"),
         "q": ("uniform", Q_DOC),
         "inner": ("moments", INNER_DOC),
         "x_draws": (None, X_DRAWS_DOC),
@@ -95,9 +97,9 @@ class GAERR(AttributeEfficient):
         x_draws, inner_draws = self.even_split()
         sampler = DataPointSampler(d, q)
         probabilities = sampler.probabilities()
-        B = self.resolve("B", 1.0)
+        B, _, X = self.ridge_geometry()
         smallest = probabilities[probabilities > 0].min()
-        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, 1.0 / smallest))
+        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, 1.0 / smallest) / X**2)
         # eq. (4): q ∝ sqrt(E x²), so q itself is the sqrt(E x_j²) the improved inner product weighs by
         c = probabilities if inner_choice(self) == "moments" else None
         return SampledGradient(ridge_iterate(d, B, c), sampler, x_draws, inner_draws, eta, self.rng)

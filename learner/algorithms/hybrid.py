@@ -12,7 +12,8 @@ Choices the paper leaves open (see shared/papers/ERRATA.md; the paper gives no h
   at least 1 so that every stage exploits; α̌ = Θ(1/κ_s) is a parameter, 1/2 by default.
 - Mini-batches grow geometrically per stage (ERRATA): B⁻_{t,k} = B_{t,k} = ⌈B·(1/(1−α̌))^{k−1}⌉, the
   1/(1−α̌)^k growth of Theorem 4.4's B_k; B counts examples per block per Exploration update and
-  examples per Exploitation update, 100 by default, with η = 0.2 and s = round(0.6 s') (ERRATA).
+  examples per Exploitation update, 100 by default, with η = 0.2 / max_i E[x_i²] (ERRATA, scaled as in
+  exploration.py) and s = round(0.6 s').
 - ``weights`` is the latest iterate, of whichever phase is running.
 """
 
@@ -39,8 +40,9 @@ class Hybrid(Algorithm):
     protocol = "batch"
     budget_kind = "local"
     min_budget = 2
+    needs_scale = True
     params = {
-        "eta": (0.2, "constant step size η of both phases (Θ(1/L_s))"),
+        "eta": (None, "constant step size η of both phases (Θ(1/L_s)); default 0.2 / max_i E[x_i²] as Exploration"),
         "s": (None, "sparsity s of the iterate, s < k; default round(0.6 k) (30 at k = 50)"),
         "batch": (100, "first stage's mini-batch B: examples per block (Exploration) / per update (Exploitation)"),
         "alpha": (0.5, "linear rate α̌ = Θ(1/κ_s): batches grow by 1/(1−α̌) per stage; sets T̃"),

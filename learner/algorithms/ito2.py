@@ -41,6 +41,7 @@ from learner.algorithms._ito import (
     LAMBDA_PARAMS,
     THEOREM_LAMBDA_FACTOR,
     ObservePlan,
+    ball_radius,
     dual_averaging,
     estimate_gradient,
     int_param,
@@ -64,13 +65,15 @@ class Ito2(Algorithm):
     paper = "ito-et-al-2017"
     algorithm = "Algorithm 2"
     protocol = "online"
+    needs_scale = True
     min_budget = 2  # the square rounds' estimate (6) needs every pair of attributes observable together
     params: dict[str, tuple[ParamValue | None, str]] = {
         "k1": (0, "largest |w_s| observed surely on the square rounds t = s², at most k' - 2 (0: uniform, Thm 6)"),
         **LAMBDA_PARAMS,
         "prediction_lambda_scale": (None, "fix λ̃_t = prediction_lambda_scale * sqrt(t) for w̃_t (overrides "
                                     "lambda_rule for the predictor)"),
-        "radius": (1.0, "all iterates stay in ||w|| <= radius (the paper's ||w*|| <= 1)"),
+        "radius": (None, "the iterates stay in ||w|| <= radius; default the declared ||w*||_2 bound, at least "
+                   "max|y| / max||x||_2 (the paper's ||w*|| <= 1 for ||x|| <= 1, |y| <= 1)"),
     }
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
@@ -79,11 +82,12 @@ class Ito2(Algorithm):
         self.k1 = int_param(self, "k1", self.config["k1"], 0)
         if not 0 <= self.k1 <= self.k_prime - 2:
             raise ParamError(f"{self.id} needs 0 <= k1 <= k' - 2 = {self.k_prime - 2}, got k1={self.k1}")
-        self.lambdas = lambda_schedule(self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.k1)))
-        self.prediction_lambdas = lambda_schedule(self, PREDICTION_LAMBDA_FACTOR, scale="prediction_lambda_scale")
-        self.radius = float(self.config["radius"])
-        if self.radius <= 0:
-            raise ParamError(f"{self.id}: radius must be positive")
+        x_sq = problem.scale.max_norm2**2  # the theorems' λ on w for data outside the unit ball (see ``_ito``)
+        self.lambdas = lambda_schedule(
+            self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.k1)) * x_sq)
+        self.prediction_lambdas = lambda_schedule(self, PREDICTION_LAMBDA_FACTOR * x_sq,
+                                                  scale="prediction_lambda_scale")
+        self.radius = ball_radius(self)
         self._t = 1
         # The estimator of w*: ĥ (sum of the ĝ_s), w_s, and the weighted sum behind w̄_s.
         self._s = 0

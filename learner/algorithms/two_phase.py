@@ -20,7 +20,10 @@ Choices (the paper's experiments, §5; see shared/papers/ERRATA.md):
 - η (phase 2) defaults to the theorems with ε = 0: Theorem 3.12's max(sqrt(k/(6 d m_2)),
   sqrt(k/(m_2 (2||2A||_{1/2} + k)))) for ridge and Theorem 4.7's sqrt(k log 2d / (20 B² m_2 (8||A||_1 + k)))
   for lasso, k = the data-point draws, A floored as above.
-- B defaults to 1 (labels ±1 in the experiments; the theorems assume |y| <= B).
+- Scale (the bounds these theorems use: max ||x||_2 for ridge, max |x_i| for lasso, max |y|, ||w*||). They
+  assume ||x|| <= 1, |y| <= B, ||w*|| <= B: B defaults to the declared ||w*|| bound widened to
+  max|y| / max||x||, and both phases' η are the theorems' for the data scaled into the unit ball (A scaled
+  with it), divided by max||x||_2² (ridge, OGD) or max|x_i| (lasso, EG) on w, as in ``AttributeEfficient``.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
 
 def two_phase_params(eta_doc: str) -> dict:
     return {
-        "B": (1.0, B_DOC),
+        "B": (None, B_DOC),
         "eta": (None, eta_doc),
         "eta1": (None, "phase-1 step size; default the AERR/AELR theorem's η for m_1 examples"),
         "x_draws": (None, X_DRAWS_DOC),
@@ -67,7 +70,7 @@ class TwoPhase(AttributeEfficient):
             raise ParamError(f"{self.id}: phase1 must be in [0, 1), got {share}")
         check_floor(self)
         self.even_split()
-        self.resolve("B", 1.0)
+        self.B, self.B_unit, self.X = self.geometry()
         m = self.problem.n_examples
         self.m1 = round(share * m)
         self.m2 = max(m - self.m1, 1)
@@ -103,6 +106,10 @@ class TwoPhase(AttributeEfficient):
         return self.data_dependent_engine(moments, eta, start)
 
     @abstractmethod
+    def geometry(self) -> tuple[float, float, float]:
+        """(B, B', X) of ``AttributeEfficient.ridge_geometry`` or ``lasso_geometry``."""
+
+    @abstractmethod
     def first_iterate(self) -> RidgeIterate | LassoIterate: ...
 
     @abstractmethod
@@ -126,15 +133,19 @@ class TwoPhasedDDAERR(TwoPhase):
         "phase-2 step size; default Theorem 3.12 with ε = 0: max(sqrt(k/(6dm₂)), sqrt(k/(m₂(2||2A||_{1/2} + k))))"
     )
 
+    def geometry(self) -> tuple[float, float, float]:
+        return self.ridge_geometry()
+
     def first_iterate(self) -> RidgeIterate:
-        return RidgeIterate(self.problem.d, float(self.config["B"]))
+        return RidgeIterate(self.problem.d, self.B)
 
     def first_eta(self, k: int) -> float:
-        return aerr_eta(k, self.problem.d, self.m1)
+        return aerr_eta(k, self.problem.d, self.m1) / self.X**2
 
     def second_eta(self, moments: np.ndarray, x_draws: int) -> float:
+        scaled = moments / self.X**2
         worst = math.sqrt(x_draws / (6 * self.problem.d * self.m2))
-        return max(worst, math.sqrt(x_draws / (self.m2 * (2 * half_norm(2 * moments) + x_draws))))
+        return max(worst, math.sqrt(x_draws / (self.m2 * (2 * half_norm(2 * scaled) + x_draws)))) / self.X**2
 
     def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient:
         return ridge_engine(self, moments, eta, start)
@@ -151,15 +162,18 @@ class TwoPhasedDDAELR(TwoPhase):
         "phase-2 step size; default Theorem 4.7 with ε = 0: sqrt(k log 2d/(20B²m₂(8||A||_1 + k)))"
     )
 
+    def geometry(self) -> tuple[float, float, float]:
+        return self.lasso_geometry()
+
     def first_iterate(self) -> LassoIterate:
-        return LassoIterate(self.problem.d, float(self.config["B"]))
+        return LassoIterate(self.problem.d, self.B)
 
     def first_eta(self, k: int) -> float:
-        return aelr_eta(k, self.problem.d, self.m1, float(self.config["B"]))
+        return aelr_eta(k, self.problem.d, self.m1, self.B_unit) / self.X
 
     def second_eta(self, moments: np.ndarray, x_draws: int) -> float:
-        d, B = self.problem.d, float(self.config["B"])
-        return math.sqrt(x_draws * math.log(2 * d) / (20 * B**2 * self.m2 * (8 * float(moments.sum()) + x_draws)))
+        d, B, spread = self.problem.d, self.B_unit, float(moments.sum()) / self.X**2
+        return math.sqrt(x_draws * math.log(2 * d) / (20 * B**2 * self.m2 * (8 * spread + x_draws))) / self.X
 
     def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient:
         return lasso_engine(self, moments, eta, start)
