@@ -16,6 +16,7 @@ import numpy as np
 from rich.table import Table
 
 from budgetlab.datasets import DatasetError, load_dataset
+from budgetlab.models import CurvePoint
 from client.config import ClaimSpec, CompareConfig, Design
 from client.summary import AlgorithmSummary
 
@@ -47,15 +48,28 @@ def improvement_ratio(second_moments: np.ndarray, scenario: str) -> float:
     return float(m.sum() / (d * m.max()))
 
 
-def _at_attributes(summary: AlgorithmSummary, metric: str, attributes: float) -> float | None:
-    """The mean over seeds of each run's curve read (linearly interpolated) at ``attributes`` paid."""
+def _zero_predictor(point: CurvePoint, metric: str) -> float:
+    """The metric of w = 0, where every learner starts, on the test set of ``point``."""
+    if metric == "normalized_mse":
+        return 1.0
+    if metric == "test_mse":
+        return point.test_mse / point.normalized_mse if point.normalized_mse else point.test_mse
+    return float(getattr(point, metric))
+
+
+def _at_attributes(summary: AlgorithmSummary, metric: str, attributes: float) -> tuple[float | None, bool]:
+    """The mean over seeds of each run's curve read at ``attributes`` paid, linearly between its evaluations and
+    from the zero predictor at 0 attributes; and whether that reading fell before a run's first evaluation."""
     values = []
+    early = False
     for run in summary.completed:
         curve = run.result.curve
         if curve:
-            values.append(float(np.interp(attributes, [p.attributes for p in curve],
-                                          [getattr(p, metric) for p in curve])))
-    return statistics.fmean(values) if values else None
+            xs = [0.0, *(float(p.attributes) for p in curve)]
+            ys = [_zero_predictor(curve[0], metric), *(float(getattr(p, metric)) for p in curve)]
+            early |= attributes < curve[0].attributes
+            values.append(float(np.interp(attributes, xs, ys)))
+    return (statistics.fmean(values) if values else None), early
 
 
 def _final(summary: AlgorithmSummary, metric: str) -> float | None:
@@ -67,25 +81,27 @@ def _final(summary: AlgorithmSummary, metric: str) -> float | None:
 
 
 def _design_values(summaries: list[AlgorithmSummary], labels: list[str], metric: str,
-                   at: str) -> dict[str, float | None]:
+                   at: str) -> tuple[dict[str, float | None], set[str]]:
+    """Per label its value in one design, and the labels read before their first evaluation."""
     by_label = {s.label: s for s in summaries}
     if at == "end" or metric in ("regret", "attributes"):
-        return {label: _final(by_label[label], metric) for label in labels}
+        return {label: _final(by_label[label], metric) for label in labels}, set()
     paid = [by_label[label].of("attributes") for label in labels]
     if any(p is None for p in paid):
-        return {label: None for label in labels}
+        return {label: None for label in labels}, set()
     frugal = min(p.mean for p in paid if p is not None)
-    return {label: _at_attributes(by_label[label], metric, frugal) for label in labels}
+    read = {label: _at_attributes(by_label[label], metric, frugal) for label in labels}
+    return {label: v for label, (v, _) in read.items()}, {label for label, (_, early) in read.items() if early}
 
 
-def _values(claim: ClaimSpec, members: list[list[AlgorithmSummary]]) -> dict[str, float | None]:
+def _values(claim: ClaimSpec, members: list[list[AlgorithmSummary]]) -> tuple[dict[str, float | None], set[str]]:
     """Per label: its value in the one design, or the median over a group's designs (the paper's table)."""
     per_design = [_design_values(m, claim.labels, claim.metric, claim.at) for m in members]
     out: dict[str, float | None] = {}
     for label in claim.labels:
-        found = [v[label] for v in per_design if v[label] is not None]
+        found = [v[label] for v, _ in per_design if v[label] is not None]
         out[label] = statistics.median(found) if found else None  # type: ignore[type-var]
-    return out
+    return out, set().union(*(early for _, early in per_design))
 
 
 def _number(x: float) -> str:
@@ -129,15 +145,15 @@ def _rho(claim: ClaimSpec, design: Design, seed: int) -> ClaimResult:
 
 def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design],
                    summaries: list[list[AlgorithmSummary]]) -> ClaimResult:
-    where = claim.design or (designs[0].name if designs else config.title)
+    where = claim.design or ""
     chosen = [i for i, d in enumerate(designs) if claim.design is None or claim.design in (d.name, d.group)]
     if not chosen:
         return ClaimResult(claim.claim, claim.source, where, claim.paper, "—", "not run", {})
     if claim.kind == "rho":
         return _rho(claim, designs[chosen[0]], config.seeds[0])
-    values = _values(claim, [summaries[i] for i in chosen])
+    values, early = _values(claim, [summaries[i] for i in chosen])
     if len(chosen) > 1:
-        where = f"{where} (median over {len(chosen)} datasets)"
+        where = f"{where} (median over {len(chosen)} datasets)".strip()
     missing = [label for label, v in values.items() if v is None]
     if missing:
         return ClaimResult(claim.claim, claim.source, where, claim.paper,
@@ -157,6 +173,9 @@ def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design
             got["ratio"] = value
         holds = _bounded(value, claim)
         text += f" (needs {_bounds(claim)})"
+    if early:
+        text += (f"; {', '.join(sorted(early))} read before the first evaluation, between the zero predictor at 0 "
+                 "attributes and that evaluation")
     return ClaimResult(claim.claim, claim.source, where, claim.paper, text, "holds" if holds else "fails", got)
 
 
@@ -179,12 +198,13 @@ def claims_markdown(config: CompareConfig, results: list[ClaimResult]) -> list[s
     lines = [f"## Claims: {held} of {len(results)} hold", "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     for spec, r in zip(config.claims, results, strict=True):
-        lines.append(f"| {r.claim} ({r.source}; {r.design}; {metric_words(spec)}) | {r.paper} | {r.ours} "
-                     f"| **{r.verdict}** |")
+        context = "; ".join(x for x in (r.source, r.design, metric_words(spec)) if x)
+        lines.append(f"| {r.claim} ({context}) | {r.paper} | {r.ours} | **{r.verdict}** |")
     failing = [r for r in results if r.verdict in ("fails", "no result")]
     if failing:
         lines += ["", "Not reproduced here:", ""]
-        lines += [f"- {r.claim} ({r.source}, {r.design}): the paper has {r.paper}; we get {r.ours}." for r in failing]
+        lines += [f"- {r.claim} ({', '.join(x for x in (r.source, r.design) if x)}): the paper has {r.paper}; "
+                  f"we get {r.ours}." for r in failing]
     not_run = sum(r.verdict == "not run" for r in results)
     if not_run:
         lines += ["", f"{not_run} claim(s) concern designs this run left out (--quick runs fewer); the full "

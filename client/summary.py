@@ -59,7 +59,8 @@ class AlgorithmSummary:
     def audits(self) -> str:
         texts = [r.audit for r in self.runs]
         if texts and all(t == texts[0] for t in texts):
-            return f"{texts[0]} ({len(texts)} sessions)" if texts[0] == "compliant" else texts[0]
+            count = f"{len(texts)} session" + ("s" if len(texts) > 1 else "")
+            return f"{texts[0]} ({count})" if texts[0] == "compliant" else texts[0]
         return "; ".join(f"seed {r.seed}: {r.audit}" for r in self.runs)
 
 
