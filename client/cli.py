@@ -442,7 +442,7 @@ def sandbox(
     learner_port: Annotated[int, typer.Option(help="learner port (0: any free port)")] = 8001,
     out: Annotated[Path, typer.Option("--out", help="directory for the ledger, logs and the demo report")]
     = Path("sandbox-report"),
-    examples: Annotated[int | None, typer.Option(min=1, help="examples per demo run (default 400)")] = None,
+    examples: Annotated[int | None, typer.Option(min=1, help="examples per demo run (default 1000)")] = None,
 ) -> None:
     """Start oracle + learner (SQLite ledger), run the demo comparison, keep serving until Ctrl-C."""
     from client.sandbox import run_sandbox
