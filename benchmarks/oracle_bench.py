@@ -8,13 +8,15 @@ hash-chained ledger rows:
   request), against the p50 of ``GET /healthz`` on the same server, interleaved request by request so
   both see the same machine load. Target: observe <= 1.5x healthz. The SDK's p50 is shown for reference.
 - batch observe: one ``observe/batch`` of 1,000 examples x 50 attributes; ledgered values per second
-  against raw ``sqlite3.executemany`` of the very rows the oracle wrote (read back from its ledger) into a
+  against raw ``sqlite3.executemany`` of the very links and values the oracle wrote (read back) into a
   fresh database migrated with the project's own Alembic revision and opened with the oracle's pragmas.
   Target: >= 0.5x.
 - head-of-line blocking: the p99 of a 5-attribute ``observe`` on session B while session A sends
   ``observe/batch`` requests of 10,000 cells back to back to the same worker, against B's p99 alone.
   Target: <= 5x. On SQLite every write holds the database's one write lock, so B waits for the batch in
   progress, however the worker schedules it; on PostgreSQL (``--postgres URL``) sessions lock their own rows.
+- ledger size: a full-information run (every attribute of every example, one ``step`` each) on a fresh
+  SQLite ledger; bytes on disk per observed value. Target: <= 64 B.
 - memory-mapped dataset: a 1,000,000 x 1,000 float32 matrix plus a target column (4 GB) written as NPY
   in chunks, added through the admin API, then random attributes of random examples observed for a
   while; the oracle process's VmRSS must stay below 300 MB. With too little free disk for the file and
@@ -36,6 +38,7 @@ import httpx
 import numpy as np
 from _harness import ADMIN_TOKEN, Report, arguments, free_disk, oracle_process, process_memory, progress
 
+from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS
 from budgetlab.oracle_client import OracleClient
 from server.db import upgrade
 
@@ -46,7 +49,7 @@ HOL_BATCH_CELLS = 10_000
 RSS_TARGET_MB = 300.0
 # Headroom left on the disk besides the NPY file and the oracle's stored copy of it.
 DISK_MARGIN = 1 << 30
-LEDGER_COLUMNS = ("session_id", "seq", "kind", "example", "attribute", "value", "cost", "payload", "prev_hash", "hash")
+LEDGER_BYTES_TARGET = 64.0
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,15 @@ class Sizes:
     big_attributes: int
     observe_seconds: float
     hol_requests: int
+    full_info_examples: int
 
 
 FULL = Sizes(warmup=200, latency_pairs=2000, batch_examples=1000, batch_attributes=50, batch_repeats=3,
-             big_rows=1_000_000, big_attributes=1000, observe_seconds=20.0, hol_requests=400)
+             big_rows=1_000_000, big_attributes=1000, observe_seconds=20.0, hol_requests=400,
+             full_info_examples=4000)
 SMOKE = Sizes(warmup=5, latency_pairs=30, batch_examples=50, batch_attributes=10, batch_repeats=1,
-              big_rows=2000, big_attributes=50, observe_seconds=0.5, hol_requests=20)
+              big_rows=2000, big_attributes=50, observe_seconds=0.5, hol_requests=20,
+              full_info_examples=50)
 # The synthetic dataset of the latency and batch parts: wide enough for 50 attributes, rows for every request.
 SMALL_D = 100
 
@@ -150,11 +156,12 @@ def batch_throughput(url: str, database: Path, workdir: Path, sizes: Sizes, repo
                 raise RuntimeError("the batch did not pay for every requested value")
     oracle_rate = n * k / float(np.median(seconds))
 
-    rows = ledger_observe_rows(database, session.id)
-    raw_rate = raw_sqlite_rate(workdir / "raw-ledger.db", [rows[i : i + n * k] for i in range(0, len(rows), n * k)])
+    links, cells = ledger_rows(database, session.id)
+    batches = [(links[i * n : (i + 1) * n], cells[i * n : (i + 1) * n]) for i in range(sizes.batch_repeats)]
+    raw_rate = raw_sqlite_rate(workdir / "raw-ledger.db", batches, n * k)
     ratio = oracle_rate / raw_rate
     report.add("batch_observe_values_per_s", oracle_rate, "values/s")
-    report.add("raw_sqlite_rows_per_s", raw_rate, "rows/s")
+    report.add("raw_sqlite_values_per_s", raw_rate, "values/s")
     report.add("batch_to_raw_sqlite", ratio, "x", f">= {BATCH_TARGET}", ratio >= BATCH_TARGET)
 
 
@@ -214,33 +221,75 @@ def head_of_line(url: str, sizes: Sizes, report: Report, prefix: str = "hol") ->
     report.add(f"{prefix}_busy_to_idle_p99", ratio, "x", f"<= {HOL_TARGET}", ratio <= HOL_TARGET)
 
 
-def ledger_observe_rows(database: Path, session_id: str) -> list[tuple]:
+def ledger_rows(database: Path, session_id: str) -> tuple[list[tuple], list[tuple]]:
+    """The observe links and their packed cells the oracle wrote for a session, as stored."""
     with sqlite3.connect(database) as conn:
-        return conn.execute(
-            f"SELECT {', '.join(LEDGER_COLUMNS)} FROM ledger WHERE session_id = ? AND kind = 'observe' ORDER BY seq",
-            (session_id,),
-        ).fetchall()
+        (key,) = conn.execute("SELECT ledger_key FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        links = conn.execute(f"SELECT {', '.join(LINK_FIELDS)} FROM links WHERE session_key = ? AND kind = 'observe' "
+                             "ORDER BY seq", (key,)).fetchall()
+        cells = conn.execute(f"SELECT {', '.join(CELLS_FIELDS)} FROM cells WHERE session_key = ? ORDER BY seq",
+                             (key,)).fetchall()
+    return links, cells
 
 
-def raw_sqlite_rate(path: Path, batches: list[list[tuple]]) -> float:
-    """Rows per second of one ``executemany`` transaction per batch, into the oracle's own schema."""
+def raw_sqlite_rate(path: Path, batches: list[tuple[list[tuple], list[tuple]]], values: int) -> float:
+    """Values per second of one ``executemany`` transaction per batch (its links, then its packed cells) of
+    ``values`` values, into the oracle's own schema."""
     upgrade(f"sqlite:///{path}")
     conn = sqlite3.connect(path, isolation_level=None)
     # The oracle's pragmas (server/db.py), so both sides pay for the same durability.
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    insert = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({', '.join('?' * len(LEDGER_COLUMNS))})"
+    insert_links = f"INSERT INTO links ({', '.join(LINK_FIELDS)}) VALUES ({', '.join('?' * len(LINK_FIELDS))})"
+    insert_cells = f"INSERT INTO cells ({', '.join(CELLS_FIELDS)}) VALUES ({', '.join('?' * len(CELLS_FIELDS))})"
     seconds = []
     try:
-        for rows in batches:
+        for links, cells in batches:
             start = time.perf_counter()
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(insert, rows)
+            conn.executemany(insert_links, links)
+            conn.executemany(insert_cells, cells)
             conn.execute("COMMIT")
             seconds.append(time.perf_counter() - start)
     finally:
         conn.close()
-    return len(batches[0]) / float(np.median(seconds))
+    return values / float(np.median(seconds))
+
+
+# --- bytes on disk per observed value ------------------------------------------------------------------
+
+
+def ledger_bytes(workdir: Path, sizes: Sizes, report: Report) -> None:
+    """A full-information run (every attribute of every example, one ``step`` each) on a fresh SQLite ledger:
+    the database's bytes on disk, after a checkpoint, per observed value. Gaussian values, so no value is
+    stored in fewer than 8 bytes."""
+    progress("ledger bytes per value ...")
+    d = SMALL_D
+    params = {"d": d, "n_train": sizes.full_info_examples, "n_test": 100}
+    with oracle_process(workdir / "bytes") as oracle:
+        before = _checkpointed_size(oracle.database)
+        with OracleClient(oracle.url) as sdk:
+            session = sdk.open_session("sparse-gaussian", dataset_params=params)
+            everything = list(range(d))
+            start = time.perf_counter()
+            for _ in range(params["n_train"]):
+                session.step(everything)
+            seconds = time.perf_counter() - start
+            values = session.get().spent.attributes
+            if not session.audit().compliant:
+                raise RuntimeError("the full-information ledger does not audit as compliant")
+        size = _checkpointed_size(oracle.database) - before
+    per_value = size / values
+    report.add("full_info_values", values, "values")
+    report.add("full_info_step_rate", values / seconds, "values/s")
+    report.add("ledger_bytes_per_value", per_value, "B", f"<= {LEDGER_BYTES_TARGET:g}",
+               per_value <= LEDGER_BYTES_TARGET)
+
+
+def _checkpointed_size(database: Path) -> int:
+    with sqlite3.connect(database) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(p.stat().st_size for p in database.parent.glob(database.name + "*"))
 
 
 # --- a 4 GB dataset, memory-mapped -------------------------------------------------------------------
@@ -325,6 +374,7 @@ def main() -> None:
             observe_latency(oracle.url, sizes, report)
             batch_throughput(oracle.url, oracle.database, workdir, sizes, report)
             head_of_line(oracle.url, sizes, report)
+        ledger_bytes(workdir, sizes, report)
         if args.postgres:
             with oracle_process(workdir / "postgres", database_url=args.postgres) as oracle:
                 head_of_line(oracle.url, sizes, report, prefix="hol_postgres")

@@ -31,16 +31,16 @@ import psycopg
 from sqlalchemy import Engine, Table
 
 from budgetlab.errors import Refused, SessionBusy
-from budgetlab.ledger import LINK_FIELDS, VALUE_FIELDS, Chain, rows_of_links
-from server.tables import Link, Observation, SessionRecord
+from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, rows_of_links, unpack_cells
+from server.tables import Cells, Link, SessionRecord
 
 SESSIONS: Table = SessionRecord.__table__  # type: ignore[assignment]
 LINKS: Table = Link.__table__  # type: ignore[assignment]
-OBSERVATIONS: Table = Observation.__table__  # type: ignore[assignment]
+CELLS: Table = Cells.__table__  # type: ignore[assignment]
 SESSION_COLUMNS = tuple(c.name for c in SESSIONS.columns)
-# The chain builds links and values as tuples in these orders; they go to the driver as they are.
+# The chain builds links and packed cells as tuples in these orders; they go to the driver as they are.
 assert tuple(c.name for c in LINKS.columns) == LINK_FIELDS, "server.tables.Link and ledger.LINK_FIELDS disagree"
-assert tuple(c.name for c in OBSERVATIONS.columns) == VALUE_FIELDS, "tables.Observation and VALUE_FIELDS disagree"
+assert tuple(c.name for c in CELLS.columns) == CELLS_FIELDS, "server.tables.Cells and ledger.CELLS_FIELDS disagree"
 LINK_COLUMNS = LINK_FIELDS[1:]  # as read back, without the session key
 # What a step may change on the session row, besides the chain head.
 COUNTER_COLUMNS = ("status", "spent_cost", "spent_attributes", "labels", "issued", "predictions", "cumulative_loss")
@@ -71,7 +71,7 @@ class Statements:
         dialect = engine.dialect
         self.sqlite = dialect.name == "sqlite"
         p = self.p = "?" if dialect.paramstyle == "qmark" else "%s"
-        s, links, obs = SESSIONS.name, LINKS.name, OBSERVATIONS.name
+        s, links, cells = SESSIONS.name, LINKS.name, CELLS.name
         self.load_session = f"SELECT {', '.join(SESSION_COLUMNS)} FROM {s} WHERE id = {p}"
         # SQLite's write lock is the database's, taken by BEGIN IMMEDIATE; PostgreSQL locks the session row.
         self.lock_session = self.load_session + ("" if self.sqlite else " FOR UPDATE")
@@ -85,7 +85,7 @@ class Statements:
         assigned = ", ".join(f"{c} = {p}" for c in (*COUNTER_COLUMNS, "ledger_rows", "head_hash", "last_active"))
         self.update_session = f"UPDATE {s} SET {assigned} WHERE id = {p}"
         self.insert_links = _insert(LINKS, LINK_FIELDS, p)
-        self.insert_values = _insert(OBSERVATIONS, VALUE_FIELDS, p)
+        self.insert_cells = _insert(CELLS, CELLS_FIELDS, p)
         self.link_of_kind = (f"SELECT value FROM {links} WHERE session_key = {p} AND example = {p} AND kind = {{kind}} "
                              "LIMIT 1")
         read_links = f"SELECT {', '.join(LINK_COLUMNS)} FROM {links} WHERE session_key = {p}"
@@ -93,10 +93,7 @@ class Statements:
         self.open_payload = f"SELECT payload FROM {links} WHERE session_key = {p} AND seq = 0"
         self.links_from = f"{read_links} AND seq >= {p} ORDER BY seq LIMIT {p}"
         self.open_sessions = f"SELECT id, last_active FROM {s} WHERE status = 'open'"
-        self._cells = (f"SELECT example, attribute, value FROM {obs} WHERE session_key = {p} "
-                       "AND example IN ({marks})")
-        self._values = (f"SELECT example, attribute, seq, value, tag FROM {obs} WHERE session_key = {p} "
-                        "AND example IN ({marks})")
+        self._cells = f"SELECT example, seq, cells FROM {cells} WHERE session_key = {p} AND example IN ({{marks}})"
         types = {c.name: c.type.dialect_impl(dialect) for c in SESSIONS.columns}
         self.bind = {name: t.bind_processor(dialect) or _identity for name, t in types.items()}
         # Only JSON and datetime columns need decoding; numeric types have no processor for a type code of None.
@@ -105,9 +102,6 @@ class Statements:
 
     def cells(self, n_examples: int) -> str:
         return self._cells.format(marks=", ".join([self.p] * n_examples))
-
-    def values(self, n_examples: int) -> str:
-        return self._values.format(marks=", ".join([self.p] * n_examples))
 
     def of_kind(self, kind: str) -> str:
         # A literal, not a parameter: the partial indexes serve only a query whose WHERE names their kind.
@@ -227,22 +221,29 @@ class Database:
         return int(cursor.fetchone()[0])
 
     def append(self, cursor: Any, session_id: str, chain: Chain, counters: Sequence[Any], *, now: datetime) -> None:
-        """Insert a chain's new links and values and move the session's counters and head in the same transaction."""
+        """Insert a chain's new links and cells and move the session's counters and head in the same transaction."""
         if chain.links:
             cursor.executemany(self.sql.insert_links, chain.links)
-        if chain.values:
-            cursor.executemany(self.sql.insert_values, chain.values)
+        if chain.cells:
+            cursor.executemany(self.sql.insert_cells, chain.cells)
         cursor.execute(self.sql.update_session,
                        (*counters, chain.seq, chain.head, self.sql.bind["last_active"](now), session_id))
 
     def cells(self, cursor: Any, key: int, examples: Sequence[int]) -> dict[tuple[int, int], float]:
+        """The (example, attribute) -> value cells the session paid for, of these examples."""
         paid: dict[tuple[int, int], float] = {}
+        for example, _seq, blob in self._packed(cursor, key, examples):
+            attributes, values, _ = unpack_cells(bytes(blob))
+            paid.update(zip(((example, a) for a in attributes.tolist()), values.tolist(), strict=True))
+        return paid
+
+    def _packed(self, cursor: Any, key: int, examples: Sequence[int]) -> list[tuple[int, int, bytes]]:
+        out: list[tuple[int, int, bytes]] = []
         for start in range(0, len(examples), IN_CHUNK):
             chunk = examples[start : start + IN_CHUNK]
             cursor.execute(self.sql.cells(len(chunk)), (key, *chunk))
-            for example, attribute, value in cursor.fetchall():
-                paid[(example, attribute)] = value
-        return paid
+            out += cursor.fetchall()
+        return out
 
     def value_of_kind(self, cursor: Any, key: int, kind: str, example: int) -> tuple[float | None] | None:
         """(value,) of the session's first link of this kind (label, predict) for the example, or None."""
@@ -268,25 +269,15 @@ class Database:
             links = cursor.fetchall()
             if not links:
                 break
-            for row in rows_of_links(links, self._values_of(cursor, key, links), costs):
+            observed = sorted({link[2] for link in links if link[1] == "observe"})
+            cells_of = {seq: blob for _, seq, blob in self._packed(cursor, key, observed)}
+            for row in rows_of_links(links, cells_of, costs):
                 if row["seq"] > after:
                     out.append(row)
                     if limit is not None and len(out) >= limit:
                         break
             start = links[-1][0] + 1
         return out
-
-    def _values_of(self, cursor: Any, key: int, links: Sequence[Sequence[Any]]) -> dict[int, list[tuple]]:
-        """The values of these links' observe links: link seq -> [(attribute, seq, value, tag)] in seq order."""
-        spans = {link[0]: (link[2], link[0] + link[5]) for link in links if link[1] == "observe"}
-        examples = sorted({example for example, _ in spans.values()})
-        by_seq: dict[int, tuple] = {}
-        for lo in range(0, len(examples), IN_CHUNK):
-            chunk = examples[lo : lo + IN_CHUNK]
-            cursor.execute(self.sql.values(len(chunk)), (key, *chunk))
-            for _example, attribute, seq, value, tag in cursor.fetchall():
-                by_seq[seq] = (attribute, seq, value, tag)
-        return {first: [by_seq[s] for s in range(first, end) if s in by_seq] for first, (_, end) in spans.items()}
 
     def open_sessions(self, cursor: Any) -> list[tuple[str, datetime]]:
         cursor.execute(self.sql.open_sessions)

@@ -1,4 +1,4 @@
-"""The oracle's database: sessions with their budget counters, and the ledger (chain links and observed values)."""
+"""The oracle's database: sessions with their budget counters, and the ledger (chain links, packed values)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class Link(Base):
     """One link of a session's hash chain: an event, or the values one request paid for of one example.
 
     ``seq`` is the number of the link's first row; an observe link holds rows seq .. seq + n - 1, stored in
-    ``observations``. See ``budgetlab.ledger`` for what the digest covers.
+    ``cells``. See ``budgetlab.ledger`` for what the digest covers.
     """
 
     __tablename__ = "links"
@@ -72,20 +72,18 @@ class Link(Base):
     )
 
 
-class Observation(Base):
-    """One observed value: the row the ledger keeps for every value it revealed.
+class Cells(Base):
+    """The rows of one observe link, packed (``budgetlab.ledger.pack_cells``): every value the link revealed.
 
-    Keyed by (session, example, attribute), which is the lookup that makes a paid-for value free; ``seq``
-    places it in the chain and ``tag`` names it if it is altered.
+    Keyed by (session, example, link), which is the lookup that makes a paid-for value free: one entry per
+    example and request, not per value, so a big request holds the write lock for a short time.
     """
 
-    __tablename__ = "observations"
+    __tablename__ = "cells"
 
     session_key: Mapped[int] = mapped_column(Integer, primary_key=True)
     example: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    attribute: Mapped[int] = mapped_column(Integer, primary_key=True)
-    seq: Mapped[int] = mapped_column(BigInteger)
-    value: Mapped[float] = mapped_column(Float)
-    tag: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    cells: Mapped[bytes] = mapped_column(LargeBinary)
 
     __table_args__ = ({"sqlite_with_rowid": False},)

@@ -15,13 +15,9 @@ COSTS = [1.0, 0.25, 3.0, 1e-9, 1.0]
 
 
 def _rows(chain: Chain) -> list[dict[str, Any]]:
-    """The chain's rows as the store would read them back (links without their key, values by link)."""
-    values: dict[int, list[tuple]] = {}
-    for link in chain.links:
-        if link[2] == "observe":
-            first, n = link[1], link[6]
-            values[first] = sorted((a, s, v, t) for _, _, a, s, v, t in chain.values if first <= s < first + n)
-    return list(rows_of_links([link[1:] for link in chain.links], values, None))
+    """The chain's rows as the store reads them back (links without their key, packed cells by link)."""
+    cells = {seq: blob for _, _, seq, blob in chain.cells}
+    return list(rows_of_links([link[1:] for link in chain.links], cells, None))
 
 
 def _chain() -> Chain:
@@ -38,7 +34,7 @@ def test_one_link_per_event_and_per_example_of_an_observe() -> None:
     assert [(link[1], link[2], link[6]) for link in chain.links] == [
         (0, "open", 1), (1, "label", 1), (2, "observe", 2), (4, "observe", 1), (5, "observe", 1),
         (6, "observe", 1), (7, "close", 1)]
-    assert chain.seq == 8 and len(chain.values) == 5
+    assert chain.seq == 8 and chain.values == 5 and len(chain.cells) == 4
     assert all(len(link[-1]) == 32 for link in chain.links)  # binary digests
     rows = _rows(chain)
     assert [r["seq"] for r in rows] == list(range(8))

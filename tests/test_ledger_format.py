@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -17,7 +18,15 @@ from alembic.config import Config
 from budgetlab import ledger_v1
 from budgetlab.audit import audit_ndjson
 from budgetlab.errors import BudgetExhausted, OracleError
-from budgetlab.ledger import GENESIS, event_header, link_digest, observe_header, value_tags
+from budgetlab.ledger import (
+    GENESIS,
+    event_header,
+    link_digest,
+    observe_header,
+    pack_cells,
+    unpack_cells,
+    value_tags,
+)
 from budgetlab.local_session import LocalSession
 from budgetlab.oracle_client import OracleClient
 from server.db import MIGRATIONS, make_engine
@@ -119,21 +128,21 @@ def _rewrite_wholesale(db_path: str, session_id: str) -> None:
     """What someone with write access to the database could do: change a value and re-hash the whole chain."""
     with sqlite3.connect(db_path) as db:
         (key,) = db.execute("SELECT ledger_key FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        db.execute("UPDATE observations SET value = value + 1 WHERE session_key = ? AND seq = "
-                   "(SELECT MIN(seq) FROM observations WHERE session_key = ?)", (key, key))
         head = bytes(32)
-        links = db.execute("SELECT seq, kind, example, value, cost, n, payload, digest FROM links "
+        links = db.execute("SELECT seq, kind, example, value, cost, n, payload FROM links "
                            "WHERE session_key = ? ORDER BY seq", (key,)).fetchall()
-        for seq, kind, example, value, cost, n, payload, _digest in links:
+        altered = False
+        for seq, kind, example, value, cost, n, payload in links:
             if kind == "observe":
-                cells = db.execute("SELECT attribute, value, seq FROM observations WHERE session_key = ? AND seq >= ? "
-                                   "AND seq < ? ORDER BY seq", (key, seq, seq + n)).fetchall()
-                attributes = [a for a, _, _ in cells]
-                values = [v for _, v, _ in cells]
+                (blob,) = db.execute("SELECT cells FROM cells WHERE session_key = ? AND seq = ?", (key, seq)).fetchone()
+                attributes, values, _ = (a.copy() for a in unpack_cells(blob))
+                if not altered:
+                    values[0] += 1.0
+                    altered = True
+                tags = value_tags(np.arange(seq, seq + n), np.full(n, example), attributes, values)
+                db.execute("UPDATE cells SET cells = ? WHERE session_key = ? AND seq = ?",
+                           (pack_cells(attributes, values, tags), key, seq))
                 new = link_digest(head, observe_header(session_id, seq, example, n), attributes, values)
-                for (_a, _v, s), tag in zip(cells, value_tags([s for *_, s in cells], [example] * n, attributes, values)
-                                          .tolist(), strict=True):
-                    db.execute("UPDATE observations SET tag = ? WHERE session_key = ? AND seq = ?", (tag, key, s))
             else:
                 new = link_digest(head, event_header(session_id, seq, kind, example, value, cost, payload or ""))
             db.execute("UPDATE links SET digest = ? WHERE session_key = ? AND seq = ?", (new, key, seq))

@@ -56,9 +56,10 @@ def test_sixteen_threads_never_overspend_on_sqlite(oracle_url: str, sqlite_url: 
     sid, headers = hammer(oracle_url)
     check_exact_spend(oracle_url, sid, headers)
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
-        (rows,) = db.execute("select count(*) from observations join sessions on session_key = ledger_key "
-                             "where sessions.id = ?", (sid,)).fetchone()
-    assert rows == 3 * (BUDGET // 3)
+        blobs = db.execute("select cells from cells join sessions on session_key = ledger_key where sessions.id = ?",
+                           (sid,)).fetchall()
+    # one packed entry of 3 values (16 bytes each) per accepted request
+    assert len(blobs) == BUDGET // 3 and all(len(blob) == 3 * 16 for (blob,) in blobs)
 
 
 @pytest.mark.postgres
@@ -72,7 +73,7 @@ def test_two_workers_on_postgresql_never_overspend(postgres_url: str, tmp_path) 
     with psycopg.connect(postgres_url) as conn:
         (links,) = conn.execute("select count(*) from links join sessions on session_key = ledger_key "
                                 "where sessions.id = %s", (sid,)).fetchone()
-        (values,) = conn.execute("select count(*) from observations join sessions on session_key = ledger_key "
-                                 "where sessions.id = %s", (sid,)).fetchone()
-    # the open row, then one link of 3 values per accepted request
-    assert (links, values) == (1 + BUDGET // 3, 3 * (BUDGET // 3))
+        (cells,) = conn.execute("select count(*) from cells join sessions on session_key = ledger_key "
+                                "where sessions.id = %s", (sid,)).fetchone()
+    # the open row, then one link (and its packed values) per accepted request
+    assert (links, cells) == (1 + BUDGET // 3, BUDGET // 3)

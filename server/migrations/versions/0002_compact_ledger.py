@@ -1,4 +1,4 @@
-"""The compact ledger (format 2): chain links with binary digests, and one small row per observed value.
+"""The compact ledger (format 2): chain links with binary digests, and the values of each observe link packed.
 
 Every format-1 row was a chain link of its own (hex hashes, a JSON payload, ~300 bytes per value on SQLite).
 Each session's rows are carried over with the same seq numbers: events become one-row links, and consecutive
@@ -52,13 +52,11 @@ def _create_v2_tables() -> None:
         op.create_index(f"ix_links_{kind}", "links", ["session_key", "example"], sqlite_where=where,
                         postgresql_where=where)
     op.create_table(
-        "observations",
+        "cells",
         sa.Column("session_key", sa.Integer(), primary_key=True),
         sa.Column("example", sa.BigInteger(), primary_key=True),
-        sa.Column("attribute", sa.Integer(), primary_key=True),
-        sa.Column("seq", sa.BigInteger(), nullable=False),
-        sa.Column("value", sa.Float(), nullable=False),
-        sa.Column("tag", sa.Integer(), nullable=False),
+        sa.Column("seq", sa.BigInteger(), primary_key=True),
+        sa.Column("cells", sa.LargeBinary(), nullable=False),
         sqlite_with_rowid=False,
     )
 
@@ -101,10 +99,10 @@ def upgrade() -> None:
             bind.execute(sa.text(f"INSERT INTO links ({', '.join(ledger.LINK_FIELDS)}) VALUES "
                                  f"({', '.join(':' + f for f in ledger.LINK_FIELDS)})"),
                          [dict(zip(ledger.LINK_FIELDS, link, strict=True)) for link in chain.links])
-        if chain.values:
-            bind.execute(sa.text(f"INSERT INTO observations ({', '.join(ledger.VALUE_FIELDS)}) VALUES "
-                                 f"({', '.join(':' + f for f in ledger.VALUE_FIELDS)})"),
-                         [dict(zip(ledger.VALUE_FIELDS, v, strict=True)) for v in chain.values])
+        if chain.cells:
+            bind.execute(sa.text(f"INSERT INTO cells ({', '.join(ledger.CELLS_FIELDS)}) VALUES "
+                                 f"({', '.join(':' + f for f in ledger.CELLS_FIELDS)})"),
+                         [dict(zip(ledger.CELLS_FIELDS, c, strict=True)) for c in chain.cells])
         bind.execute(sa.text("UPDATE sessions SET ledger_key = :key, head_hash = :head WHERE id = :sid"),
                      {"key": key, "head": chain.head, "sid": session_id})
     if broken:
@@ -139,13 +137,7 @@ def downgrade() -> None:
     for session_id, key in bind.execute(sa.text("SELECT id, ledger_key FROM sessions")).all():
         links = bind.execute(sa.text("SELECT seq, kind, example, value, cost, n, payload, digest FROM links "
                                      "WHERE session_key = :k ORDER BY seq"), {"k": key}).all()
-        values: dict[int, list[tuple]] = {}
-        for seq, attribute, value, tag in bind.execute(sa.text(
-                "SELECT seq, attribute, value, tag FROM observations WHERE session_key = :k ORDER BY seq"),
-                {"k": key}):
-            values.setdefault(seq, []).append((attribute, seq, value, tag))
-        by_link = {link[0]: [v for s in range(link[0], link[0] + link[5]) for v in values.get(s, ())]
-                   for link in links if link[1] == "observe"}
+        by_link = dict(bind.execute(sa.text("SELECT seq, cells FROM cells WHERE session_key = :k"), {"k": key}).all())
         open_costs = None
         head = ledger_v1.GENESIS
         out: list[dict[str, Any]] = []
@@ -168,7 +160,7 @@ def downgrade() -> None:
                      {"head": head, "sid": session_id})
     if bind.dialect.name == "postgresql":
         op.execute(f"DROP SEQUENCE {SEQUENCE}")
-    op.drop_table("observations")
+    op.drop_table("cells")
     op.drop_index("ix_links_predict", table_name="links")
     op.drop_index("ix_links_label", table_name="links")
     op.drop_table("links")
