@@ -4,7 +4,7 @@ Per example: k indices drawn uniformly (x̃ as in AERR), one index j drawn with 
 (φ̃ = ||w||_1 sign(w_j) x[j] - y), g̃ = φ̃ x̃, clipped to ḡ = clip(g̃, 1/η), then the EG± update
 z+ *= exp(-η ḡ), z- *= exp(η ḡ), w = B (z+ - z-) / (||z+||_1 + ||z-||_1). Output: the average iterate.
 
-Choices the paper leaves open (see shared/papers/ERRATA.md):
+Choices the paper leaves open (see docs/papers.md):
 
 - Budget: k + 1 attributes per example (k uniform draws and one |w|-weighted draw); the experiments'
   "k = 4" is a local budget of 5. Draws are i.i.d. with replacement, repeated indices paid for once.

@@ -4,7 +4,7 @@ Pegasos on the squared loss with an unbiased gradient estimate built from k attr
 followed by a projection onto the L1 ball of radius B (Duchi et al. 2008); the output is the average
 of the iterates.
 
-Choices the paper leaves open or gets wrong (see shared/papers/ERRATA.md):
+Choices the paper leaves open or gets wrong (see docs/papers.md):
 
 - Budget split. The paper takes k even and spends k/2 attributes on the vector estimate v (a uniform
   k/2-subset C, v = (d/|C|) Σ_{j∈C} x_j e_j) and k/2 on the inner product ŷ. An odd budget gives

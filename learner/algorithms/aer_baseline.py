@@ -3,7 +3,7 @@
 Each example contributes unbiased-ish estimates of xx', x and y² from k uniformly chosen attributes;
 the output minimises the estimated training loss w'Āw − w'v̄ + ȳ over the L1 ball of radius B.
 
-Choices the paper leaves open or gets wrong (see shared/papers/ERRATA.md):
+Choices the paper leaves open or gets wrong (see docs/papers.md):
 
 - Sign. Fig. 1 (and Lemma 10) print the estimated loss as w'Āw + w'v̄ + ȳ; with v̄ = mean(2 y v) the
   squared loss expands to w'Āw − w'v̄ + ȳ. Both variants below use the corrected sign.

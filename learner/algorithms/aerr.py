@@ -4,7 +4,7 @@ Per example: k indices i_r drawn uniformly (x̃ = (1/k) Σ_r d x[i_r] e_{i_r}), 
 p_j = w_j² / ||w||² (φ̃ = ||w||² x[j] / w_j - y), g̃ = φ̃ x̃, then the OGD step v = w - η g̃ projected
 onto the L2 ball, w = v · B / max(||v||, B). The output is the average of the iterates.
 
-Choices the paper leaves open (see shared/papers/ERRATA.md):
+Choices the paper leaves open (see docs/papers.md):
 
 - Budget: k + 1 attributes per example, k uniform draws and one w-weighted draw, so a local budget of
   57 means k = 56 (the paper's MNIST experiment). Draws are i.i.d. with replacement; a repeated index

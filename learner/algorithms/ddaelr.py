@@ -4,7 +4,7 @@ GAELR (Algorithm 3) with the q that minimises the bound on ||E x̃²||_∞ given
 q_i = E x_i² / Σ_j E x_j² (Lemma 4.3). The moments are prior knowledge the runner fetches from the
 oracle (recorded in its ledger) and passes as ``Problem.second_moments``.
 
-Choices (the options of the paper's experiments, §5; see shared/papers/ERRATA.md):
+Choices (the options of the paper's experiments, §5; see docs/papers.md):
 
 - Inner product: p_j ∝ |w_j| sqrt(E x_j²) (§4's improved estimator, used in all experiments).
 - Budget: ``problem.budget`` attributes split evenly (§5): ceil(budget/2) data-point draws, the rest

@@ -4,7 +4,7 @@ GAERR (Algorithm 1) with the q that minimises the variance bound of x̃ given th
 q_i = sqrt(E x_i²) / Σ_j sqrt(E x_j²) (eq. (4)). The moments are prior knowledge: the runner fetches
 them from the oracle (which records that reveal in its ledger) and passes ``Problem.second_moments``.
 
-Choices (the options of the paper's experiments, §5; see shared/papers/ERRATA.md):
+Choices (the options of the paper's experiments, §5; see docs/papers.md):
 
 - Inner product: p_j ∝ |w_j| sqrt(E x_j²) (the improved estimator of §3/§5, all the experiments
   used), φ̃ = mean over the draws of (w_j / p_j) x[j] - y.

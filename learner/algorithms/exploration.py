@@ -7,7 +7,7 @@ per block (d'·B examples) the concatenated block gradients g form an unbiased e
 
     θ ← H_s(θ − η g).
 
-Choices the paper leaves open (see shared/papers/ERRATA.md; the paper gives no hyper-parameters):
+Choices the paper leaves open (see docs/papers.md; the paper gives no hyper-parameters):
 
 - s' is the per-example budget k. s defaults to round(0.6 s') (30 at s' = 50, the working value of
   ERRATA on the §6 design), clipped to 1 ≤ s < s'.

@@ -4,7 +4,7 @@ AELR (Hazan & Koren, Algorithm 2) with the data-point indices drawn from a given
 x̃ = (1/k) Σ_r x[i_r] / q[i_r] e_{i_r}, φ̃ = (w_j / p_j) x[j] - y, clipped EG± on the L1 ball, output the
 average iterate. With q uniform, one inner-product draw and p ∝ |w| it samples exactly as AELR.
 
-Choices (the paper's options as its experiments used them, §5; see shared/papers/ERRATA.md):
+Choices (the paper's options as its experiments used them, §5; see docs/papers.md):
 
 - ``q``: ``uniform`` (default), ``power:<alpha>`` (q_i ∝ i^alpha, i = 1..d; Lemma 4.3's optimum
   q ∝ E x_i² is ``power:<alpha>`` itself on ``powerlaw`` data) or d comma-separated non-negative weights.

@@ -4,7 +4,7 @@ AERR (Hazan & Koren, Algorithm 1) with the data-point indices drawn from a given
 x̃ = (1/k) Σ_r x[i_r] / q[i_r] e_{i_r} (eq. (1)), φ̃ = (w_j / p_j) x[j] - y (eq. (5)), OGD on the L2 ball,
 output the average iterate. With q uniform, one inner-product draw and p ∝ w² it samples exactly as AERR.
 
-Choices (the paper's options as its experiments used them, §5; see shared/papers/ERRATA.md):
+Choices (the paper's options as its experiments used them, §5; see docs/papers.md):
 
 - ``q`` (the parameter of Algorithm 1): ``uniform`` (default: nothing is known about the attributes, so
   nothing favours one), ``power:<alpha>`` for q_i ∝ i^alpha (i = 1..d, e.g. the optimal q ∝ sqrt(E x_i²)

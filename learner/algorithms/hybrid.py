@@ -4,7 +4,7 @@ Stage k runs T⁻_k updates of Exploration (Algorithm 1) from θ̃_{k−1}, then
 (Algorithm 2) on the support Exploration found, giving θ̃_k. Exploration keeps finding the support;
 Exploitation, which observes only that support, converges much faster once it is right.
 
-Choices the paper leaves open (see shared/papers/ERRATA.md; the paper gives no hyper-parameters):
+Choices the paper leaves open (see docs/papers.md; the paper gives no hyper-parameters):
 
 - K is unbounded: stages follow one another until the stream ends.
 - T⁻_k = 3, as Theorem 4.4 sets it.

@@ -4,7 +4,7 @@ Without prior knowledge of the second moments: phase 1 (the first m_1 examples) 
 A[i] = mean of the observed x_i², then phase 2 (the next m_2) runs DDAERR / DDAELR with A in place of
 E x², and the output is phase 2's average iterate.
 
-Choices (the paper's experiments, §5; see shared/papers/ERRATA.md):
+Choices (the paper's experiments, §5; see docs/papers.md):
 
 - m_1 = m/10 and m_2 = 9m/10 of the run's m examples (``phase1`` sets the fraction).
 - Phase 1 runs AERR / AELR (Hazan & Koren Algorithms 1 / 2, budget - 1 uniform draws and one
