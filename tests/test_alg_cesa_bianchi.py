@@ -181,3 +181,21 @@ def test_baseline_both_variants_run_and_the_corrected_one_learns() -> None:
 def test_baseline_rejects_an_unknown_estimate() -> None:
     with pytest.raises(ParamError):
         get_algorithm("aer-baseline")(Problem(d=5, k=2, n_examples=5), estimate="diagonal")
+
+
+def test_paper_claim_fig4_aer_is_below_the_printed_baseline_on_mnist_3_vs_5() -> None:
+    # Fig. 4 and the table: with 4 pixels per image, Baseline (Fig. 1 as printed, the default estimate) is much
+    # worse than AER. Default (theoretical) parameters, one pass over the 900 training images. Measured normalised
+    # test MSE over seeds 0-2: AER 0.98-1.00 (Theorem 12's λ keeps w̄ near 0), printed Baseline 1.23-2.11 (its
+    # indefinite objective overshoots the zero predictor). Asserted: AER below Baseline on every seed, and the
+    # mean gap above 0.15.
+    scores: dict[str, list[float]] = {"aer": [], "aer-baseline": []}
+    for seed in range(3):
+        for algorithm, out in scores.items():
+            oracle = LocalOracle("mnist-3v5", budget=Budget(per_example=4), seed=seed)
+            result = run_algorithm(algorithm, oracle, seed=seed, eval_every=oracle.n_examples)
+            assert result.status == "finished" and result.final is not None
+            out.append(result.final.normalized_mse)
+    aer, baseline = np.array(scores["aer"]), np.array(scores["aer-baseline"])
+    assert np.all(aer < baseline), scores
+    assert baseline.mean() - aer.mean() > 0.15, scores

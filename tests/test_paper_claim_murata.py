@@ -1,40 +1,50 @@
-"""Murata & Suzuki (2018), Fig. 1: on the §6 synthetic design Hybrid reaches a far lower test MSE than the
-attribute-efficient baseline at the same number of examples (here AELR, Hazan & Koren's lasso algorithm)."""
+"""Murata & Suzuki (2018), Fig. 1: on the §6 synthetic design Hybrid reaches a lower test MSE than Exploration,
+and both are far below the attribute-efficient baseline AELR (Hazan & Koren's lasso algorithm) given an L1 ball
+that contains θ* (B >= ||θ*||_1 = 25, the bound the dataset declares)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from budgetlab.datasets import load_dataset
 from budgetlab.models import Budget
 from learner.oracle import LocalOracle
-from learner.runner import run_algorithm
+from learner.runner import build_algorithm, run_algorithm
 
 # The §6 design (x ~ N(0, I), θ* = +1 on 13 and -1 on 12 coordinates, N(0, 1) noise, s' = 50 attributes per
-# example) with d = 200 instead of 500 and 4,000 training examples, so that 3 seeds of both learners run in
+# example) with d = 200 instead of 500 and 4,000 training examples, so that 4 seeds of the three learners run in
 # a few seconds; at d = 500 Hybrid needs about 20,000 examples for the same gap.
 DESIGN = {"d": 200, "n_train": 4000, "n_test": 1000}
 ATTRIBUTES_PER_EXAMPLE = 50
-SEEDS = range(3)
-CHECKPOINTS = (2000, 4000)
+SEEDS = range(4)
+ALGORITHMS = ("hybrid", "exploration", "aelr")
 
 
-def test_hybrid_reaches_lower_test_mse_than_aelr_at_equal_examples() -> None:
-    mse: dict[str, dict[int, list[float]]] = {a: {c: [] for c in CHECKPOINTS} for a in ("hybrid", "aelr")}
+@pytest.fixture(scope="module")
+def final_mse() -> dict[str, np.ndarray]:
+    out: dict[str, list[float]] = {a: [] for a in ALGORITHMS}
     for seed in SEEDS:
         dataset = load_dataset("sparse-gaussian", DESIGN, seed)
-        for algorithm, curves in mse.items():
+        for algorithm in ALGORITHMS:
             oracle = LocalOracle(dataset, budget=Budget(per_example=ATTRIBUTES_PER_EXAMPLE), seed=seed)
-            result = run_algorithm(algorithm, oracle, seed=seed, eval_every=1000)
+            result = run_algorithm(algorithm, oracle, seed=seed, eval_every=DESIGN["n_train"])
             assert result.status == "finished" and result.examples == DESIGN["n_train"]
-            at = {p.examples: p.test_mse for p in result.curve}
-            for checkpoint in CHECKPOINTS:
-                curves[checkpoint].append(at[checkpoint])
-    hybrid = {c: float(np.mean(v)) for c, v in mse["hybrid"].items()}
-    aelr = {c: float(np.mean(v)) for c, v in mse["aelr"].items()}
-    # The zero predictor's MSE is ||θ*||² + 1 = 26. Measured means: Hybrid 12.1 at 2,000 and 3.3 at 4,000 examples,
-    # AELR 24.7 and 24.3. Margins: Hybrid below 60% of AELR at 2,000 examples and below 25% at 4,000.
-    assert hybrid[2000] < 0.6 * aelr[2000], (hybrid, aelr)
-    assert hybrid[4000] < 0.25 * aelr[4000], (hybrid, aelr)
-    # And the gap is Hybrid learning, not AELR failing: it keeps improving between the checkpoints.
-    assert hybrid[4000] < 0.5 * hybrid[2000], hybrid
+            out[algorithm].append(result.final.test_mse)
+    return {a: np.array(v) for a, v in out.items()}
+
+
+def test_aelr_defaults_to_a_ball_that_contains_theta_star() -> None:
+    dataset = load_dataset("sparse-gaussian", DESIGN, 0)
+    oracle = LocalOracle(dataset, budget=Budget(per_example=ATTRIBUTES_PER_EXAMPLE), seed=0)
+    aelr = build_algorithm("aelr", oracle, params={}, seed=0, max_examples=DESIGN["n_train"])
+    assert aelr.config["B"] == pytest.approx(np.abs(dataset.true_weights).sum()) == pytest.approx(25.0)
+
+
+def test_hybrid_is_below_exploration_and_both_far_below_aelr(final_mse: dict[str, np.ndarray]) -> None:
+    # The zero predictor's MSE is ||θ*||² + 1 = 26. Measured at 4,000 examples over seeds 0-3: Hybrid 1.2-6.4 (mean
+    # 3.4), Exploration 2.7-6.0 (mean 4.0), AELR 25.2-26.3 (its theoretical step for B = 25 barely moves
+    # w in one pass). Asserted: Hybrid's mean below 90% of Exploration's, both below 30% of AELR's.
+    hybrid, exploration, aelr = (float(final_mse[a].mean()) for a in ALGORITHMS)
+    assert hybrid < 0.9 * exploration, final_mse
+    assert exploration < 0.3 * aelr, final_mse
