@@ -6,9 +6,14 @@
   timed loop), y = <w*, x> with w* = ±sqrt(d/25) on 25 coordinates, so ||x||_2 ≈ 1 and Var(y) ≈ 1, as
   Hazan & Koren's theorems assume. Only the learning loop is timed: the runner evaluates once, at the
   horizon (``eval_every`` = the horizon); that one evaluation of a 200-row test split is included.
-- AERR with 57 attributes per example on ``mnist-3v5``: through ``HttpOracle`` against a real
-  ``budgetlab serve oracle`` process (two requests per example: next, observe) and the same run
-  in-process, their ratio, and whether both learned the same weights (they must: same seed).
+- AERR with 57 attributes per example on ``mnist-3v5`` (900 examples): through ``HttpOracle`` against a real
+  ``budgetlab serve oracle`` process, with the SDK's default transport (one ``step`` per example over the
+  session's WebSocket) and with plain HTTP (one ``POST .../step`` per example), against the same run
+  in-process: the wall time the oracle adds per example (target <= 0.8 ms with the default transport), and
+  whether both learned the same weights (they must: same seed).
+- The online protocol: ito1 on ``online-sparse`` (d = 10, k' = 4), two requests per round (``step``, then
+  ``predict``), added time per round over the stream.
+- Several runs at once: 4 AERR runs on one oracle from 4 threads, total examples per second.
 
 Usage: ``python benchmarks/learner_bench.py [--json] [--smoke]``.
 """
@@ -16,6 +21,8 @@ Usage: ``python benchmarks/learner_bench.py [--json] [--smoke]``.
 from __future__ import annotations
 
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +31,7 @@ from _harness import Report, arguments, oracle_process, progress
 
 from budgetlab.datasets.base import Dataset
 from budgetlab.models import Budget, RunResult
+from budgetlab.oracle_client import OracleClient
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
@@ -32,6 +40,8 @@ WIDTHS = (1_000, 100_000)
 SUPPORT = 25
 WINDOW_STEP = 7
 TEST_ROWS = 200
+ADDED_TARGET_MS = 0.8
+CONCURRENT_RUNS = 4
 
 
 @dataclass(frozen=True)
@@ -39,10 +49,11 @@ class Sizes:
     synthetic_examples: int
     mnist_examples: int | None  # None: the whole training split
     in_process_repeats: int
+    online_rounds: int
 
 
-FULL = Sizes(synthetic_examples=20_000, mnist_examples=None, in_process_repeats=3)
-SMOKE = Sizes(synthetic_examples=200, mnist_examples=20, in_process_repeats=1)
+FULL = Sizes(synthetic_examples=20_000, mnist_examples=None, in_process_repeats=3, online_rounds=2000)
+SMOKE = Sizes(synthetic_examples=200, mnist_examples=20, in_process_repeats=1, online_rounds=20)
 
 
 def sliding_window_dataset(d: int, n_train: int, seed: int = 0) -> Dataset:
@@ -82,23 +93,64 @@ def synthetic(sizes: Sizes, report: Report) -> None:
             report.add(f"{algorithm}_d{d}_examples_per_s", examples_per_second(run), "examples/s")
 
 
-def mnist_http_vs_in_process(workdir: Path, sizes: Sizes, report: Report) -> None:
+def remote_run(url: str, algorithm: str, dataset: str, budget: Budget, horizon: int | None, stream: bool,
+               protocol: str = "batch", dataset_params: dict | None = None, params: dict | None = None,
+               ) -> RunResult:
+    """One run through ``HttpOracle`` (the SDK's default transport with ``stream``, else plain HTTP)."""
+    with OracleClient(url, stream=stream) as client:
+        remote = HttpOracle(url, dataset, budget=budget, seed=0, protocol=protocol,  # type: ignore[arg-type]
+                            dataset_params=dataset_params, client=client)
+        steps = min(horizon or remote.n_examples, remote.n_examples)
+        result = run_algorithm(algorithm, remote, seed=0, params=params, max_examples=steps, eval_every=steps)
+        if stream and remote.session.transport != "websocket":
+            raise RuntimeError("the SDK did not use the oracle's stream")
+        return result
+
+
+def added_ms(remote: RunResult, local: RunResult) -> float:
+    """Wall time per example the oracle added over the in-process run of the same learner."""
+    return 1e3 * (1 / examples_per_second(remote) - 1 / examples_per_second(local))
+
+
+def mnist_remote_vs_in_process(workdir: Path, sizes: Sizes, report: Report) -> None:
     budget = Budget(per_example=57)
-    with oracle_process(workdir / "oracle") as oracle:
-        progress("aerr over HTTP on mnist-3v5 ...")
-        remote = HttpOracle(oracle.url, "mnist-3v5", budget=budget, seed=0)
-        try:
-            horizon = min(sizes.mnist_examples or remote.n_examples, remote.n_examples)
-            over_http = run_algorithm("aerr", remote, seed=0, max_examples=horizon, eval_every=horizon)
-        finally:
-            remote.close()
+    horizon = sizes.mnist_examples
     progress("aerr in-process on mnist-3v5 ...")
     local = in_process("aerr", "mnist-3v5", 57, horizon, sizes.in_process_repeats)
-    http_rate, local_rate = examples_per_second(over_http), examples_per_second(local)
-    report.add("aerr_mnist_http_examples_per_s", http_rate, "examples/s")
-    report.add("aerr_mnist_in_process_examples_per_s", local_rate, "examples/s")
-    report.add("aerr_mnist_http_to_in_process", http_rate / local_rate, "x")
-    report.add("aerr_mnist_http_weights_equal_in_process", bool(np.array_equal(over_http.weights, local.weights)))
+    report.add("aerr_mnist_in_process_examples_per_s", examples_per_second(local), "examples/s")
+    with oracle_process(workdir / "oracle") as oracle:
+        for name, stream in (("stream", True), ("http", False)):
+            progress(f"aerr on mnist-3v5 over the oracle ({name}) ...")
+            runs = [remote_run(oracle.url, "aerr", "mnist-3v5", budget, horizon, stream)
+                    for _ in range(sizes.in_process_repeats)]
+            run = sorted(runs, key=examples_per_second)[len(runs) // 2]
+            added = added_ms(run, local)
+            target = (f"<= {ADDED_TARGET_MS}", added <= ADDED_TARGET_MS) if stream else ("", None)
+            report.add(f"aerr_mnist_{name}_examples_per_s", examples_per_second(run), "examples/s")
+            report.add(f"aerr_mnist_{name}_added_ms_per_example", added, "ms", *target)
+            report.add(f"aerr_mnist_{name}_weights_equal_in_process", bool(np.array_equal(run.weights, local.weights)))
+
+        progress("ito1 on online-sparse, in-process and over the stream ...")
+        online = {"dataset_params": {"d": 10, "k": 2}, "params": {"k": 2}}
+        steps = sizes.online_rounds
+        local_online = run_algorithm("ito1", LocalOracle("online-sparse", protocol="online",
+                                                         budget=Budget(per_example=4), seed=0,
+                                                         dataset_params=online["dataset_params"]),
+                                     seed=0, params=online["params"], max_examples=steps, eval_every=steps)
+        remote_online = remote_run(oracle.url, "ito1", "online-sparse", Budget(per_example=4), steps, True,
+                                   protocol="online", **online)
+        report.add("ito1_online_stream_added_ms_per_round", added_ms(remote_online, local_online), "ms")
+        report.add("ito1_online_weights_equal_in_process",
+                   bool(np.array_equal(remote_online.weights, local_online.weights)))
+
+        progress(f"{CONCURRENT_RUNS} aerr runs at once over the stream ...")
+        start = time.perf_counter()
+        with ThreadPoolExecutor(CONCURRENT_RUNS) as pool:
+            together = list(pool.map(lambda _: remote_run(oracle.url, "aerr", "mnist-3v5", budget, horizon, True),
+                                     range(CONCURRENT_RUNS)))
+        seconds = time.perf_counter() - start
+        report.add(f"aerr_mnist_{CONCURRENT_RUNS}_runs_at_once_examples_per_s",
+                   sum(r.examples for r in together) / seconds, "examples/s")
 
 
 def main() -> None:
@@ -107,7 +159,7 @@ def main() -> None:
     report = Report("learner_bench", "smoke" if args.smoke else "full")
     synthetic(sizes, report)
     with tempfile.TemporaryDirectory(prefix="budgetlab-bench-") as tmp:
-        mnist_http_vs_in_process(Path(tmp), sizes, report)
+        mnist_remote_vs_in_process(Path(tmp), sizes, report)
     report.emit(args.json)
 
 

@@ -21,9 +21,14 @@ from budgetlab.models import ErrorBody, Remaining
 INVALID_REQUEST = "invalid_request"
 
 
+def error_body(error: str, detail: Any, remaining: Remaining | None = None) -> dict[str, Any]:
+    """The JSON body of every refusal."""
+    return ErrorBody(error=error, detail=detail, remaining=remaining).model_dump(exclude_none=True)
+
+
 def error_response(status: int, error: str, detail: Any, remaining: Remaining | None = None,
                    retry_after: float | None = None) -> JSONResponse:
-    body = ErrorBody(error=error, detail=detail, remaining=remaining).model_dump(exclude_none=True)
+    body = error_body(error, detail, remaining)
     headers = None if retry_after is None else {"Retry-After": str(max(1, round(retry_after)))}
     return JSONResponse(status_code=status, content=body, headers=headers)
 

@@ -40,6 +40,7 @@ from budgetlab.models import (
     StepResponse,
 )
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
+from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_async_stream, open_stream
 
 # Answers of the requests that may record something in the ledger, and so carry a receipt.
 C = TypeVar("C", NextResponse, StepResponse, ObserveResponse, ObserveBatchResponse, LabelResponse, PredictResponse)
@@ -67,35 +68,36 @@ class SessionCalls:
         return Call(method, f"/v1/sessions/{self.id}{suffix}", model, token=self.token, **kw)
 
     def get(self) -> Call[SessionInfo]:
-        return self._call("GET", "", SessionInfo)
+        return self._call("GET", "", SessionInfo, op="get")
 
     def next(self) -> Call[NextResponse]:
-        return self._call("POST", "/next", NextResponse)
+        return self._call("POST", "/next", NextResponse, op="next")
 
     def step(self, attributes: Sequence[int]) -> Call[StepResponse]:
-        return self._call("POST", "/step", StepResponse, json={"attributes": [int(a) for a in attributes]})
+        return self._call("POST", "/step", StepResponse, json={"attributes": [int(a) for a in attributes]},
+                          op="step")
 
     def observe(self, example: int, attributes: Sequence[int]) -> Call[ObserveResponse]:
         return self._call("POST", "/observe", ObserveResponse,
-                          json={"example": int(example), "attributes": [int(a) for a in attributes]})
+                          json={"example": int(example), "attributes": [int(a) for a in attributes]}, op="observe")
 
     def observe_batch(self, items: Sequence[tuple[int, Sequence[int]]]) -> Call[ObserveBatchResponse]:
         body = {"items": [{"example": int(e), "attributes": [int(a) for a in attrs]} for e, attrs in items]}
-        return self._call("POST", "/observe/batch", ObserveBatchResponse, json=body)
+        return self._call("POST", "/observe/batch", ObserveBatchResponse, json=body, op="observe_batch")
 
     def label(self, example: int) -> Call[LabelResponse]:
-        return self._call("POST", "/label", LabelResponse, json={"example": int(example)})
+        return self._call("POST", "/label", LabelResponse, json={"example": int(example)}, op="label")
 
     def predict(self, example: int, prediction: float) -> Call[PredictResponse]:
         return self._call("POST", "/predict", PredictResponse,
-                          json={"example": int(example), "prediction": float(prediction)})
+                          json={"example": int(example), "prediction": float(prediction)}, op="predict")
 
     def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> Call[EvaluateResponse]:
         return self._call("POST", "/evaluate", EvaluateResponse,
-                          json={"weights": [float(w) for w in weights], "bias": float(bias)})
+                          json={"weights": [float(w) for w in weights], "bias": float(bias)}, op="evaluate")
 
     def moments(self) -> Call[MomentsResponse]:
-        return self._call("POST", "/moments", MomentsResponse)
+        return self._call("POST", "/moments", MomentsResponse, op="moments")
 
     def ledger(self, after: int = -1, limit: int = 1000) -> Call[LedgerPage]:
         return self._call("GET", "/ledger", LedgerPage, params={"after": after, "limit": limit})
@@ -133,15 +135,35 @@ class OracleSession:
         self.info = info
         # The chain head of the last request that recorded anything: proof of what the ledger held then.
         self.receipt: Receipt | None = None
+        self._stream: SessionStream | None = None
+        self._streams = client.streams
+
+    @property
+    def transport(self) -> str:
+        """How session requests travel now: ``websocket`` or ``http``."""
+        return "websocket" if self._stream is not None else "http"
+
+    def _send(self, call: Call[M]) -> M:
+        """Over the session's stream when the oracle offers one (opened at the first request), else HTTP."""
+        if self._streams and self._stream is None:
+            self._stream = self._client.open_stream(self.id, self.token)
+            self._streams = self._stream is not None
+        if self._stream is None:
+            return self._client.send(call)
+        try:
+            return self._stream.send(call)
+        except OracleUnavailable:
+            self._stream, self._streams = None, self._client.streams  # reconnect at the next request
+            raise
 
     def _charge(self, call: Call[C]) -> C:
-        answer = self._client.send(call)
+        answer = self._send(call)
         if answer.receipt is not None:
             self.receipt = answer.receipt
         return answer
 
     def get(self) -> SessionInfo:
-        return self._client.send(self.calls.get())
+        return self._send(self.calls.get())
 
     def next(self) -> NextResponse:
         return self._charge(self.calls.next())
@@ -163,10 +185,10 @@ class OracleSession:
         return self._charge(self.calls.predict(example, prediction))
 
     def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> EvaluateResponse:
-        return self._client.send(self.calls.evaluate(weights, bias))
+        return self._send(self.calls.evaluate(weights, bias))
 
     def moments(self) -> MomentsResponse:
-        return self._client.send(self.calls.moments())
+        return self._send(self.calls.moments())
 
     def ledger(self, after: int = -1, limit: int = 1000) -> LedgerPage:
         return self._client.send(self.calls.ledger(after, limit))
@@ -199,9 +221,27 @@ class OracleClient(ServiceClient):
     service = ORACLE
 
     def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, stream: bool = True) -> None:
+        """``stream``: drive sessions over their WebSocket when the oracle offers one (one connection each, no
+        HTTP round per request); False keeps every request on plain HTTP."""
         super().__init__(base_url, timeout=timeout, transport=transport)
         self.admin_token = admin_token
+        self.timeout = timeout
+        # A custom httpx transport (tests, proxies) is a choice of transport: the stream would bypass it.
+        self.streams = stream and transport is None
+        self._open_streams: list[SessionStream] = []
+
+    def open_stream(self, session_id: str, token: str) -> SessionStream | None:
+        opened = open_stream(ORACLE, self.base_url, session_id, token, self.timeout)
+        if opened is not None:
+            self._open_streams.append(opened)
+        return opened
+
+    def close(self) -> None:
+        for opened in self._open_streams:
+            opened.close()
+        self._open_streams.clear()
+        super().close()
 
     def download(self, call: Call[Any], target: Path) -> None:
         """Stream an answer's body into ``target`` (ledger exports can be large)."""
@@ -253,15 +293,33 @@ class AsyncOracleSession:
         self.token = token
         self.info = info
         self.receipt: Receipt | None = None
+        self._stream: AsyncSessionStream | None = None
+        self._streams = client.streams
+
+    @property
+    def transport(self) -> str:
+        return "websocket" if self._stream is not None else "http"
+
+    async def _send(self, call: Call[M]) -> M:
+        if self._streams and self._stream is None:
+            self._stream = await self._client.open_stream(self.id, self.token)
+            self._streams = self._stream is not None
+        if self._stream is None:
+            return await self._client.send(call)
+        try:
+            return await self._stream.send(call)
+        except OracleUnavailable:
+            self._stream, self._streams = None, self._client.streams
+            raise
 
     async def _charge(self, call: Call[C]) -> C:
-        answer = await self._client.send(call)
+        answer = await self._send(call)
         if answer.receipt is not None:
             self.receipt = answer.receipt
         return answer
 
     async def get(self) -> SessionInfo:
-        return await self._client.send(self.calls.get())
+        return await self._send(self.calls.get())
 
     async def next(self) -> NextResponse:
         return await self._charge(self.calls.next())
@@ -282,10 +340,10 @@ class AsyncOracleSession:
         return await self._charge(self.calls.predict(example, prediction))
 
     async def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> EvaluateResponse:
-        return await self._client.send(self.calls.evaluate(weights, bias))
+        return await self._send(self.calls.evaluate(weights, bias))
 
     async def moments(self) -> MomentsResponse:
-        return await self._client.send(self.calls.moments())
+        return await self._send(self.calls.moments())
 
     async def ledger(self, after: int = -1, limit: int = 1000) -> LedgerPage:
         return await self._client.send(self.calls.ledger(after, limit))
@@ -313,9 +371,24 @@ class AsyncOracleClient(AsyncServiceClient):
     service = ORACLE
 
     def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, stream: bool = True) -> None:
         super().__init__(base_url, timeout=timeout, transport=transport)
         self.admin_token = admin_token
+        self.timeout = timeout
+        self.streams = stream and transport is None
+        self._open_streams: list[AsyncSessionStream] = []
+
+    async def open_stream(self, session_id: str, token: str) -> AsyncSessionStream | None:
+        opened = await open_async_stream(ORACLE, self.base_url, session_id, token, self.timeout)
+        if opened is not None:
+            self._open_streams.append(opened)
+        return opened
+
+    async def aclose(self) -> None:
+        for opened in self._open_streams:
+            await opened.close()
+        self._open_streams.clear()
+        await super().aclose()
 
     async def datasets(self) -> DatasetList:
         return await self.send(Call("GET", "/v1/datasets", DatasetList))

@@ -33,6 +33,8 @@ class Call(Generic[M]):
     json: Any = None
     params: dict[str, Any] | None = None
     token: str | None = None
+    # The operation's name on a session's stream (``server/routers/stream.py``); None: HTTP only.
+    op: str | None = None
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -55,11 +57,16 @@ class Service:
         status = response.status_code
         if status < 400:
             return
-        where = f"{response.request.method} {response.request.url.path} -> {status}"
         try:
             body = response.json()
         except ValueError:
             body = None
+        retry_after = response.headers.get("Retry-After")
+        self.refuse(status, body, f"{response.request.method} {response.request.url.path} -> {status}",
+                    float(retry_after) if retry_after and retry_after.isdigit() else None)
+
+    def refuse(self, status: int, body: Any, where: str, retry_after: float | None = None) -> None:
+        """Raise what an error answer means, whichever transport brought it."""
         if not isinstance(body, dict) or "error" not in body:
             raise self.unavailable(f"{self.name}: {where}")
         detail = body.get("detail", "")
@@ -67,10 +74,10 @@ class Service:
         if status >= 500 and status not in self.refusing_5xx:
             raise self.unavailable(f"{self.name}: {where}: {detail}")
         remaining = body.get("remaining")
-        retry_after = response.headers.get("Retry-After")
+        if retry_after is None and isinstance(body.get("retry_after"), int | float):
+            retry_after = float(body["retry_after"])
         raise self.refusal(status, str(body["error"]), detail,
-                           Remaining.model_validate(remaining) if remaining else None,
-                           float(retry_after) if retry_after and retry_after.isdigit() else None)
+                           Remaining.model_validate(remaining) if remaining else None, retry_after)
 
     def unreachable(self, base_url: str, exc: Exception) -> Unavailable:
         return self.unavailable(f"cannot reach {self.name} at {base_url}: {exc}")

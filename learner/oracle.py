@@ -16,7 +16,7 @@ import numpy as np
 
 from budgetlab.datasets.base import Dataset
 from budgetlab.local_session import LocalSession
-from budgetlab.models import Budget, EvaluateResponse, Order, ParamValue, Protocol, Split
+from budgetlab.models import Budget, EvaluateResponse, MomentsResponse, Order, ParamValue, Protocol, Split
 
 
 class Oracle(TypingProtocol):
@@ -33,6 +33,9 @@ class Oracle(TypingProtocol):
     def next(self) -> tuple[int, float | None]:
         """The next example of the stream and its label (None in the online protocol)."""
 
+    def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
+        """``next`` and the values of these attributes of the issued example, in one request."""
+
     def observe(self, example: int, attributes: Sequence[int]) -> np.ndarray: ...
 
     def label(self, example: int) -> float: ...
@@ -43,6 +46,9 @@ class Oracle(TypingProtocol):
     def evaluate(self, weights: np.ndarray, bias: float = 0.0) -> EvaluateResponse: ...
 
     def second_moments(self) -> np.ndarray: ...
+
+    def prior(self) -> MomentsResponse:
+        """The declared prior knowledge: E[x_i^2] and the data's scale bounds (free, recorded in the ledger)."""
 
     def close(self) -> None: ...
 
@@ -65,6 +71,12 @@ class SessionOracle:
         answer = self.session.next()
         return answer.example, answer.label
 
+    def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
+        answer = self.session.step(attributes)
+        self.attributes += answer.fresh
+        self.spent = answer.spent
+        return answer.example, answer.label, np.asarray(answer.values, dtype=np.float64)
+
     def observe(self, example: int, attributes: Sequence[int]) -> np.ndarray:
         answer = self.session.observe(example, attributes)
         self.attributes += answer.fresh
@@ -82,6 +94,9 @@ class SessionOracle:
 
     def second_moments(self) -> np.ndarray:
         return np.asarray(self.session.moments().second_moments, dtype=np.float64)
+
+    def prior(self) -> MomentsResponse:
+        return self.session.moments()
 
     def close(self) -> None:
         """Nothing to release: a session's ledger outlives its oracle object."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
 from budgetlab.models import CurvePoint, ParamValue, RunResult, RunStatus
-from learner.algorithms import Algorithm, Problem, get_algorithm
+from learner.algorithms import Algorithm, DataScale, Problem, get_algorithm
 from learner.oracle import Oracle
 
 DEFAULT_EVAL_POINTS = 20
@@ -41,12 +41,14 @@ def build_algorithm(
 ) -> Algorithm:
     """Instantiate an algorithm for an oracle session, fetching declared prior knowledge if it needs it."""
     cls = get_algorithm(algorithm_id)
+    prior = oracle.prior() if cls.needs_second_moments or cls.needs_scale else None
     problem = Problem(
         d=oracle.d,
         k=oracle.budget.per_example,
         n_examples=max_examples,
         total=oracle.budget.total,
-        second_moments=oracle.second_moments() if cls.needs_second_moments else None,
+        second_moments=np.asarray(prior.second_moments) if prior is not None and cls.needs_second_moments else None,
+        scale=DataScale.declared(prior) if prior is not None and cls.needs_scale else DataScale.unit(),
     )
     return cls(problem, seed=seed, **params)
 
@@ -104,9 +106,9 @@ def run_algorithm(
             if cancel is not None and cancel.is_set():
                 status, message = "cancelled", "cancelled before the horizon"
                 break
-            example, y = oracle.next()
+            # The algorithms choose before they see the example, so one step request issues and observes it.
             wanted = [int(a) for a in algorithm.select()]
-            values = oracle.observe(example, wanted) if wanted else np.empty(0)
+            example, y, values = oracle.step(wanted)
             observed = dict(zip(wanted, (float(v) for v in values), strict=True))
             if online:
                 y_hat = algorithm.predict_one(observed)

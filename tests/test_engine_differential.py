@@ -1,4 +1,5 @@
-"""Proof that the oracle and ``LocalSession`` are one engine: random requests, in-process and over real HTTP.
+"""Proof that the oracle and ``LocalSession`` are one engine: random requests, in-process and over real HTTP
+(each request on its own, and over the session's WebSocket).
 
 For every protocol (batch, online, pool, test split) and budget mix (per example, total, per-attribute costs,
 label cost), a seeded stream of valid and invalid requests goes to a ``LocalSession`` and, through the SDK, to
@@ -115,14 +116,16 @@ class RandomRequests:
         return session.get
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["websocket", "http"])
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-def test_same_requests_same_answers_in_process_and_over_http(name: str, oracle_url: str) -> None:
+def test_same_requests_same_answers_in_process_and_over_http(name: str, stream: bool, oracle_url: str) -> None:
     setting = {"split": "train", **SETTINGS[name]}
     seed = sorted(SETTINGS).index(name)
     local = LocalSession.open(DATASET, dataset_params=PARAMS, seed=seed, **setting)
-    with OracleClient(oracle_url) as client:
+    with OracleClient(oracle_url, stream=stream) as client:
         remote = client.open_session(DATASET, dataset_params=PARAMS, seed=seed, **setting)
         assert outcome(remote.get) == outcome(local.get)
+        assert remote.transport == ("websocket" if stream else "http")
         # Two generators with one seed and one view of the stream: both sides are sent identical requests.
         local_draws, remote_draws = (RandomRequests(seed, lambda: local.counters.issued, local.info.n_examples)
                                      for _ in range(2))

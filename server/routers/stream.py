@@ -1,0 +1,111 @@
+"""A session over one WebSocket: the same requests as the HTTP endpoints, without a round of HTTP for each.
+
+``GET /v1/sessions/{id}/stream`` upgrades to a WebSocket; the handshake carries the session's bearer token
+(``Authorization`` header) and is refused with close code 4000 + status (4401, 4404) when it does not match.
+Each text message is one request, ``{"op": OP, "body": {...}}``, answered in order by one message
+``"STATUS BODY"``: the status an HTTP request would get, a space, and the very JSON body it would get (the
+answer, or ``{"error", "detail", ...}``). Bodies are validated by the wire models, and answered by the session
+service, exactly as over HTTP: the transport is all that differs.
+
+``OPS`` names the operations (``next``, ``step``, ``observe``, ``observe_batch``, ``label``, ``predict``,
+``evaluate``, ``moments``, ``get``). Single queries by hand stay plain HTTP (curl).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from budgetlab.errors import Refused
+from budgetlab.http_errors import error_body, invalid_request
+from budgetlab.models import (
+    EvaluateRequest,
+    LabelRequest,
+    ObserveBatchRequest,
+    ObserveRequest,
+    PredictRequest,
+    StepRequest,
+)
+from server.sessions import SessionService
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation: the model its body must validate as (None: no body), and the service call it makes."""
+
+    request: type[BaseModel] | None
+    call: Callable[[SessionService, str, str, Any], BaseModel]
+
+
+OPS: dict[str, Op] = {
+    "get": Op(None, lambda s, sid, token, _: s.info(sid, token)),
+    "next": Op(None, lambda s, sid, token, _: s.next(sid, token)),
+    "step": Op(StepRequest, lambda s, sid, token, body: s.step(sid, token, body)),
+    "observe": Op(ObserveRequest, lambda s, sid, token, body: s.observe(sid, token, body)),
+    "observe_batch": Op(ObserveBatchRequest, lambda s, sid, token, body: s.observe_batch(sid, token, body.items)),
+    "label": Op(LabelRequest, lambda s, sid, token, body: s.label(sid, token, body)),
+    "predict": Op(PredictRequest, lambda s, sid, token, body: s.predict(sid, token, body)),
+    "evaluate": Op(EvaluateRequest, lambda s, sid, token, body: s.evaluate(sid, token, body)),
+    "moments": Op(None, lambda s, sid, token, _: s.moments(sid, token)),
+}
+
+
+def _error(status: int, body: dict[str, Any]) -> str:
+    return f"{status} {json.dumps(body)}"
+
+
+def _refused(exc: Refused) -> str:
+    body = error_body(exc.error, exc.detail, exc.remaining)
+    if exc.retry_after is not None:  # what HTTP says in its Retry-After header
+        body["retry_after"] = exc.retry_after
+    return _error(exc.status, body)
+
+
+def answer(sessions: SessionService, session_id: str, token: str, message: str) -> str:
+    """The reply to one message, as ``"STATUS BODY"``; never raises for anything a client sends."""
+    try:
+        request = json.loads(message)
+    except ValueError:
+        return _error(400, {"error": "invalid_message", "detail": "a message is JSON: {\"op\": ..., \"body\": ...}"})
+    op = OPS.get(request.get("op")) if isinstance(request, dict) else None
+    if op is None:
+        return _error(400, {"error": "unknown_op", "detail": f"op must be one of {', '.join(OPS)}"})
+    try:
+        body = None if op.request is None else op.request.model_validate(request.get("body") or {})
+        result = op.call(sessions, session_id, token, body)
+    except ValidationError as exc:
+        return _refused(invalid_request(exc))
+    except Refused as exc:
+        return _refused(exc)
+    return f"200 {result.model_dump_json()}"
+
+
+@router.websocket("/{session_id}/stream")
+async def stream(websocket: WebSocket, session_id: str) -> None:
+    """Drive a session over one WebSocket (see the module's docstring for the messages)."""
+    sessions: SessionService = websocket.app.state.sessions
+    scheme, _, token = (websocket.headers.get("authorization") or "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        await websocket.close(code=4401, reason="send the session's token as 'Authorization: Bearer <token>'")
+        return
+    try:
+        await run_in_threadpool(sessions.info, session_id, token)
+    except Refused as exc:
+        await websocket.close(code=4000 + exc.status, reason=exc.detail[:120])
+        return
+    await websocket.accept()
+    while True:
+        try:
+            message = await websocket.receive_text()
+        except WebSocketDisconnect:
+            return
+        await websocket.send_text(await run_in_threadpool(answer, sessions, session_id, token, message))
