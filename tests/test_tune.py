@@ -175,3 +175,14 @@ def test_the_tune_option_sets_a_grid_and_is_checked(tmp_path: Path) -> None:
     # Named by id, the grid tunes both entries of aerr, with three folds each.
     assert sorted({c["label"] for c in cells}) == ["AERR", "AERR untuned"]
     assert all(len(c["folds"]) == 3 and c["chosen"] == {"eta": 0.05} for c in cells)
+
+
+def test_validation_from_the_largest_weights_pays_for_those_only(tmp_path: Path) -> None:
+    path = write(tmp_path, CONFIG.replace("folds = 2", "folds = 2\nvalidation_attributes = 3"))
+    result = RUNNER.invoke(app, ["compare", str(path), "--out", str(tmp_path / "out"), "--local"])
+    assert result.exit_code == 0, result.output
+    cells = json.loads((tmp_path / "out" / "results.json").read_text())["tuning"]
+    for cell in cells:
+        # Two candidates, 3 attributes each: at most 6 distinct attributes of each of the 60 held-out examples.
+        assert all(0 < v["attributes"] <= 6 * 60 for v in cell["validations"])
+    assert "from each candidate's 3 largest weights" in (tmp_path / "out" / "report.md").read_text()
