@@ -2,8 +2,8 @@
 
 The learner runs one algorithm per run against an oracle; these clients start runs, follow them and fetch the
 oracle's audit of a run's session (the learner holds the session's token, the caller need not). Runs belong to the
-caller token that started them: a client sends ``token`` (default: env ``BUDGETLAB_LEARNER_TOKEN``), or, given
-none, asks the learner for a new one on its first call about runs and keeps it in ``client.token``::
+caller token that started them: a client sends its ``token``, or, given none, asks the learner for a new one on its
+first call about runs and keeps it in ``client.token`` (so one client sees the runs it started)::
 
     with LearnerClient("http://127.0.0.1:8001") as learner:
         run = learner.start(RunCreate(dataset="mnist-3v5", algorithm="aerr", budget=Budget(per_example=57)))
@@ -18,7 +18,6 @@ Each endpoint is described once, as a ``Call`` (``budgetlab.service_client``, sh
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,7 +32,6 @@ from budgetlab.service_client import AsyncServiceClient, Call, M, Service, Servi
 
 DEFAULT_LEARNER_URL = "http://127.0.0.1:8001"
 POLL_SECONDS = 0.2
-TOKEN_ENV = "BUDGETLAB_LEARNER_TOKEN"
 PAGE_SIZE = 100
 LEARNER = Service("the learner service", LearnerError, LearnerUnavailable)
 
@@ -93,14 +91,18 @@ class LearnerClient(ServiceClient):
     def __init__(self, base_url: str = DEFAULT_LEARNER_URL, *, token: str | None = None, timeout: float = 60.0,
                  transport: httpx.BaseTransport | None = None) -> None:
         super().__init__(base_url, timeout=timeout, transport=transport)
-        self.token = token or os.environ.get(TOKEN_ENV) or None
+        self.token = token
         self._issuing = threading.Lock()
+
+    def new_caller(self) -> CallerToken:
+        """A new caller token from the learner (shown once); this client does not start using it."""
+        return self.send(RunCalls.new_caller())
 
     def _authorized(self, call: Call[M]) -> M:
         """Send ``call`` with the caller token, asking the learner for one first if the client has none."""
         with self._issuing:
             if self.token is None:
-                self.token = self.send(RunCalls.new_caller()).token
+                self.token = self.new_caller().token
         return self.send(replace(call, token=self.token))
 
     def algorithms(self) -> AlgorithmList:
@@ -162,13 +164,16 @@ class AsyncLearnerClient(AsyncServiceClient):
     def __init__(self, base_url: str = DEFAULT_LEARNER_URL, *, token: str | None = None, timeout: float = 60.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         super().__init__(base_url, timeout=timeout, transport=transport)
-        self.token = token or os.environ.get(TOKEN_ENV) or None
+        self.token = token
         self._issuing = asyncio.Lock()
+
+    async def new_caller(self) -> CallerToken:
+        return await self.send(RunCalls.new_caller())
 
     async def _authorized(self, call: Call[M]) -> M:
         async with self._issuing:
             if self.token is None:
-                self.token = (await self.send(RunCalls.new_caller())).token
+                self.token = (await self.new_caller()).token
         return await self.send(replace(call, token=self.token))
 
     async def algorithms(self) -> AlgorithmList:

@@ -169,13 +169,14 @@ def running(process: subprocess.Popen[bytes], args: Sequence[str], log: Path, de
 @contextmanager
 def managed_services(out: Path, oracle_port: int | None = None,
                      learner_port: int | None = None) -> Iterator[tuple[str, str, str]]:
-    """Oracle (SQLite ledger in ``out``) and learner as subprocesses, on the given ports or on free ones;
-    yields (oracle URL, learner URL, ledger URL)."""
+    """Oracle (SQLite ledger in ``out``) and learner (its runs in ``out``) as subprocesses, on the given ports or
+    on free ones; yields (oracle URL, learner URL, ledger URL)."""
     out.mkdir(parents=True, exist_ok=True)
     ledger = f"sqlite:///{(out / 'ledger.db').resolve()}"
     with ExitStack() as stack:
         oracle = stack.enter_context(service(["serve", "oracle", "--database-url", ledger], out / "oracle.log",
                                              port=oracle_port))
         learner = stack.enter_context(service(["serve", "learner"], out / "learner.log", port=learner_port,
-                                              env={"ORACLE_URL": oracle}))
+                                              env={"ORACLE_URL": oracle,
+                                                   "LEARNER_DATABASE_URL": f"sqlite:///{(out / 'runs.db').resolve()}"}))
         yield oracle, learner, ledger
