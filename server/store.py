@@ -56,6 +56,10 @@ BUSY = "the session's ledger is busy with other requests; nothing was done, retr
 IDLE_CONNECTIONS = 8
 
 
+class NotNow(Exception):  # noqa: N818 - a signal, not an error: the caller goes on the thread pool instead
+    """A write that would have to wait (another writer holds the lock, or a dataset must be loaded first)."""
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -125,16 +129,24 @@ class Database:
         self._gate = threading.Lock() if self.sql.sqlite else None
 
     @contextmanager
-    def write(self) -> Iterator[Any]:
-        """A cursor in a transaction holding the write lock (SQLite) or ready to lock rows (PostgreSQL)."""
+    def write(self, *, wait: bool = True) -> Iterator[Any]:
+        """A cursor in a transaction holding the write lock (SQLite) or ready to lock rows (PostgreSQL).
+
+        ``wait=False`` (SQLite only) takes the lock only if it is free this instant, else raises ``NotNow``
+        having done nothing: such a write may run on the event loop, which must never wait for a lock.
+        """
         if self._gate is None:
+            if not wait:
+                raise NotNow
             with self._transaction(write=True) as cursor:
                 yield cursor
             return
-        if not self._gate.acquire(timeout=self.lock_timeout):
+        if not self._gate.acquire(timeout=self.lock_timeout if wait else 0):
+            if not wait:
+                raise NotNow
             raise SessionBusy(BUSY)
         try:
-            with self._transaction(write=True) as cursor:
+            with self._transaction(write=True, wait=wait) as cursor:
                 yield cursor
         finally:
             self._gate.release()
@@ -146,24 +158,35 @@ class Database:
             yield cursor
 
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Any]:
-        """Committed on success; rolled back on any exception. A refused request leaves a healthy connection,
-        which goes back to the idle list; any other failure may have broken it, so it is closed."""
+    def _transaction(self, *, write: bool, wait: bool = True) -> Iterator[Any]:
+        """Committed on success; rolled back on any exception. A refused or busy request leaves a healthy
+        connection, which goes back to the idle list; any other failure may have broken it, so it is closed."""
         conn = self._checkout()
         try:
             cursor = conn.cursor()
             if self.sql.sqlite:
-                cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                if not wait:  # another process may hold the database's lock: do not wait for it either
+                    cursor.execute("PRAGMA busy_timeout = 0")
+                try:
+                    cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                finally:
+                    if not wait:
+                        cursor.execute(f"PRAGMA busy_timeout = {int(self.lock_timeout * 1000)}")
             elif not write:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield cursor
             conn.commit()
         except (sqlite3.OperationalError, psycopg.errors.LockNotAvailable) as exc:
-            self._discard(conn)
-            if isinstance(exc, psycopg.errors.LockNotAvailable) or _is_busy(exc):
-                raise SessionBusy(BUSY) from None
-            raise
-        except Refused:
+            busy = isinstance(exc, psycopg.errors.LockNotAvailable) or _is_busy(exc)
+            if not busy:
+                self._discard(conn)
+                raise
+            conn.rollback()
+            self._checkin(conn)
+            if not wait:
+                raise NotNow from None
+            raise SessionBusy(BUSY) from None
+        except (Refused, NotNow):
             conn.rollback()
             self._checkin(conn)
             raise

@@ -36,7 +36,7 @@ from budgetlab.models import (
     StepResponse,
 )
 from server.deps import Service, Token
-from server.sessions import export_header
+from server.sessions import export_header, promptly
 
 ERRORS = {code: {"model": ErrorBody} for code in (401, 402, 404, 409, 422, 503)}
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
@@ -64,27 +64,28 @@ def close_session(session_id: SessionId, sessions: Service, token: Token) -> Ses
     return sessions.close(session_id, token)
 
 
-# Every endpoint that touches the database is a plain ``def``: FastAPI runs it on the thread pool, so a wait for
-# a lock never holds up the event loop and the other requests of this worker.
+# Every endpoint that may wait for a lock is a plain ``def``: FastAPI runs it on the thread pool, so a wait never
+# holds up the event loop and the other requests of this worker. The small per-example steps run ``promptly``:
+# in place when their write needs no wait, else on the thread pool as well.
 
 
 @router.post("/{session_id}/next", response_model=NextResponse)
-def next_example(session_id: SessionId, sessions: Service, token: Token) -> Response:
+async def next_example(session_id: SessionId, sessions: Service, token: Token) -> Response:
     """Issue the next example of the stream (with its label in the batch protocol)."""
-    return serialized(sessions.next(session_id, token))
+    return serialized(await promptly(sessions.next, session_id, token))
 
 
 @router.post("/{session_id}/step", response_model=StepResponse)
-def step(session_id: SessionId, body: StepRequest, sessions: Service, token: Token) -> Response:
+async def step(session_id: SessionId, body: StepRequest, sessions: Service, token: Token) -> Response:
     """``next`` and ``observe`` of the issued example in one all-or-nothing request: a round of the batch protocol
     in one round trip (in the online protocol, ``predict`` completes the round)."""
-    return serialized(sessions.step(session_id, token, body))
+    return serialized(await promptly(sessions.step, session_id, token, body))
 
 
 @router.post("/{session_id}/observe", response_model=ObserveResponse)
-def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> Response:
+async def observe(session_id: SessionId, body: ObserveRequest, sessions: Service, token: Token) -> Response:
     """Pay for attributes of one example; already-paid ones are free. All or nothing (402 on any budget)."""
-    return serialized(sessions.observe(session_id, token, body))
+    return serialized(await promptly(sessions.observe, session_id, token, body))
 
 
 @router.post("/{session_id}/observe/batch", response_model=ObserveBatchResponse)
@@ -94,15 +95,15 @@ def observe_batch(session_id: SessionId, body: ObserveBatchRequest, sessions: Se
 
 
 @router.post("/{session_id}/label", response_model=LabelResponse)
-def label(session_id: SessionId, body: LabelRequest, sessions: Service, token: Token) -> Response:
+async def label(session_id: SessionId, body: LabelRequest, sessions: Service, token: Token) -> Response:
     """Reveal a training label (batch protocol); a second reveal of the same label is free."""
-    return serialized(sessions.label(session_id, token, body))
+    return serialized(await promptly(sessions.label, session_id, token, body))
 
 
 @router.post("/{session_id}/predict", response_model=PredictResponse)
-def predict(session_id: SessionId, body: PredictRequest, sessions: Service, token: Token) -> Response:
+async def predict(session_id: SessionId, body: PredictRequest, sessions: Service, token: Token) -> Response:
     """Commit a prediction for an example, then learn its label (online protocol and test sessions)."""
-    return serialized(sessions.predict(session_id, token, body))
+    return serialized(await promptly(sessions.predict, session_id, token, body))
 
 
 @router.post("/{session_id}/evaluate", response_model=EvaluateResponse)

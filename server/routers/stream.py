@@ -32,27 +32,29 @@ from budgetlab.models import (
     PredictRequest,
     StepRequest,
 )
-from server.sessions import SessionService
+from server.sessions import SessionService, promptly
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
 
 @dataclass(frozen=True)
 class Op:
-    """One operation: the model its body must validate as (None: no body), and the service call it makes."""
+    """One operation: the model its body must validate as (None: no body), the service call it makes, and
+    whether it is a small step that may run in place when it needs no wait (see ``promptly``)."""
 
     request: type[BaseModel] | None
     call: Callable[[SessionService, str, str, Any], BaseModel]
+    prompt: bool = False
 
 
 OPS: dict[str, Op] = {
     "get": Op(None, lambda s, sid, token, _: s.info(sid, token)),
-    "next": Op(None, lambda s, sid, token, _: s.next(sid, token)),
-    "step": Op(StepRequest, lambda s, sid, token, body: s.step(sid, token, body)),
-    "observe": Op(ObserveRequest, lambda s, sid, token, body: s.observe(sid, token, body)),
+    "next": Op(None, lambda s, sid, token, _: s.next(sid, token), prompt=True),
+    "step": Op(StepRequest, lambda s, sid, token, body: s.step(sid, token, body), prompt=True),
+    "observe": Op(ObserveRequest, lambda s, sid, token, body: s.observe(sid, token, body), prompt=True),
     "observe_batch": Op(ObserveBatchRequest, lambda s, sid, token, body: s.observe_batch(sid, token, body.items)),
-    "label": Op(LabelRequest, lambda s, sid, token, body: s.label(sid, token, body)),
-    "predict": Op(PredictRequest, lambda s, sid, token, body: s.predict(sid, token, body)),
+    "label": Op(LabelRequest, lambda s, sid, token, body: s.label(sid, token, body), prompt=True),
+    "predict": Op(PredictRequest, lambda s, sid, token, body: s.predict(sid, token, body), prompt=True),
     "evaluate": Op(EvaluateRequest, lambda s, sid, token, body: s.evaluate(sid, token, body)),
     "moments": Op(None, lambda s, sid, token, _: s.moments(sid, token)),
 }
@@ -69,7 +71,7 @@ def _refused(exc: Refused) -> str:
     return _error(exc.status, body)
 
 
-def answer(sessions: SessionService, session_id: str, token: str, message: str) -> str:
+async def answer(sessions: SessionService, session_id: str, token: str, message: str) -> str:
     """The reply to one message, as ``"STATUS BODY"``; never raises for anything a client sends."""
     try:
         request = json.loads(message)
@@ -80,7 +82,10 @@ def answer(sessions: SessionService, session_id: str, token: str, message: str) 
         return _error(400, {"error": "unknown_op", "detail": f"op must be one of {', '.join(OPS)}"})
     try:
         body = None if op.request is None else op.request.model_validate(request.get("body") or {})
-        result = op.call(sessions, session_id, token, body)
+        if op.prompt:
+            result = await promptly(op.call, sessions, session_id, token, body)
+        else:
+            result = await run_in_threadpool(op.call, sessions, session_id, token, body)
     except ValidationError as exc:
         return _refused(invalid_request(exc))
     except Refused as exc:
@@ -108,4 +113,4 @@ async def stream(websocket: WebSocket, session_id: str) -> None:
             message = await websocket.receive_text()
         except WebSocketDisconnect:
             return
-        await websocket.send_text(await run_in_threadpool(answer, sessions, session_id, token, message))
+        await websocket.send_text(await answer(sessions, session_id, token, message))
