@@ -115,3 +115,28 @@ def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_postgresql(
         tables = {r[0] for r in conn.execute("select tablename from pg_tables where schemaname = 'public'")}
         version = conn.execute("select version_num from learner_alembic_version").fetchone()
     assert {"learner_runs", "learner_curve_points", "learner_callers"} <= tables and version == ("0001",)
+
+
+def test_a_learner_stopped_with_sigterm_ends_its_runs_as_interrupted_and_closes_their_sessions(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.db"
+    with oracle_server(f"sqlite:///{ledger}") as oracle:
+        env = {"LEARNER_DATABASE_URL": f"sqlite:///{tmp_path / 'runs.db'}", "ORACLE_URL": oracle,
+               "BUDGETLAB_LEARNER_MAX_RUNNING": "1"}
+        with learner_process(env, tmp_path / "learner-1.log") as (url, process):
+            auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
+            long = {**RUN, "dataset_params": {**GAUSS, "n_train": 50_000}}
+            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth).json()
+            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 1}, headers=auth).json()
+            poll(lambda: httpx.get(f"{url}/v1/runs/{executing['id']}", headers=auth).json(),
+                 lambda info: info["progress_examples"] >= 20)
+            stopped_at = time.monotonic()
+            process.terminate()
+            assert process.wait(timeout=20) is not None
+            stop_seconds = time.monotonic() - stopped_at
+        # The stopping learner itself closed the sessions and recorded the runs' end.
+        assert session_status(ledger, executing["session"]) == session_status(ledger, queued["session"]) == "closed"
+        with learner_process(env, tmp_path / "learner-2.log") as (url, _):
+            listed = {r["id"]: r for r in httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"]}
+    assert {i: r["status"] for i, r in listed.items()} == {executing["id"]: "interrupted", queued["id"]: "interrupted"}
+    assert listed[executing["id"]]["progress_examples"] >= 20 and listed[queued["id"]]["progress_examples"] == 0
+    assert stop_seconds < 10, f"the learner took {stop_seconds:.1f} s to stop"
