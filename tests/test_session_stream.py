@@ -1,0 +1,105 @@
+"""A session over its WebSocket: same seed, same weights as in-process; the protocol's errors; the fallback to HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import uvicorn
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from budgetlab.errors import BudgetExhausted
+from budgetlab.models import Budget
+from budgetlab.oracle_client import OracleClient
+from budgetlab.session_stream import stream_url
+from learner.http_oracle import HttpOracle
+from learner.oracle import LocalOracle
+from learner.runner import run_algorithm
+from server.app import create_app
+from server.config import Settings
+from tests.servers import bound_socket, wait_healthy
+
+DATASET = "sparse-gaussian"
+PARAMS = {"d": 30, "n_train": 300, "n_test": 50, "s_plus": 3, "s_minus": 3}
+
+
+@pytest.mark.parametrize(("algorithm", "protocol", "dataset", "params", "alg_params"), [
+    ("aerr", "batch", DATASET, PARAMS, None),
+    ("ito1", "online", "online-sparse", {"d": 10, "k": 2}, {"k": 2}),
+])
+def test_same_seed_same_weights_over_the_stream_as_in_process(oracle_url: str, algorithm: str, protocol: str,
+                                                              dataset: str, params: dict, alg_params: dict | None,
+                                                              ) -> None:
+    budget = Budget(per_example=4)
+    local = run_algorithm(algorithm, LocalOracle(dataset, dataset_params=params, protocol=protocol,  # type: ignore[arg-type]
+                                                 budget=budget, seed=3),
+                          seed=3, params=alg_params, max_examples=200, eval_every=100)
+    with OracleClient(oracle_url) as client:
+        remote = HttpOracle(oracle_url, dataset, dataset_params=params, protocol=protocol,  # type: ignore[arg-type]
+                            budget=budget, seed=3, client=client)
+        result = run_algorithm(algorithm, remote, seed=3, params=alg_params, max_examples=200, eval_every=100)
+        assert remote.session.transport == "websocket"
+        assert remote.session.audit().compliant
+    assert result.status == local.status == "finished"
+    np.testing.assert_array_equal(result.weights, local.weights)
+    assert [p.attributes for p in result.curve] == [p.attributes for p in local.curve]
+
+
+def test_the_stream_answers_bad_messages_with_4xx_and_refuses_a_wrong_token(oracle_url: str) -> None:
+    with OracleClient(oracle_url) as client:
+        s = client.open_session(DATASET, dataset_params=PARAMS, budget={"per_example": 2, "total": 3}, seed=1)
+        with connect(stream_url(oracle_url, s.id), additional_headers={"Authorization": f"Bearer {s.token}"},
+                     legacy=True) as ws:
+            for message, status, error in [("not json", 400, "invalid_message"),
+                                            (json.dumps({"op": "teleport"}), 400, "unknown_op"),
+                                            (json.dumps({"op": "step", "body": {"attributes": "all"}}), 422,
+                                             "invalid_request"),
+                                            (json.dumps({"op": "step", "body": {"attributes": [0, 1, 2]}}), 402,
+                                             "budget_exceeded")]:
+                ws.send(message)
+                code, _, body = ws.recv(timeout=10).partition(" ")
+                assert (int(code), json.loads(body)["error"]) == (status, error), message
+            ws.send(json.dumps({"op": "step", "body": {"attributes": [0, 1]}}))
+            code, _, body = ws.recv(timeout=10).partition(" ")
+            assert code == "200" and json.loads(body)["example"] == 0  # the refused step issued nothing
+        assert s.get().spent.attributes == 2
+        # The SDK raises the same refusal over the stream as over HTTP.
+        with pytest.raises(BudgetExhausted):
+            s.step([3, 4])
+        assert s.transport == "websocket"
+        for token in ("wrong", ""):
+            with pytest.raises(InvalidStatus):
+                connect(stream_url(oracle_url, s.id), additional_headers={"Authorization": f"Bearer {token}"},
+                        legacy=True, open_timeout=10)
+
+
+@contextmanager
+def oracle_without_websockets(database: Path) -> Iterator[str]:
+    """The real oracle behind a server that cannot upgrade to WebSocket (as behind a proxy that does not)."""
+    app = create_app(Settings(database_url=f"sqlite:///{database}"))
+    sock = bound_socket()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", ws="none"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    try:
+        wait_healthy(url)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def test_the_sdk_falls_back_to_http_when_the_oracle_offers_no_stream(tmp_path: Path) -> None:
+    with oracle_without_websockets(tmp_path / "ledger.db") as url, OracleClient(url) as client:
+        s = client.open_session(DATASET, dataset_params=PARAMS, budget={"per_example": 2}, seed=1)
+        first = s.step([0, 1])
+        assert s.transport == "http" and first.receipt is not None and len(first.values) == 2
+        assert s.step([5]).example == 1 and s.audit().compliant
