@@ -16,7 +16,8 @@ hash-chained ledger rows:
   Target: <= 5x. On SQLite every write holds the database's one write lock, so B waits for the batch in
   progress, however the worker schedules it; on PostgreSQL (``--postgres URL``) sessions lock their own rows.
 - ledger size: a full-information run (every attribute of every example, one ``step`` each) on a fresh
-  SQLite ledger; bytes on disk per observed value. Target: <= 64 B.
+  SQLite ledger; bytes on disk per observed value. Target: <= 64 B. Then its NDJSON and CSV exports over
+  HTTP, rows per second. Target: >= 50,000 rows/s.
 - memory-mapped dataset: a 1,000,000 x 1,000 float32 matrix plus a target column (4 GB) written as NPY
   in chunks, added through the admin API, then random attributes of random examples observed for a
   while; the oracle process's VmRSS must stay below 300 MB. With too little free disk for the file and
@@ -50,6 +51,7 @@ RSS_TARGET_MB = 300.0
 # Headroom left on the disk besides the NPY file and the oracle's stored copy of it.
 DISK_MARGIN = 1 << 30
 LEDGER_BYTES_TARGET = 64.0
+EXPORT_TARGET = 50_000
 
 
 @dataclass(frozen=True)
@@ -278,6 +280,12 @@ def ledger_bytes(workdir: Path, sizes: Sizes, report: Report) -> None:
             values = session.get().spent.attributes
             if not session.audit().compliant:
                 raise RuntimeError("the full-information ledger does not audit as compliant")
+            rows = session.get().ledger_rows
+            for fmt in ("ndjson", "csv"):
+                start = time.perf_counter()
+                session.export_ledger(workdir / f"export.{fmt}", format=fmt)
+                rate = rows / (time.perf_counter() - start)
+                report.add(f"export_{fmt}_rows_per_s", rate, "rows/s", f">= {EXPORT_TARGET:,}", rate >= EXPORT_TARGET)
         size = _checkpointed_size(oracle.database) - before
     per_value = size / values
     report.add("full_info_values", values, "values")
