@@ -92,7 +92,7 @@ def test_compose_services_run_as_written_on_postgresql(postgres_url: str, tmp_pa
     with psycopg.connect(postgres_url) as conn:
         version = conn.execute("select version_num from alembic_version").fetchone()
         sessions = conn.execute("select count(*) from sessions").fetchone()[0]
-        observed = conn.execute("select count(*) from ledger where kind = 'observe'").fetchone()[0]
+        observed = conn.execute("select count(*) from links where kind = 'observe'").fetchone()[0]
     assert version is not None, "the oracle did not migrate the database"
     assert sessions >= 1 and observed > 0
     assert "runs" in results or "designs" in results
