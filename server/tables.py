@@ -84,6 +84,6 @@ class Cells(Base):
     session_key: Mapped[int] = mapped_column(Integer, primary_key=True)
     example: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    # A rowid table on SQLite, unlike ``links``: a WITHOUT ROWID row spills into overflow pages past ~1 KB (64
+    # values), a rowid row only past ~4 KB, and each spill wastes most of a page.
     cells: Mapped[bytes] = mapped_column(LargeBinary)
-
-    __table_args__ = ({"sqlite_with_rowid": False},)

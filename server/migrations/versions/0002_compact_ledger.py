@@ -57,7 +57,6 @@ def _create_v2_tables() -> None:
         sa.Column("example", sa.BigInteger(), primary_key=True),
         sa.Column("seq", sa.BigInteger(), primary_key=True),
         sa.Column("cells", sa.LargeBinary(), nullable=False),
-        sqlite_with_rowid=False,
     )
 
 
