@@ -21,6 +21,7 @@ from budgetlab.http_errors import install_error_handlers
 from budgetlab.learner_models import CallerToken, RunPage
 from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo, RunStatus
 from budgetlab.oracle_client import OracleClient
+from learner import dashboard
 from learner.algorithms import ParamError, algorithms, get_algorithm
 from learner.auth import Caller, Callers, CurrentCaller
 from learner.database import make_engine, upgrade
@@ -174,4 +175,5 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
         manager.cancel(run_id)
         return owned(run_id, caller)
 
+    app.include_router(dashboard.router)
     return app

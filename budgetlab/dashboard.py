@@ -1,0 +1,83 @@
+"""What the two services' live dashboards share on the server side: their pages and files, and event streams.
+
+Each service serves its page at ``/`` and its files at ``/dashboard/{name}``, from its own ``static`` folder
+and then from ``budgetlab/static`` (the JavaScript and styles both pages use). Nothing is built and nothing is
+fetched from elsewhere: the files ship inside the package, so a dashboard works offline.
+
+Updates are server-sent events (``text/event-stream``): a stream polls what it shows every ``interval`` seconds
+(on the thread pool: the services' database calls block) and sends an event only when something changed, and a
+comment now and then so that proxies keep the connection open. The pages read the stream with ``fetch``, not
+``EventSource``, so that their bearer tokens travel in headers, never in URLs (which servers log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path as FilePath
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import FileResponse, StreamingResponse
+
+from budgetlab.errors import Refused
+
+STATIC = FilePath(__file__).parent / "static"
+MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+NO_CACHE = {"Cache-Control": "no-cache"}
+# A comment line this often keeps idle connections open through proxies that drop silent ones.
+KEEPALIVE_SECONDS = 15.0
+# What a poll sends: (event name, JSON-able data) pairs, nothing when nothing changed.
+Events = list[tuple[str, Any]]
+
+
+def page_router(static: FilePath, page: str) -> APIRouter:
+    """``GET /`` (the page ``static/page``) and ``GET /dashboard/{name}`` (its files, then the shared ones)."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/")
+    def index() -> FileResponse:
+        return FileResponse(static / page, media_type="text/html", headers=NO_CACHE)
+
+    @router.get("/dashboard/{name}")
+    def asset(name: Annotated[str, Path(pattern=r"^[a-z0-9][a-z0-9-]*\.(js|css|svg)$")]) -> FileResponse:
+        for folder in (static, STATIC):
+            if (folder / name).is_file():
+                return FileResponse(folder / name, media_type=MEDIA_TYPES[(folder / name).suffix], headers=NO_CACHE)
+        raise Refused(404, "not_found", f"the dashboard has no file {name}")
+
+    return router
+
+
+def sse(event: str, data: Any) -> str:
+    """One server-sent event whose data is one line of JSON."""
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), default=str)}\n\n"
+
+
+async def polled_events(request: Request, poll: Callable[[], Awaitable[Events]], interval: float,
+                        ) -> AsyncIterator[str]:
+    """Poll until the client goes away; a refusal raised by a poll is sent as an ``error`` event, then the stream
+    ends (the page shows it and decides whether to reconnect)."""
+    quiet_since = time.monotonic()
+    while not await request.is_disconnected():
+        try:
+            events = await poll()
+        except Refused as exc:
+            yield sse("error", {"error": exc.error, "detail": exc.detail})
+            return
+        for name, data in events:
+            yield sse(name, data)
+        if events:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > KEEPALIVE_SECONDS:
+            quiet_since = time.monotonic()
+            yield ": keepalive\n\n"
+        await asyncio.sleep(interval)
+
+
+def event_stream(request: Request, poll: Callable[[], Awaitable[Events]], interval: float) -> StreamingResponse:
+    # X-Accel-Buffering: a buffering reverse proxy (nginx) would hold the events back.
+    return StreamingResponse(polled_events(request, poll, interval), media_type="text/event-stream",
+                             headers={**NO_CACHE, "X-Accel-Buffering": "no"})

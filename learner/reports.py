@@ -1,0 +1,182 @@
+"""The comparisons the learner's dashboard shows: the report folders ``budgetlab compare --out DIR`` writes.
+
+A comparison runs on the learner, but its report (``report.md``, ``results.json``, the plots) is written where
+``compare`` ran, which the learner does not know. The dashboard lists the folders under one directory,
+``BUDGETLAB_REPORTS_DIR`` (default: the learner's working directory, where ``budgetlab sandbox`` writes its
+report): each subfolder with a ``results.json`` is a comparison. Only those files are read, and only the plots
+a ``results.json`` names are served.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from budgetlab.errors import LearnerError
+from budgetlab.models import COMPLETED_RUN_STATUSES
+
+log = logging.getLogger(__name__)
+
+REPORTS_ENV = "BUDGETLAB_REPORTS_DIR"
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
+PLOT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,200}\.(png|svg)")
+SUMMARY_METRICS = ("test_mse", "normalized_mse", "zero_one", "attributes", "examples")
+
+
+class Stat(BaseModel):
+    mean: float
+    std: float = 0.0
+    n: int = 0
+
+
+class ClaimRow(BaseModel):
+    claim: str = ""
+    source: str = ""
+    design: str = ""
+    paper: str = ""
+    ours: str = ""
+    verdict: str = ""
+
+
+class AlgorithmRow(BaseModel):
+    """One algorithm of a design, over its seeds (mean and sd as the report computes them)."""
+
+    label: str
+    id: str
+    per_example: int | None = None
+    summary: dict[str, Stat | None] = Field(default_factory=dict)
+    runs: int = 0
+    completed: int = 0
+
+
+class DesignReport(BaseModel):
+    name: str
+    description: str = ""
+    dataset: str = ""
+    dataset_params: dict[str, Any] = Field(default_factory=dict)
+    budget: dict[str, Any] = Field(default_factory=dict)
+    plots: list[str] = Field(default_factory=list, description="URLs of the design's plots")
+    algorithms: list[AlgorithmRow] = Field(default_factory=list)
+
+
+class ReportSummary(BaseModel):
+    name: str = Field(..., description="the report's folder under the reports directory")
+    title: str
+    mode: str = ""
+    preset: str | None = None
+    written_at: datetime
+    wall_time: float = 0.0
+    runs: int = 0
+    completed: int = 0
+    claims: int = 0
+    claims_held: int = 0
+    report: str = Field(..., description="path of its report.md on the learner's machine")
+
+
+class ReportDetail(ReportSummary):
+    claim_rows: list[ClaimRow] = Field(default_factory=list)
+    designs: list[DesignReport] = Field(default_factory=list)
+
+
+class ReportList(BaseModel):
+    directory: str = Field(..., description=f"where the learner looks ({REPORTS_ENV})")
+    reports: list[ReportSummary]
+
+
+def reports_dir() -> Path:
+    return Path(os.environ.get(REPORTS_ENV) or Path.cwd()).resolve()
+
+
+class Reports:
+    """Reads report folders, each ``results.json`` parsed once per change of the file."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[Path, tuple[tuple[int, int], ReportDetail]] = {}
+        self._lock = threading.Lock()
+
+    def listing(self) -> ReportList:
+        root = reports_dir()
+        found: list[ReportSummary] = []
+        if root.is_dir():
+            for folder in root.iterdir():
+                if NAME.fullmatch(folder.name) and (folder / "results.json").is_file():
+                    detail = self._read(folder)
+                    if detail is not None:
+                        found.append(ReportSummary(**detail.model_dump(include=set(ReportSummary.model_fields))))
+        found.sort(key=lambda r: r.written_at, reverse=True)
+        return ReportList(directory=str(root), reports=found)
+
+    def detail(self, name: str) -> ReportDetail:
+        detail = self._read(self._folder(name))
+        if detail is None:
+            raise LearnerError(404, "not_found", f"the report {name} cannot be read")
+        return detail
+
+    def plot(self, name: str, plot: str) -> Path:
+        """The file of a plot the report names (nothing else under the folder is served)."""
+        folder = self._folder(name)
+        detail = self.detail(name)
+        named = {url.rsplit("/", 1)[-1] for design in detail.designs for url in design.plots}
+        if not PLOT.fullmatch(plot) or plot not in named or not (folder / plot).is_file():
+            raise LearnerError(404, "not_found", f"the report {name} has no plot {plot}")
+        return folder / plot
+
+    def _folder(self, name: str) -> Path:
+        folder = reports_dir() / name
+        if not NAME.fullmatch(name) or not (folder / "results.json").is_file():
+            raise LearnerError(404, "not_found", f"there is no report {name} in the reports directory")
+        return folder
+
+    def _read(self, folder: Path) -> ReportDetail | None:
+        path = folder / "results.json"
+        try:
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            with self._lock:
+                cached = self._parsed.get(path)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+            detail = parse(folder.name, json.loads(path.read_text()), stat.st_mtime, folder / "report.md")
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            log.info("report %s not shown: %s", folder, exc)
+            return None
+        with self._lock:
+            self._parsed[path] = (stamp, detail)
+        return detail
+
+
+def parse(name: str, results: dict[str, Any], mtime: float, report: Path) -> ReportDetail:
+    """What the dashboard shows of one ``results.json`` (written by ``client.report.write_report``)."""
+    designs, runs, completed = [], 0, 0
+    for design in results.get("designs", []):
+        rows = []
+        for algorithm in design.get("algorithms", []):
+            statuses = [r.get("result", {}).get("status") for r in algorithm.get("runs", [])]
+            done = sum(status in COMPLETED_RUN_STATUSES for status in statuses)
+            runs, completed = runs + len(statuses), completed + done
+            summary = algorithm.get("summary") or {}
+            rows.append(AlgorithmRow(label=algorithm.get("label", algorithm.get("id", "")), id=algorithm.get("id", ""),
+                                     per_example=algorithm.get("per_example"),
+                                     summary={m: summary.get(m) for m in SUMMARY_METRICS}, runs=len(statuses),
+                                     completed=done))
+        dataset = design.get("dataset") or {}
+        designs.append(DesignReport(
+            name=design.get("name", ""), description=design.get("description") or "", dataset=dataset.get("name", ""),
+            dataset_params=dataset.get("params") or {}, budget=design.get("budget") or {},
+            plots=[f"/v1/dashboard/comparisons/{name}/plots/{p}" for p in design.get("plots", []) if PLOT.fullmatch(p)],
+            algorithms=rows))
+    claims = [ClaimRow(**{k: str(v) for k, v in c.items() if k in ClaimRow.model_fields})
+              for c in results.get("claims", [])]
+    return ReportDetail(
+        name=name, title=str(results.get("title") or name), mode=str(results.get("mode") or ""),
+        preset=results.get("preset"), written_at=datetime.fromtimestamp(mtime, UTC),
+        wall_time=float(results.get("wall_time") or 0.0), runs=runs, completed=completed, claims=len(claims),
+        claims_held=sum(c.verdict == "holds" for c in claims), report=str(report), claim_rows=claims, designs=designs)

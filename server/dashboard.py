@@ -1,0 +1,215 @@
+"""The oracle's live dashboard: its page at ``/``, its sessions, and the tail of one session's ledger as it grows.
+
+Who sees what (``server.session_overview`` says what a session shows without its token):
+
+- anyone: how many sessions there are (open, closed) and their ledger rows in all; and the sessions whose tokens
+  the page sends (``X-Session-Tokens: ID:TOKEN, ...``), with everything ``GET /v1/sessions/{id}`` answers and
+  their ledger rows with values;
+- the admin (``Authorization: Bearer <BUDGETLAB_ADMIN_TOKEN>``): every session, newest first, without its values,
+  and any session's ledger as links (kind, row count, cost).
+
+``GET /v1/events`` streams it (server-sent events, ``budgetlab.dashboard``): ``sessions`` (the
+``GET /v1/dashboard/sessions`` answer, whenever it changes) and, with ``?follow=ID``, ``ledger`` (that session's
+new rows: ``{"session", "values", "first", "rows"}``; with ``"refused"`` instead when the viewer may not see it).
+The page links to the learner's dashboard at ``BUDGETLAB_LEARNER_URL`` (or the page's ``?learner=URL``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from budgetlab.bearer import B64TOKEN, bearer_token
+from budgetlab.dashboard import Events, event_stream, page_router
+from budgetlab.errors import OracleError
+from budgetlab.models import ErrorBody, SessionInfo
+from server.config import Settings
+from server.session_overview import LinkSummary, Overview, SessionCounts, SessionSummary
+from server.sessions import SessionService
+
+STATIC = Path(__file__).parent / "static"
+LEARNER_URL_ENV = "BUDGETLAB_LEARNER_URL"
+POLL_SECONDS = 0.5
+# A followed ledger starts with its last TAIL rows (links without the token); a viewer more than BATCH behind
+# skips ahead to the tail again.
+TAIL = 50
+BATCH = 500
+MAX_HELD = 50
+PAIR = re.compile(rf"([A-Za-z0-9_-]{{1,64}}):({B64TOKEN.pattern})")
+_overview_lock = threading.Lock()
+
+router = APIRouter(tags=["dashboard"])
+router.include_router(page_router(STATIC, "oracle.html"))
+Limit = Annotated[int, Query(ge=1, le=500, description="sessions listed to the admin, newest first")]
+
+
+class DashboardConfig(BaseModel):
+    learner_url: str | None = Field(None, description=f"the learner's dashboard ({LEARNER_URL_ENV})")
+    admin_enabled: bool = Field(..., description="whether the oracle has an admin token (BUDGETLAB_ADMIN_TOKEN)")
+
+
+class SessionsView(BaseModel):
+    """The dashboard's list: counts for anyone, every session for the admin, the sessions whose tokens were sent."""
+
+    admin: bool = Field(..., description="whether the request carried the admin token")
+    counts: SessionCounts
+    sessions: list[SessionSummary] = Field(..., description="the admin's newest sessions and the held ones; no value")
+    held: dict[str, SessionInfo] = Field(..., description="the sessions whose tokens were sent, by id, in full")
+    unknown: dict[str, str] = Field(..., description="ids sent with a token that is not theirs, and why")
+
+
+@dataclass(frozen=True)
+class Viewer:
+    admin: bool
+    tokens: dict[str, str] = field(default_factory=dict)
+
+
+def viewer(
+    request: Request,
+    authorization: Annotated[str | None, Header(description="'Bearer <admin token>' to list every session")] = None,
+    x_session_tokens: Annotated[str | None, Header(
+        max_length=20_000, description="ID:TOKEN pairs, comma separated: sessions whose values may be shown")] = None,
+) -> Viewer:
+    admin = False
+    if authorization is not None:
+        token = bearer_token(authorization)
+        if token is None:
+            raise OracleError(401, "unauthorized", "send the admin token as 'Authorization: Bearer <token>'")
+        expected = request.app.state.settings.admin_token
+        if expected is None:
+            raise OracleError(403, "admin_disabled", "set BUDGETLAB_ADMIN_TOKEN on the oracle to list every session")
+        if not hmac.compare_digest(token.encode(), expected.encode()):
+            raise OracleError(403, "forbidden", "this token is not the admin token")
+        admin = True
+    return Viewer(admin, held_tokens(x_session_tokens))
+
+
+def held_tokens(header: str | None) -> dict[str, str]:
+    tokens: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in (header or "").split(","))):
+        match = PAIR.fullmatch(part)
+        if match is None:
+            raise OracleError(422, "invalid_request", "X-Session-Tokens holds 'SESSION_ID:TOKEN' pairs separated by "
+                                                      "commas")
+        tokens[match[1]] = match[2]
+    if len(tokens) > MAX_HELD:
+        raise OracleError(422, "invalid_request", f"at most {MAX_HELD} sessions in X-Session-Tokens")
+    return tokens
+
+
+Viewing = Annotated[Viewer, Depends(viewer)]
+
+
+def overview_of(app: FastAPI) -> Overview:
+    """The app's one overview (its audit verdicts are shared by every viewer)."""
+    with _overview_lock:
+        if getattr(app.state, "dashboard_overview", None) is None:
+            app.state.dashboard_overview = Overview(app.state.sessions)
+        return app.state.dashboard_overview
+
+
+def sessions_view(overview: Overview, service: SessionService, who: Viewer, limit: int) -> SessionsView:
+    held: dict[str, SessionInfo] = {}
+    unknown: dict[str, str] = {}
+    for session_id, token in who.tokens.items():
+        try:
+            held[session_id] = service.info(session_id, token)
+        except OracleError as exc:
+            unknown[session_id] = exc.detail
+    listed = overview.newest(limit) if who.admin else []
+    seen = {s.id for s in listed}
+    listed += overview.of([i for i in held if i not in seen])
+    return SessionsView(admin=who.admin, counts=overview.counts(), sessions=overview.with_verdicts(listed), held=held,
+                        unknown=unknown)
+
+
+class Feed:
+    """One viewer's stream: the list when it changes, and the followed session's new rows."""
+
+    def __init__(self, overview: Overview, service: SessionService, who: Viewer, follow: str | None,
+                 limit: int) -> None:
+        self.overview, self.service, self.who, self.follow, self.limit = overview, service, who, follow, limit
+        self.listed: dict[str, Any] | None = None
+        self.after: int | None = None  # seq of the last row (or link) sent
+
+    def poll(self) -> Events:
+        events: Events = []
+        listed = sessions_view(self.overview, self.service, self.who, self.limit).model_dump(mode="json")
+        if listed != self.listed:
+            self.listed = listed
+            events.append(("sessions", listed))
+        if self.follow is not None:
+            events += self._tail(self.follow)
+        return events
+
+    def _tail(self, session_id: str) -> Events:
+        first = self.after is None
+        try:
+            if session_id in self.who.tokens:
+                values, rows = True, self._rows(session_id, self.who.tokens[session_id])
+            elif self.who.admin:
+                values, rows = False, [link.model_dump() for link in self._links(session_id)]
+            else:
+                raise OracleError(404, "not_found", "send this session's token (or sign in as the admin) to follow "
+                                                    "its ledger")
+        except OracleError as exc:
+            self.follow = None
+            return [("ledger", {"session": session_id, "refused": {"error": exc.error, "detail": exc.detail}})]
+        if not rows and not first:
+            return []
+        return [("ledger", {"session": session_id, "values": values, "first": first, "rows": rows})]
+
+    def _rows(self, session_id: str, token: str) -> list[dict[str, Any]]:
+        head = self.service.info(session_id, token).ledger_rows
+        tail_start = max(-1, head - TAIL - 1)
+        if self.after is None or head - 1 - self.after > BATCH:
+            self.after = tail_start
+        rows, _ = self.service.ledger_page(session_id, token, self.after, BATCH)
+        if rows:
+            self.after = rows[-1].seq
+        return [row.model_dump(mode="json") for row in rows]
+
+    def _links(self, session_id: str) -> list[LinkSummary]:
+        links = self.overview.links(session_id, self.after, BATCH + 1)
+        if self.after is None or len(links) > BATCH:
+            links = self.overview.links(session_id, None, TAIL)
+        if links:
+            self.after = links[-1].seq
+        elif self.after is None:
+            self.after = -1
+        return links
+
+
+@router.get("/v1/dashboard/config", response_model=DashboardConfig)
+def dashboard_config(request: Request) -> DashboardConfig:
+    """Where the learner's dashboard is, and whether admins may sign in."""
+    settings: Settings = request.app.state.settings
+    return DashboardConfig(learner_url=os.environ.get(LEARNER_URL_ENV) or None,
+                           admin_enabled=settings.admin_token is not None)
+
+
+@router.get("/v1/dashboard/sessions", response_model=SessionsView,
+            responses={code: {"model": ErrorBody} for code in (401, 403, 422)})
+def dashboard_sessions(request: Request, who: Viewing, limit: Limit = 50) -> SessionsView:
+    """The sessions this viewer may list (never a value, never a token; values only of the sessions whose tokens
+    were sent), with their audit verdicts."""
+    return sessions_view(overview_of(request.app), request.app.state.sessions, who, limit)
+
+
+# Not in the OpenAPI document: an event stream never ends, which no schema-driven client (or fuzzer) expects.
+@router.get("/v1/events", include_in_schema=False)
+async def events(request: Request, who: Viewing, limit: Limit = 50,
+                 follow: Annotated[str | None, Query(min_length=1, max_length=64)] = None) -> StreamingResponse:
+    """Server-sent events: ``sessions`` when the list changes, ``ledger`` with the followed session's new rows."""
+    feed = Feed(overview_of(request.app), request.app.state.sessions, who, follow, limit)
+    return event_stream(request, lambda: run_in_threadpool(feed.poll), POLL_SECONDS)

@@ -1,0 +1,207 @@
+"""The oracle's sessions as its dashboard lists them without their tokens: never a value, never a token.
+
+A session seen without its token shows what it is and what it used: dataset and its parameters, split,
+protocol, budget, counters (cost and attributes spent, labels, examples issued, predictions), status, ledger
+rows, times, and its audit verdict. Not its seed (with the dataset it regenerates synthetic data), its cumulative
+loss (made of labels), its chain head, or any row's example, attribute, value or payload: its ledger reads as
+links, each a kind, a row count and a cost. The SQL here selects only those columns, so a value is never read
+on this path; the audit does read the rows (it must, to check the chain) but answers a verdict.
+
+These are blocking reads on snapshots (no write lock): callers run them on the thread pool.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from budgetlab import budget as rules
+from budgetlab.audit import audit_rows
+from budgetlab.engine import Counters
+from budgetlab.errors import OracleError
+from budgetlab.models import AuditReport, Budget, LedgerKind, Order, ParamValue, Protocol, Remaining, Spent, Split
+from server.sessions import Loaded, SessionService, recorded_counters
+from server.store import COUNTER_COLUMNS, LINKS, SESSIONS
+
+LISTED_COLUMNS = ("id", "dataset", "dataset_params", "split", "protocol", "example_order", "budget", "n_examples",
+                  "d", "status", "spent_cost", "spent_attributes", "labels", "issued", "predictions", "ledger_rows",
+                  "created_at", "last_active")
+# The audit reads every row of a session; bigger sessions are left to `budgetlab audit` (seconds per million rows).
+AUDIT_MAX_ROWS = 200_000
+# An open session's verdict is at most this old (seconds) while it keeps writing rows.
+AUDIT_EVERY = 5.0
+# Verdicts kept (the most recently computed).
+VERDICTS_KEPT = 4096
+
+
+class Verdict(BaseModel):
+    """The oracle's audit of a session, reduced to its verdict (the audit report holds no value either)."""
+
+    compliant: bool | None = Field(None, description="None: not audited here (see detail)")
+    reasons: list[str] = Field(default_factory=list, description="why not compliant")
+    rows: int = Field(0, description="ledger rows the verdict covers")
+    detail: str = ""
+
+
+class SessionSummary(BaseModel):
+    """A session as the dashboard lists it without its token: never a value."""
+
+    id: str
+    dataset: str
+    dataset_params: dict[str, ParamValue]
+    split: Split
+    protocol: Protocol
+    order: Order
+    budget: Budget
+    n_examples: int
+    d: int
+    status: Literal["open", "closed"]
+    spent: Spent
+    remaining: Remaining
+    predictions: int
+    ledger_rows: int
+    created_at: datetime
+    last_active: datetime
+    audit: Verdict | None = None
+
+
+class SessionCounts(BaseModel):
+    sessions: int = 0
+    open: int = 0
+    closed: int = 0
+    ledger_rows: int = 0
+
+
+class LinkSummary(BaseModel):
+    """One link of a session's chain without its content: rows ``seq`` .. ``seq + n - 1`` of one kind."""
+
+    seq: int
+    kind: LedgerKind
+    n: int
+    cost: float
+
+
+class Overview:
+    """The dashboard's reads of the oracle's database, and the verdicts of recent audits."""
+
+    def __init__(self, service: SessionService) -> None:
+        self.service = service
+        self.db = service.db
+        p = self.db.sql.p
+        s, links = SESSIONS.name, LINKS.name
+        listed = f"SELECT {', '.join(LISTED_COLUMNS)} FROM {s}"
+        self._newest = f"{listed} ORDER BY ledger_key DESC LIMIT {p}"
+        self._with_ids = listed + " WHERE id IN ({marks})"
+        self._counts = f"SELECT status, COUNT(*), COALESCE(SUM(ledger_rows), 0) FROM {s} GROUP BY status"
+        self._key = f"SELECT ledger_key FROM {s} WHERE id = {p}"
+        self._links_after = (f"SELECT seq, kind, n, cost FROM {links} WHERE session_key = {p} AND seq > {p} "
+                             f"ORDER BY seq LIMIT {p}")
+        self._last_links = f"SELECT seq, kind, n, cost FROM {links} WHERE session_key = {p} ORDER BY seq DESC LIMIT {p}"
+        self._verdicts: OrderedDict[str, tuple[int, str, float, Verdict]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def counts(self) -> SessionCounts:
+        counts = SessionCounts()
+        with self.db.read() as cursor:
+            cursor.execute(self._counts)
+            for status, n, rows in cursor.fetchall():
+                setattr(counts, status, int(n))
+                counts.sessions += int(n)
+                counts.ledger_rows += int(rows)
+        return counts
+
+    def newest(self, limit: int) -> list[SessionSummary]:
+        with self.db.read() as cursor:
+            cursor.execute(self._newest, (limit,))
+            return [self._summary(row) for row in cursor.fetchall()]
+
+    def of(self, ids: Sequence[str]) -> list[SessionSummary]:
+        """Those of these sessions that exist, newest first."""
+        if not ids:
+            return []
+        with self.db.read() as cursor:
+            cursor.execute(self._with_ids.format(marks=", ".join([self.db.sql.p] * len(ids))), tuple(ids))
+            found = [self._summary(row) for row in cursor.fetchall()]
+        return sorted(found, key=lambda s: s.created_at, reverse=True)
+
+    def links(self, session_id: str, after: int | None, limit: int) -> list[LinkSummary]:
+        """The session's links whose first row comes after ``after``, oldest first; ``after`` None: its last
+        ``limit`` links."""
+        with self.db.read() as cursor:
+            cursor.execute(self._key, (session_id,))
+            found = cursor.fetchone()
+            if found is None:
+                raise OracleError(404, "not_found", f"session {session_id} does not exist")
+            if after is None:
+                cursor.execute(self._last_links, (found[0], limit))
+                rows = cursor.fetchall()[::-1]
+            else:
+                cursor.execute(self._links_after, (found[0], after, limit))
+                rows = cursor.fetchall()
+        return [LinkSummary(seq=seq, kind=kind, n=n, cost=cost) for seq, kind, n, cost in rows]
+
+    def audit(self, session_id: str) -> AuditReport:
+        """The audit ``GET /v1/sessions/{id}/audit`` answers, without the session's token (the report names no
+        value; the dashboard keeps only its verdict)."""
+        db = self.db
+        with db.read() as cursor:
+            row = db.load(cursor, session_id, lock=False)
+            if row is None:
+                raise OracleError(404, "not_found", f"session {session_id} does not exist")
+            counters = Counters(**{c: row[c] for c in COUNTER_COLUMNS})
+            loaded = Loaded(session_id, row["ledger_key"], counters, row["ledger_rows"], row["head_hash"], row)
+            rows = db.rows(cursor, loaded.key, db.declared_costs(cursor, loaded.key))
+        return audit_rows(session_id, rows, recorded_counters(loaded))
+
+    def with_verdicts(self, sessions: list[SessionSummary]) -> list[SessionSummary]:
+        for summary in sessions:
+            summary.audit = self.verdict(summary)
+        return sessions
+
+    def verdict(self, summary: SessionSummary) -> Verdict:
+        """The session's audit verdict: cached while its rows do not change, and for a few seconds while they do."""
+        with self._lock:
+            cached = self._verdicts.get(summary.id)
+        if cached is not None:
+            rows, status, checked, verdict = cached
+            unchanged = rows == summary.ledger_rows and status == summary.status
+            if unchanged or (summary.status == "open" and time.monotonic() - checked < AUDIT_EVERY):
+                return verdict
+        if summary.ledger_rows > AUDIT_MAX_ROWS:
+            verdict = Verdict(rows=summary.ledger_rows,
+                              detail=f"{summary.ledger_rows} rows: too many to audit here; run its audit with the "
+                                     "session's token, or 'budgetlab audit' on its NDJSON export")
+        else:
+            report = self.audit(summary.id)
+            verdict = Verdict(compliant=report.compliant, reasons=report.reasons, rows=report.rows)
+        with self._lock:
+            self._verdicts[summary.id] = (summary.ledger_rows, summary.status, time.monotonic(), verdict)
+            self._verdicts.move_to_end(summary.id)
+            while len(self._verdicts) > VERDICTS_KEPT:
+                self._verdicts.popitem(last=False)
+        return verdict
+
+    def _summary(self, values: Sequence[Any]) -> SessionSummary:
+        row = dict(zip(LISTED_COLUMNS, values, strict=True))
+        decode = self.db.decode
+        budget = Budget.model_validate(decode(row, "budget"))
+        return SessionSummary(
+            id=row["id"], dataset=row["dataset"], dataset_params=decode(row, "dataset_params"), split=row["split"],
+            protocol=row["protocol"], order=row["example_order"], budget=budget, n_examples=row["n_examples"],
+            d=row["d"], status=row["status"],
+            spent=Spent(cost=row["spent_cost"], attributes=row["spent_attributes"], labels=row["labels"],
+                        examples_issued=row["issued"]),
+            remaining=rules.remaining(budget, row["spent_cost"]), predictions=row["predictions"],
+            ledger_rows=row["ledger_rows"], created_at=_utc(decode(row, "created_at")),
+            last_active=_utc(decode(row, "last_active")))
+
+
+def _utc(moment: datetime) -> datetime:
+    # SQLite gives back the UTC times the oracle stored without their zone; a page would read them as local time.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
