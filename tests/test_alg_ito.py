@@ -82,11 +82,30 @@ def run(algorithm: str, seed: int, rounds: int, k_prime: int = 4, params: dict |
     return oracle, result
 
 
+def instance_regret(result: RunResult, seed: int, sparsity: int) -> float:
+    """R_T of a run on the (d = 10, k = sparsity) instance of ``seed`` against the best ``sparsity``-sparse w with
+    ||w|| <= 1 (eq. (1)), over the rounds the run played."""
+    assert result.status == "finished", result.message
+    X, y = stream_arrays(load_dataset("online-sparse", {"d": 10, "k": sparsity}, seed), "train", seed,
+                         result.examples)
+    return regret(result.cumulative_loss, X, y, k=sparsity, radius=1.0)
+
+
+def table_regret(algorithm: str, params: dict, sparsity: int, seeds: range) -> np.ndarray:
+    """R_T at T = 5,000, k' = 4, on each instance of ``seeds`` (Tables 2 and 3 average 5 instances)."""
+    return np.array([instance_regret(run(algorithm, seed, LONG_ROUNDS, params=params, k=sparsity)[1], seed, sparsity)
+                     for seed in seeds])
+
+
 LongRun = Callable[[str, int, int], RunResult]
 
 
 @pytest.fixture(scope="module")
 def long_run(tmp_path_factory: pytest.TempPathFactory) -> LongRun:
+    return shared_long_runs(tmp_path_factory)
+
+
+def shared_long_runs(tmp_path_factory: pytest.TempPathFactory) -> LongRun:
     """``long_run(algorithm, seed, sparsity)``: a 5,000-round run with default parameters and k' = 4 on a
     (d = 10, k = sparsity) instance, computed once per test session. At k = 2, Algorithm 1's runs serve both the
     last-rounds test and Table 2's regret claim, greedy's and uniform's both that claim and the baselines' test.
@@ -95,7 +114,7 @@ def long_run(tmp_path_factory: pytest.TempPathFactory) -> LongRun:
     9.2, ``--dist loadgroup`` silently stops grouping, pytest-xdist issue 1386), so a run is stored as JSON in the
     session's shared temporary directory, under a file lock: the first worker to need it computes it, the others
     read it (exactly: floats survive the JSON round trip). The evaluations every 100 rounds do not change a run:
-    they read the weights, nothing else."""
+    they read the weights, nothing else. ``tests/test_claim_ito.py`` reads the same runs for Tables 2 and 3."""
     base = tmp_path_factory.getbasetemp()
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "ito-long-runs"
     shared.mkdir(exist_ok=True)
