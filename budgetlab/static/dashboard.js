@@ -194,10 +194,12 @@ export function linePlot({ series, xlabel, ylabel, width = 460, height = 250, lo
     return root;
   }
   let [x0, x1] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
-  let [y0, y1] = [Math.min(0, ...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
+  let [y0, y1] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
   if (x1 === x0) [x0, x1] = logX ? [x0 / 2, x1 * 2] : [x0 - 1, x1 + 1];
-  if (y1 === y0) y1 = y0 + 1;
-  y1 += (y1 - y0) * 0.05;
+  if (y1 === y0) [y0, y1] = [y0 - 0.5 * (Math.abs(y0) || 1), y1 + 0.5 * (Math.abs(y1) || 1)];
+  // Zoomed on the data, so that a slow descent shows; from 0 when the data come near it anyway.
+  const pad = (y1 - y0) * 0.08;
+  [y0, y1] = [y0 >= 0 && y0 - pad < y1 * 0.25 ? 0 : y0 - pad, y1 + pad];
   const useLog = logX && x0 > 0 && x1 / x0 > 20;
   const sx = useLog
     ? (x) => m.left + ((Math.log10(x) - Math.log10(x0)) / (Math.log10(x1) - Math.log10(x0))) * pw

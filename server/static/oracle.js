@@ -205,7 +205,7 @@ function renderLedger(event) {
 
 function valueRow(row) {
   const payload = row.payload && Object.keys(row.payload).length ? JSON.stringify(row.payload) : "";
-  return h("tr", { "data-seq": row.seq },
+  return h("tr", { "data-seq": row.seq, "data-kind": row.kind },
     h("td", { class: "num" }, row.seq),
     h("td", {}, row.kind),
     h("td", { class: "num" }, row.example ?? ""),
@@ -216,7 +216,7 @@ function valueRow(row) {
 }
 
 function linkRow(link) {
-  return h("tr", { "data-seq": link.seq },
+  return h("tr", { "data-seq": link.seq, "data-kind": link.kind },
     h("td", { class: "mono" }, link.n > 1 ? `${link.seq}–${link.seq + link.n - 1}` : String(link.seq)),
     h("td", {}, link.kind),
     h("td", { class: "num" }, fmt(link.n)),
