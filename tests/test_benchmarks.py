@@ -11,10 +11,11 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 ORACLE_FIGURES = ("observe_p50", "healthz_p50", "observe_to_healthz_p50", "batch_observe_values_per_s",
-                  "raw_sqlite_rows_per_s", "batch_to_raw_sqlite", "mapped_oracle_rss")
+                  "raw_sqlite_values_per_s", "batch_to_raw_sqlite", "hol_busy_to_idle_p99", "ledger_bytes_per_value",
+                  "export_ndjson_rows_per_s", "export_csv_rows_per_s", "mapped_oracle_rss")
 LEARNER_FIGURES = ("aerr_d1000_examples_per_s", "aelr_d1000_examples_per_s", "aerr_d100000_examples_per_s",
-                   "aelr_d100000_examples_per_s", "aerr_mnist_http_examples_per_s",
-                   "aerr_mnist_in_process_examples_per_s", "aerr_mnist_http_to_in_process")
+                   "aelr_d100000_examples_per_s", "aerr_mnist_stream_examples_per_s", "aerr_mnist_http_examples_per_s",
+                   "aerr_mnist_in_process_examples_per_s", "aerr_mnist_4_runs_at_once_examples_per_s")
 
 
 def run(script: str, *flags: str) -> str:
@@ -30,7 +31,8 @@ def test_oracle_bench_table_names_every_figure_with_its_verdict() -> None:
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
     for name in ORACLE_FIGURES:
         assert name in lines, out
-    for name in ("observe_to_healthz_p50", "batch_to_raw_sqlite", "mapped_oracle_rss"):
+    for name in ("observe_to_healthz_p50", "batch_to_raw_sqlite", "hol_busy_to_idle_p99", "ledger_bytes_per_value",
+                 "export_ndjson_rows_per_s", "mapped_oracle_rss"):
         assert lines[name].endswith(("PASS", "MISS")), lines[name]
 
 
@@ -40,5 +42,8 @@ def test_learner_bench_json_holds_every_figure_as_a_positive_rate() -> None:
     assert report["mode"] == "smoke"
     for name in LEARNER_FIGURES:
         assert report["figures"][name]["value"] > 0, name
-    # The same seed learns the same weights through HTTP as in-process (DESIGN.md), even at smoke size.
-    assert report["figures"]["aerr_mnist_http_weights_equal_in_process"]["value"] is True
+    # The same seed learns the same weights over the stream and over HTTP as in-process (DESIGN.md), even at smoke
+    # size, in the batch and the online protocol.
+    for name in ("aerr_mnist_stream", "aerr_mnist_http", "ito1_online"):
+        assert report["figures"][f"{name}_weights_equal_in_process"]["value"] is True, name
+    assert report["figures"]["aerr_mnist_stream_added_ms_per_example"]["result"] in ("PASS", "MISS")
