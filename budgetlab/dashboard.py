@@ -7,13 +7,16 @@ fetched from elsewhere: the files ship inside the package, so a dashboard works 
 Updates are server-sent events (``text/event-stream``): a stream polls what it shows every ``interval`` seconds
 (on the thread pool: the services' database calls block) and sends an event only when something changed, and a
 comment now and then so that proxies keep the connection open. The pages read the stream with ``fetch``, not
-``EventSource``, so that their bearer tokens travel in headers, never in URLs (which servers log).
+``EventSource``, so that their bearer tokens travel in headers, never in URLs (which servers log). A stream ends
+when its server begins to stop: uvicorn waits for every response to finish before it exits, so an open page would
+otherwise keep a stopped service (Ctrl-C, SIGTERM) running for as long as the page stays open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path as FilePath
@@ -56,12 +59,24 @@ def sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), default=str)}\n\n"
 
 
+def server_stopping() -> Callable[[], bool]:
+    """Whether the server running this process is stopping.
+
+    uvicorn handles SIGINT and SIGTERM with a method of its ``Server``, which sets ``should_exit``; under another
+    server (or uvicorn outside the main thread, as in the tests) this never says so, and streams end with their
+    clients.
+    """
+    server = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    return lambda: bool(getattr(server, "should_exit", False))
+
+
 async def polled_events(request: Request, poll: Callable[[], Awaitable[Events]], interval: float,
                         ) -> AsyncIterator[str]:
-    """Poll until the client goes away; a refusal raised by a poll is sent as an ``error`` event, then the stream
-    ends (the page shows it and decides whether to reconnect)."""
+    """Poll until the client goes away or the server stops; a refusal raised by a poll is sent as an ``error``
+    event, then the stream ends (the page shows it and decides whether to reconnect)."""
+    stopping = server_stopping()
     quiet_since = time.monotonic()
-    while not await request.is_disconnected():
+    while not stopping() and not await request.is_disconnected():
         try:
             events = await poll()
         except Refused as exc:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
 import tomllib
 from collections.abc import Iterator
@@ -17,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from client.services import ANNOUNCED
 from tests.dashboard_helpers import write_report
 from tests.servers import learner_server, oracle_server
 
@@ -99,6 +103,7 @@ def test_without_a_token_the_list_is_counts_only_the_admin_sees_every_session_wi
     assert mine["remaining"]["total"] == 48.0 and mine["budget"]["per_example"] == 3
     assert mine["ledger_rows"] == 4 and mine["audit"] == {"compliant": True, "reasons": [], "rows": 4, "detail": ""}
     assert not keys(admin) & SECRET_FIELDS, "a value-bearing field is listed without the session's token"
+    assert mine["created_at"].endswith(("Z", "+00:00")), "a time without its zone reads as local time in a browser"
 
     held = httpx.get(f"{oracle}/v1/dashboard/sessions", headers=session.held).json()
     assert [s["id"] for s in held["sessions"]] == [session.id]
@@ -173,6 +178,42 @@ def test_the_oracle_page_and_its_files_need_nothing_from_outside(oracle: str) ->
     assert httpx.get(f"{oracle}/dashboard/../app.py").status_code == 404
     assert httpx.get(f"{oracle}/dashboard/nothing.js").json()["error"] == "not_found"
     assert "/v1/events" not in httpx.get(f"{oracle}/openapi.json").json()["paths"]
+
+
+def test_an_open_page_does_not_keep_a_stopped_oracle_running(tmp_path: Path) -> None:
+    budgetlab = Path(sys.executable).with_name("budgetlab")
+    log = tmp_path / "oracle.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(budgetlab), "serve", "oracle", "--port", "0", "--database-url",
+                                    f"sqlite:///{tmp_path / 'ledger.db'}"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = wait_for(lambda: next((m[1] for m in map(ANNOUNCED.match, log.read_text().splitlines()) if m), None))
+        wait_for(lambda: healthy(url))
+        with httpx.stream("GET", f"{url}/v1/events", timeout=30) as stream:
+            assert next(stream.iter_lines()) == "event: sessions"
+            process.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            process.wait(timeout=20)
+            stopped_in = time.monotonic() - started
+    finally:
+        process.kill()
+        process.wait()
+    assert stopped_in < 5, f"the oracle took {stopped_in:.1f} s to stop with a page open"
+
+
+def wait_for(what: Any, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := what()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+    return found
+
+
+def healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz").status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 # --- the learner ---------------------------------------------------------------------------------------------
@@ -294,3 +335,16 @@ def test_the_learner_page_is_served(learner: str) -> None:
     assert page.status_code == 200 and 'src="/dashboard/learner.js"' in page.text
     assert httpx.get(f"{learner}/dashboard/dashboard.js").headers["content-type"].startswith("text/javascript")
     assert httpx.get(f"{learner}/dashboard/oracle.js").status_code == 404, "the learner serves the oracle's page"
+
+
+@pytest.mark.postgres
+def test_the_oracle_lists_and_follows_sessions_on_postgresql(postgres_url: str) -> None:
+    with oracle_server(postgres_url) as url:
+        session = Session(url)
+        session.observe([1, 2])
+        listed = httpx.get(f"{url}/v1/dashboard/sessions", headers=ADMIN).json()
+        assert listed["counts"] == {"sessions": 1, "open": 1, "closed": 0, "ledger_rows": 4}
+        assert listed["sessions"][0]["audit"]["compliant"] is True
+        assert listed["sessions"][0]["created_at"].endswith("Z") or "+00:00" in listed["sessions"][0]["created_at"]
+        seen = events(f"{url}/v1/events?follow={session.id}", ADMIN, lambda ev: ev[-1][0] == "ledger")
+        assert [r["kind"] for r in seen[-1][1]["rows"]] == ["open", "label", "observe"]
