@@ -97,7 +97,7 @@ def serve_oracle(
 ) -> None:
     """Start the feature oracle (uvicorn). Migrations are applied once before the workers start."""
     from client.services import announcement, serve
-    from server.config import default_database_url
+    from server.config import Settings, default_database_url
     from server.db import upgrade
 
     sock = _listen(host, port)
@@ -110,7 +110,9 @@ def serve_oracle(
         fail(f"cannot prepare the ledger database at {url}: {exc}")
     os.environ["BUDGETLAB_SKIP_MIGRATIONS"] = "1"
     print(announcement("oracle", sock, f", ledger: {url}"), file=sys.stderr, flush=True)
-    serve("server.app:app_from_env", sock, workers=workers)
+    # A stream message far past the body limit is cut off by uvicorn before it is read (the app answers 413 to
+    # one a little past it); the margin is for the message's envelope around a body.
+    serve("server.app:app_from_env", sock, workers=workers, ws_max_size=Settings().max_body_bytes + (64 << 10))
 
 
 @serve_app.command("learner")

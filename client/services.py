@@ -14,21 +14,30 @@ import errno
 import inspect
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
+from uvicorn.importer import import_from_string
 from uvicorn.supervisors import Multiprocess
 
 HEALTH_TIMEOUT = 60.0
 STARTUP_FAILURE = 3  # uvicorn's exit code when the app did not start
 BUDGETLAB = (sys.executable, "-m", "client.cli")
+# How often a worker of ``serve --workers N`` looks whether its master is still there, and how long it then has
+# to finish the requests in flight before it exits regardless.
+MASTER_CHECK_SECONDS = 0.2
+ORPHAN_GRACE_SECONDS = 3.0
 # "oracle on http://127.0.0.1:8000 (docs at /docs), ledger: ..." -> the URL
 ANNOUNCED = re.compile(r"^(?:oracle|learner) on (http://\S+) \(docs at /docs\)")
 
@@ -72,14 +81,52 @@ def announcement(service: str, sock: socket.socket, more: str = "") -> str:
     return f"{service} on {url_of(sock)} (docs at /docs){more}"
 
 
-def serve(app: str, sock: socket.socket, *, workers: int = 1) -> None:
+@dataclass(frozen=True)
+class WorkerApp:
+    """The app factory a worker of ``serve --workers N`` runs: it ties the worker's life to its master's first.
+
+    Without that, a master killed with SIGKILL leaves its workers serving as orphans on the shared socket, and
+    the service cannot start again on its port.
+    """
+
+    factory: str
+    master: int
+
+    def __call__(self) -> Any:
+        exit_with_master(self.master)
+        return import_from_string(self.factory)()
+
+
+def exit_with_master(master: int) -> None:
+    """Once this process's parent is no longer ``master``, stop: SIGTERM (uvicorn's graceful shutdown takes no new
+    connection and lets the requests in flight finish), then exit regardless after ``ORPHAN_GRACE_SECONDS``.
+
+    A request cut short by that exit was never answered and its transaction never committed: nothing of it counts.
+    """
+
+    def watch() -> None:
+        while os.getppid() == master:
+            time.sleep(MASTER_CHECK_SECONDS)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(ORPHAN_GRACE_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="master-watch", daemon=True).start()
+
+
+def serve(app: str, sock: socket.socket, *, workers: int = 1, ws_max_size: int | None = None) -> None:
     """Serve the app factory ``app`` ("module:function") on ``sock`` with uvicorn until it is stopped.
 
     Several workers share the socket the way ``uvicorn.run`` shares the one it binds (its ``Multiprocess``
-    supervisor); one worker serves in this process.
+    supervisor), each exiting soon after its master if that is killed (``WorkerApp``); one worker serves in this
+    process. ``ws_max_size`` bounds a WebSocket message: uvicorn closes the connection (1009) on a larger one
+    before reading it.
     """
     host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(app, factory=True, host=host, port=port, workers=workers, log_level="warning")
+    factory: str | WorkerApp = WorkerApp(app, os.getpid()) if workers > 1 else app
+    more = {} if ws_max_size is None else {"ws_max_size": ws_max_size}
+    config = uvicorn.Config(factory, factory=True, host=host, port=port, workers=workers, log_level="warning",
+                            **more)
     try:
         if workers > 1:
             if "target" in inspect.signature(Multiprocess).parameters:  # uvicorn before the process manager rework

@@ -9,12 +9,15 @@ from typing import Annotated
 from fastapi import FastAPI, Query
 from pydantic import BaseModel
 
+from budgetlab.bearer import bearer_token
+from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.http_errors import install_error_handlers
 from budgetlab.models import ErrorBody
 from server import dashboard
 from server.config import Settings
 from server.db import make_engine, upgrade
 from server.deps import Admin, Service
+from server.limits import RequestLimits
 from server.routers import datasets, sessions, stream
 from server.sessions import SessionService
 
@@ -33,7 +36,9 @@ class Closed(BaseModel):
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
     settings = settings or Settings()
+    check(settings)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+    cache_limits(CACHE_ENTRIES, settings.dataset_cache_bytes)
     if migrate:
         upgrade(settings.database_url)
     app = FastAPI(
@@ -44,8 +49,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     )
     app.state.settings = settings
     engine = make_engine(settings.database_url, settings.lock_timeout)
-    app.state.sessions = SessionService(engine, settings.lock_timeout)
+    app.state.sessions = SessionService(engine, settings.lock_timeout, max_cells=settings.max_cells,
+                                        max_examples=settings.max_examples)
     install_error_handlers(app)
+    app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     def healthz() -> Health:
@@ -65,6 +72,17 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.include_router(stream.router)
     app.include_router(dashboard.router)
     return app
+
+
+def check(settings: Settings) -> None:
+    """Refuse to start on settings that cannot work, rather than fail on the first request."""
+    if settings.admin_token is not None and bearer_token(f"Bearer {settings.admin_token}") is None:
+        raise ValueError("BUDGETLAB_ADMIN_TOKEN must be a bearer token: letters, digits and -._~+/")
+    for name in ("max_body_bytes", "max_cells", "max_examples"):
+        if getattr(settings, name) < 1:
+            raise ValueError(f"{name} must be at least 1, not {getattr(settings, name)}")
+    if settings.dataset_cache_bytes < 0:
+        raise ValueError(f"dataset_cache_bytes must not be negative, not {settings.dataset_cache_bytes}")
 
 
 def app_from_env() -> FastAPI:

@@ -6,9 +6,20 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from budgetlab.datasets.registry import CACHE_BYTES
+from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES
+
+# The largest request body (and stream message) by default: an ``evaluate`` of 100,000 weights at full precision
+# takes about 2.5 MB, a request at the cells cap well under that.
+MAX_BODY_BYTES = 4 << 20
+
 
 def default_database_url() -> str:
     return os.environ.get("DATABASE_URL") or f"sqlite:///{Path.cwd() / 'budgetlab-ledger.db'}"
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name) or default)
 
 
 @dataclass(frozen=True)
@@ -20,3 +31,11 @@ class Settings:
     idle_timeout: float = field(default_factory=lambda: float(os.environ.get("BUDGETLAB_IDLE_TIMEOUT", "3600")))
     # A request waits at most this long for its session's lock, then gets 503 with Retry-After (seconds).
     lock_timeout: float = field(default_factory=lambda: float(os.environ.get("BUDGETLAB_LOCK_TIMEOUT", "5")))
+    # A request body or stream message larger than this is refused (413) before it is read.
+    max_body_bytes: int = field(default_factory=lambda: _env_int("BUDGETLAB_MAX_BODY_BYTES", MAX_BODY_BYTES))
+    # The most cells (example, attribute), and examples, one observe or step may ask for (413 above, nothing
+    # charged), so that no request holds the ledger's write lock for more than about a second.
+    max_cells: int = field(default_factory=lambda: _env_int("BUDGETLAB_MAX_CELLS", MAX_CELLS))
+    max_examples: int = field(default_factory=lambda: _env_int("BUDGETLAB_MAX_EXAMPLES", MAX_EXAMPLES))
+    # In-memory dataset arrays kept by each worker's dataset cache (memory-mapped user datasets count nothing).
+    dataset_cache_bytes: int = field(default_factory=lambda: _env_int("BUDGETLAB_DATASET_CACHE_BYTES", CACHE_BYTES))

@@ -11,11 +11,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -52,14 +50,13 @@ from budgetlab.models import (
     StepResponse,
 )
 from server.db import DEFAULT_LOCK_TIMEOUT
+from server.runtimes import RuntimeCache
 from server.store import COUNTER_COLUMNS, Database, NotNow
 
 A = TypeVar("A")
 # Set while a step runs on the event loop (``promptly``): it must then raise NotNow rather than wait.
 _PROMPT: ContextVar[bool] = ContextVar("prompt", default=False)
 Step = Callable[[Runtime, Counters, "StoredPaid"], Outcome[A]]
-# Sessions whose runtime (dataset, costs, stream order) is kept in this process.
-RUNTIME_CACHE = 1024
 # From this many cells on, an observe is prepared outside the write lock (see ``_write``): a small one is done
 # under the lock sooner than its snapshot could be read.
 PREPARE_CELLS = 1000
@@ -103,10 +100,11 @@ class StoredPaid:
 
 
 class SessionService:
-    def __init__(self, engine: Engine, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+    def __init__(self, engine: Engine, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, *,
+                 max_cells: int = rules.MAX_CELLS, max_examples: int = rules.MAX_EXAMPLES) -> None:
         self.db = Database(engine, lock_timeout)
-        self._runtimes: OrderedDict[str, Runtime] = OrderedDict()
-        self._lock = threading.Lock()
+        self.caps = {"max_cells": max_cells, "max_examples": max_examples}
+        self._runtimes = RuntimeCache()
 
     def close_connections(self) -> None:
         self.db.close()
@@ -115,11 +113,9 @@ class SessionService:
 
     def _runtime(self, row: dict[str, Any]) -> Runtime:
         session_id = row["id"]
-        with self._lock:
-            rt = self._runtimes.get(session_id)
-            if rt is not None:
-                self._runtimes.move_to_end(session_id)
-                return rt
+        rt = self._runtimes.get(session_id)
+        if rt is not None:
+            return rt
         if _PROMPT.get():  # loading a dataset can take long: not on the event loop
             raise NotNow
         db = self.db
@@ -130,13 +126,10 @@ class SessionService:
             d=row["d"],
         )
         try:
-            rt = Runtime.load(config)
+            rt = replace(Runtime.load(config), **self.caps)
         except DatasetError as exc:  # e.g. an admin removed the user dataset this session was opened on
             raise OracleError(409, "dataset_unavailable", f"this session's dataset cannot be served: {exc}") from None
-        with self._lock:
-            self._runtimes[session_id] = rt
-            while len(self._runtimes) > RUNTIME_CACHE:
-                self._runtimes.popitem(last=False)
+        self._runtimes.put(session_id, rt)
         return rt
 
     def _load(self, cursor: Any, session_id: str, token: str | None, *, lock: bool) -> Loaded:
@@ -201,6 +194,7 @@ class SessionService:
 
     def create(self, req: SessionCreate) -> SessionCreated:
         rt, outcome = rules.open_session(req)
+        rt = replace(rt, **self.caps)
         config = rt.config
         session_id = secrets.token_hex(16)
         token = secrets.token_urlsafe(32)
@@ -217,8 +211,7 @@ class SessionService:
             key = self.db.insert_session(cursor, record)
             chain = Chain(session_id, key, 0, GENESIS).record(outcome.events)
             self.db.append(cursor, session_id, chain, [getattr(c, name) for name in COUNTER_COLUMNS], now=now)
-        with self._lock:
-            self._runtimes[session_id] = rt
+        self._runtimes.put(session_id, rt)
         info = rules.session_info(config, c, session_id=session_id, ledger_rows=chain.seq, head_hash=chain.head,
                                   created_at=now)
         return SessionCreated(id=session_id, token=token, session=info)

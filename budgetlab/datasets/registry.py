@@ -5,6 +5,10 @@
 nothing), keyed on the name, the coerced parameters and the seed, plus the data directory and the
 version of a user dataset, so a dataset removed and added again is never served stale, also by
 another worker process. A key is built once even when several threads ask for it at the same time.
+
+The cache bounds memory only if nothing else keeps an evicted dataset alive: whoever holds datasets
+longer than a request (the oracle's per-session runtimes) drops the ones the cache no longer ``holds``,
+checked again whenever ``evictions`` has moved.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ BUILTINS: tuple[Family, ...] = (
     sklearn_sets.DIABETES,
 )
 CACHE_ENTRIES = 16
-CACHE_BYTES = 1 << 30
+CACHE_BYTES = 512 << 20
 
 
 class _LRU:
@@ -41,6 +45,8 @@ class _LRU:
         self._entries: OrderedDict[Hashable, tuple[Dataset, int]] = OrderedDict()
         self._building: dict[Hashable, threading.Lock] = {}
         self._lock = threading.Lock()
+        # Bumped whenever an entry leaves, so holders of datasets know cheaply when to check theirs again.
+        self.evictions = 0
 
     def get(self, key: Hashable, build: Callable[[], Dataset]) -> Dataset:
         with self._lock:
@@ -59,16 +65,30 @@ class _LRU:
                     self._building.pop(key, None)
             with self._lock:
                 self._entries[key] = (dataset, _footprint(dataset))
-                while len(self._entries) > 1 and (
-                    len(self._entries) > self.max_entries
-                    or sum(size for _, size in self._entries.values()) > self.max_bytes
-                ):
-                    self._entries.popitem(last=False)
+                self._shrink()
         return dataset
+
+    def _shrink(self) -> None:
+        while len(self._entries) > 1 and (
+            len(self._entries) > self.max_entries
+            or sum(size for _, size in self._entries.values()) > self.max_bytes
+        ):
+            self._entries.popitem(last=False)
+            self.evictions += 1
+
+    def resize(self, max_entries: int, max_bytes: int) -> None:
+        with self._lock:
+            self.max_entries, self.max_bytes = max_entries, max_bytes
+            self._shrink()
+
+    def holds(self, dataset: Dataset) -> bool:
+        with self._lock:
+            return any(held is dataset for held, _ in self._entries.values())
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self.evictions += 1
 
 
 def _footprint(dataset: Dataset) -> int:
@@ -204,6 +224,23 @@ def remove_dataset(name: str, data_dir: Path | None = None) -> None:
     if is_builtin_name(name):
         raise DatasetError(f"{name!r} is a built-in dataset; only user datasets can be removed")
     user.remove(name, user.data_dir(data_dir))
+
+
+def cache_limits(max_entries: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES) -> None:
+    """Bound the cache to ``max_entries`` datasets and ``max_bytes`` of in-memory arrays (evicting at once)."""
+    if max_entries < 1 or max_bytes < 0:
+        raise ValueError("the dataset cache needs room for at least one dataset and a non-negative byte bound")
+    _CACHE.resize(max_entries, max_bytes)
+
+
+def cache_holds(dataset: Dataset) -> bool:
+    """Whether the cache still keeps ``dataset`` (a holder of an evicted one would keep it alive on its own)."""
+    return _CACHE.holds(dataset)
+
+
+def cache_evictions() -> int:
+    """How many datasets have left the cache so far: when it has not moved, every held dataset is still cached."""
+    return _CACHE.evictions
 
 
 def clear_cache() -> None:

@@ -22,6 +22,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from budgetlab.bearer import bearer_token
 from budgetlab.errors import Refused
 from budgetlab.http_errors import error_body, invalid_request
 from budgetlab.models import (
@@ -97,9 +98,8 @@ async def answer(sessions: SessionService, session_id: str, token: str, message:
 async def stream(websocket: WebSocket, session_id: str) -> None:
     """Drive a session over one WebSocket (see the module's docstring for the messages)."""
     sessions: SessionService = websocket.app.state.sessions
-    scheme, _, token = (websocket.headers.get("authorization") or "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    token = bearer_token(websocket.headers.get("authorization"))
+    if token is None:
         await websocket.close(code=4401, reason="send the session's token as 'Authorization: Bearer <token>'")
         return
     try:

@@ -1,0 +1,132 @@
+"""What a request may be before any of it is read: an ASGI middleware in front of the whole oracle.
+
+- A body larger than ``max_body_bytes`` is a 413 ``too_large``: at once when its ``Content-Length`` says so
+  (nothing of it is read; the server discards it), and for a body without one (chunked) as soon as the bytes
+  received pass the bound, so at most that much is ever held.
+- A session-stream message larger than that is answered in place as the 413 an HTTP request would get, and
+  never reaches the handler. (``budgetlab serve`` also has uvicorn refuse far larger frames before reading them.)
+- A path with a control character (a NUL in a session id, say) is a 422: no id the oracle issues has one, and
+  PostgreSQL's text cannot even hold a NUL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from budgetlab.http_errors import INVALID_REQUEST, error_body
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _too_large(limit: int) -> dict[str, Any]:
+    return error_body("too_large", f"the request body is larger than this oracle's limit of {limit} bytes "
+                                   "(BUDGETLAB_MAX_BODY_BYTES)")
+
+
+async def _refuse_http(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class RequestLimits:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if CONTROL.search(scope["path"]):
+            detail = "the path has a control character; ids never do"
+            if kind == "http":
+                await _refuse_http(send, 422, error_body(INVALID_REQUEST, detail))
+            else:  # refused before the handshake completes, in the stream's own style (4000 + status)
+                await send({"type": "websocket.close", "code": 4422, "reason": detail})
+            return
+        if kind == "websocket":
+            await self.app(scope, self._bounded_messages(receive, send), send)
+            return
+        length, chunked = _framing(scope)
+        if length is not None and length > self.max_body_bytes:
+            await _refuse_http(send, 413, _too_large(self.max_body_bytes))
+            return
+        if not chunked:  # no body, or one the server delivers only up to its Content-Length: nothing to count
+            await self.app(scope, receive, send)
+            return
+        body = await self._read_bounded(receive)
+        if body is None:
+            await _refuse_http(send, 413, _too_large(self.max_body_bytes))
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _read_bounded(self, receive: Receive) -> bytes | None:
+        """A body of unknown length, read up to the bound; None once it passes the bound."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: nothing to answer
+                return b""
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    def _bounded_messages(self, receive: Receive, send: Send) -> Receive:
+        limit = self.max_body_bytes
+
+        async def bounded() -> Message:
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    return message
+                data = message.get("text")
+                if data is not None:
+                    size = len(data) if data.isascii() else len(data.encode())
+                else:
+                    size = len(message.get("bytes") or b"")
+                if size <= limit:
+                    return message
+                # The stream answers each message in order, "STATUS BODY": this one as HTTP would.
+                await send({"type": "websocket.send", "text": f"413 {json.dumps(_too_large(limit))}"})
+
+        return bounded
+
+
+def _framing(scope: Scope) -> tuple[int | None, bool]:
+    """The body's declared length, and whether it comes chunked instead (its length known only at its end)."""
+    length, chunked = None, False
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                length = int(value)
+            except ValueError:  # the server refuses such a request before it gets here
+                pass
+        elif name == b"transfer-encoding":
+            chunked = True
+    return length, chunked
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that hands the app the body already read, then whatever comes next (a disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
