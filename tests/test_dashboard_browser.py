@@ -135,7 +135,7 @@ def test_a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_
 
 
 def test_past_comparisons_show_their_claims_and_plots(browser: Any, services: tuple[str, str], shots: Path) -> None:
-    browser.get(f"{services[1]}/")
+    browser.get(f"{services[1]}/?oracle=javascript:alert(document.domain)")
     summary = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] summary"),
                    "the report is listed")[0]
     assert "1 of 1 hold" in summary.text and "2/2 runs completed" in summary.text
@@ -147,6 +147,8 @@ def test_past_comparisons_show_their_claims_and_plots(browser: Any, services: tu
               ".map(i => i.complete && i.naturalWidth > 100)")
     wait(lambda: js(browser, loaded) == [True, True], "both plots load")
     js(browser, "document.querySelector(\"details[data-report='demo']\").scrollIntoView()")
+    assert not browser.find_element(By.ID, "oracle-link").get_attribute("href").startswith("javascript:"), \
+        "a link from the page's query runs script"
     shoot(browser, shots, "learner-comparison.png")
 
 

@@ -48,6 +48,16 @@ export function ago(iso) {
   return new Date(iso).toLocaleDateString();
 }
 
+// A link target from a setting or the page's query: http(s) only, so that no "javascript:" URL becomes a link.
+export function webUrl(text) {
+  try {
+    const url = new URL(text, location.href);
+    return url.protocol === "http:" || url.protocol === "https:" ? url.href.replace(/\/$/, "") : null;
+  } catch {
+    return null;
+  }
+}
+
 export function short(id, n = 8) {
   return id ? String(id).slice(0, n) : "—";
 }

@@ -1,7 +1,7 @@
 // The learner's dashboard: the caller's runs with their learning curves, live (GET /v1/events), starting and
 // cancelling runs through the learner's public API with the caller's token, and past comparisons' reports.
 import {
-  ago, clear, fmt, gauge, h, linePlot, requestJson, saved, short, showState, sparkline, streamEvents,
+  ago, clear, fmt, gauge, h, linePlot, requestJson, saved, short, showState, sparkline, streamEvents, webUrl,
 } from "./dashboard.js";
 
 const TOKEN_KEY = "budgetlab.learner.token";
@@ -376,7 +376,7 @@ async function start() {
     if (token) setToken(token);
   });
   const config = await requestJson("/v1/dashboard/config").catch(() => ({}));
-  state.oracleUrl = (new URLSearchParams(location.search).get("oracle") || config.oracle_url || "").replace(/\/$/, "");
+  state.oracleUrl = webUrl(new URLSearchParams(location.search).get("oracle") || config.oracle_url || "") || "#";
   $("oracle-link").href = `${state.oracleUrl}/`;
   if (state.token) setToken(state.token);
   else await newCaller();

@@ -1,7 +1,9 @@
 // The oracle's dashboard: its sessions, and the tail of one session's ledger, live (GET /v1/events).
 // Values are shown only for the sessions whose tokens the user adds; the admin token lists every session without
 // values. Session tokens stay in this browser (localStorage), the admin token only for this tab (sessionStorage).
-import { ago, clear, fmt, gauge, h, requestJson, saved, short, showState, streamEvents } from "./dashboard.js";
+import {
+  ago, clear, fmt, gauge, h, requestJson, saved, short, showState, streamEvents, webUrl,
+} from "./dashboard.js";
 
 const ADMIN_KEY = "budgetlab.oracle.admin";
 const HELD_KEY = "budgetlab.oracle.sessions";
@@ -259,7 +261,7 @@ async function start() {
   } catch (error) {
     $("sessions-hint").textContent = String(error.message);
   }
-  $("learner-link").href = learner || `${location.protocol}//${location.hostname}:8001/`;
+  $("learner-link").href = `${webUrl(learner || `${location.protocol}//${location.hostname}:8001`) || "#"}/`;
   connect();
 }
 
