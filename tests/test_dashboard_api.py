@@ -220,21 +220,19 @@ def healthy(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    root = tmp_path_factory.mktemp("reports")
-    results = write_report(root)
-    (root / "broken").mkdir()
-    (root / "broken" / "results.json").write_text("{not json")
-    return root, results
+def learner_and_reports(oracle: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The learner, and the (empty) folder where it looks for comparison reports (read at each request)."""
+    runs = tmp_path_factory.mktemp("dashboard-learner") / "runs.db"
+    reports = tmp_path_factory.mktemp("reports")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("BUDGETLAB_REPORTS_DIR", str(reports))
+        with learner_server(f"sqlite:///{runs}", oracle) as url:
+            yield url, reports
 
 
 @pytest.fixture(scope="module")
-def learner(oracle: str, reports: tuple[Path, dict], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    runs = tmp_path_factory.mktemp("dashboard-learner") / "runs.db"
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("BUDGETLAB_REPORTS_DIR", str(reports[0]))
-        with learner_server(f"sqlite:///{runs}", oracle) as url:
-            yield url
+def learner(learner_and_reports: tuple[str, Path]) -> str:
+    return learner_and_reports[0]
 
 
 def caller(url: str) -> dict[str, str]:
@@ -273,8 +271,12 @@ def test_the_learner_streams_a_run_s_curve_as_it_grows_and_its_whole_curve_when_
 
 
 def test_past_comparisons_list_their_claims_and_serve_only_their_own_plots(
-        learner: str, reports: tuple[Path, dict]) -> None:
-    root, results = reports
+        learner_and_reports: tuple[str, Path]) -> None:
+    learner, root = learner_and_reports
+    assert httpx.get(f"{learner}/v1/dashboard/comparisons").json()["reports"] == []
+    results = write_report(root)
+    (root / "broken").mkdir()
+    (root / "broken" / "results.json").write_text("{not json")
     listed = httpx.get(f"{learner}/v1/dashboard/comparisons").json()
     assert listed["directory"] == str(root.resolve())
     assert [r["name"] for r in listed["reports"]] == ["demo"], "the unreadable report should be left out"

@@ -95,7 +95,15 @@ def fill(driver: Any, element_id: str, text: str) -> None:
     field.send_keys(text)
 
 
-def test_a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_page(
+def test_the_dashboards_in_a_browser(browser: Any, services: tuple[str, str], shots: Path) -> None:
+    # One test for both pages: xdist may put the tests of one module on different workers, each of which would
+    # start the browser and the services and write the report again.
+    a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_page(browser, services, shots)
+    past_comparisons_show_their_claims_and_plots(browser, services, shots)
+    the_oracle_page_hides_values_without_the_token_and_shows_them_live_with_it(browser, services, shots)
+
+
+def a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_page(
         browser: Any, services: tuple[str, str], shots: Path) -> None:
     oracle, learner = services
     browser.get(f"{learner}/")
@@ -134,7 +142,7 @@ def test_a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_
     shoot(browser, shots, "learner-run-cancelled.png")
 
 
-def test_past_comparisons_show_their_claims_and_plots(browser: Any, services: tuple[str, str], shots: Path) -> None:
+def past_comparisons_show_their_claims_and_plots(browser: Any, services: tuple[str, str], shots: Path) -> None:
     browser.get(f"{services[1]}/?oracle=javascript:alert(document.domain)")
     summary = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] summary"),
                    "the report is listed")[0]
@@ -152,7 +160,7 @@ def test_past_comparisons_show_their_claims_and_plots(browser: Any, services: tu
     shoot(browser, shots, "learner-comparison.png")
 
 
-def test_the_oracle_page_hides_values_without_the_token_and_shows_them_live_with_it(
+def the_oracle_page_hides_values_without_the_token_and_shows_them_live_with_it(
         browser: Any, services: tuple[str, str], shots: Path) -> None:
     oracle, learner = services
     created = httpx.post(f"{oracle}/v1/sessions", json={
