@@ -22,6 +22,9 @@ hash-chained ledger rows:
   in chunks, added through the admin API, then random attributes of random examples observed for a
   while; the oracle process's VmRSS must stay below 300 MB. With too little free disk for the file and
   the oracle's stored copy, the row count is scaled down and a note says so.
+- memory under attack (issue 14): the peak RSS (VmHWM) of a fresh oracle with its default limits after 50 MB
+  bodies; after an ``observe/batch`` of 10,000 x 500 cells and the largest ones the caps allow (and how long those
+  take); after 16 sessions on distinct seeds of a 10^8-cell power-law dataset. Target: each < 1 GB.
 
 Usage: ``python benchmarks/oracle_bench.py [--json] [--smoke]``.
 """
@@ -39,6 +42,7 @@ import httpx
 import numpy as np
 from _harness import ADMIN_TOKEN, Report, arguments, free_disk, oracle_process, process_memory, progress
 
+from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS
 from budgetlab.oracle_client import OracleClient
 from server.db import upgrade
@@ -372,6 +376,98 @@ def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report) -> None:
             report.add(name, memory[key], "MB")
 
 
+# --- memory under attack (issue 14) ---------------------------------------------------------------------
+
+ATTACK_RSS_TARGET_MB = 1024.0
+
+
+@dataclass(frozen=True)
+class AttackSizes:
+    body_bytes: int
+    batch_examples: int
+    batch_attributes: int
+    seeds: int
+    seed_params: dict[str, int]
+
+
+# The issue's attacks: a 50 MB body, one observe/batch of 10,000 x 500 cells, 16 sessions on distinct seeds of a
+# 10^8-cell power-law dataset (198,000 + 2,000 rows of 500 attributes, 100 MB each).
+ATTACK_FULL = AttackSizes(body_bytes=50_000_000, batch_examples=10_000, batch_attributes=500, seeds=16,
+                          seed_params={"d": 500, "n_train": 198_000, "n_test": 2_000})
+ATTACK_SMOKE = AttackSizes(body_bytes=5_000_000, batch_examples=5_001, batch_attributes=20, seeds=3,
+                           seed_params={"d": 50, "n_train": 2_000, "n_test": 100})
+
+
+def _opened(response: httpx.Response) -> dict:
+    if response.status_code != 201:
+        raise RuntimeError(f"opening a session -> {response.status_code}: {response.text[:300]}")
+    return response.json()
+
+
+def _refused(response: httpx.Response, status: int, error: str) -> None:
+    if response.status_code != status or response.json().get("error") != error:
+        raise RuntimeError(f"expected {status} {error}, got {response.status_code}: {response.text[:300]}")
+
+
+def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
+    """The oracle's peak RSS (VmHWM) under each attack of issue 14, each in a fresh oracle process with the default
+    limits: bodies past the body limit, the largest observe/batch requests, sessions on many big datasets."""
+    sizes = ATTACK_SMOKE if smoke else ATTACK_FULL
+    progress(f"memory under a {sizes.body_bytes / 1e6:g} MB body ...")
+    item = b'{"example": 1, "attributes": [1, 2, 3]}'
+    body = b'{"items": [' + b",".join([item] * (sizes.body_bytes // (len(item) + 1))) + b"]}"
+    with oracle_process(workdir / "attack-body") as oracle, httpx.Client(base_url=oracle.url, timeout=600) as http:
+        created = _opened(http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "order": "pool",
+                                                          "dataset_params": small_dataset(SMOKE)}))
+        path, headers = f"/v1/sessions/{created['id']}/observe/batch", auth(created["token"])
+        sized = http.post(path, content=body, headers={**headers, "content-type": "application/json"})
+        chunked = http.post(path, content=(body[i : i + 65536] for i in range(0, len(body), 65536)),
+                            headers={**headers, "content-type": "application/json"})
+        for response in (sized, chunked):
+            _refused(response, 413, "too_large")
+        peak = process_memory(oracle.process.pid)["VmHWM"]
+    report.add("attack_body_peak_rss", peak, "MB", f"< {ATTACK_RSS_TARGET_MB:g}", peak < ATTACK_RSS_TARGET_MB)
+
+    progress(f"memory under observe/batch of {sizes.batch_examples:,} x {sizes.batch_attributes} and at the caps ...")
+    d = sizes.batch_attributes
+    params = {"d": d, "n_train": sizes.batch_examples + MAX_EXAMPLES, "n_test": 10}
+    with oracle_process(workdir / "attack-batch") as oracle, httpx.Client(base_url=oracle.url, timeout=600) as http:
+        created = _opened(http.post("/v1/sessions", json={"dataset": "powerlaw", "dataset_params": params,
+                                                          "order": "pool"}))
+        path, headers = f"/v1/sessions/{created['id']}/observe/batch", auth(created["token"])
+        whole = {"items": [{"example": e, "attributes": list(range(d))} for e in range(sizes.batch_examples)]}
+        response = http.post(path, json=whole, headers=headers)
+        if response.status_code != 413:
+            raise RuntimeError(f"the {sizes.batch_examples:,} x {d} batch was not refused: {response.status_code}")
+        report.note(f"observe/batch of {sizes.batch_examples:,} x {d} ({len(response.request.content) / 1e6:.1f} MB): "
+                    f"413 {response.json()['error']}")
+        # The largest requests the caps let through: the most examples, and the most cells in the fewest examples.
+        narrow = MAX_CELLS // MAX_EXAMPLES
+        shapes = [(MAX_EXAMPLES, min(narrow, d)), (max(1, MAX_CELLS // d), d)]
+        first, seconds = 0, []
+        for examples, width in shapes:
+            at_cap = {"items": [{"example": e, "attributes": list(range(width))}
+                                for e in range(first, first + examples)]}
+            first += examples
+            start = time.perf_counter()
+            ok(http.post(path, json=at_cap, headers=headers))
+            seconds.append(time.perf_counter() - start)
+        peak = process_memory(oracle.process.pid)["VmHWM"]
+    report.add("attack_batch_at_caps_seconds", max(seconds), "s", "<= 1", max(seconds) <= 1.0)
+    report.add("attack_batch_peak_rss", peak, "MB", f"< {ATTACK_RSS_TARGET_MB:g}", peak < ATTACK_RSS_TARGET_MB)
+
+    cells = sizes.seed_params["d"] * (sizes.seed_params["n_train"] + sizes.seed_params["n_test"])
+    progress(f"memory of {sizes.seeds} sessions on distinct seeds of a {cells:,}-cell power-law dataset ...")
+    with oracle_process(workdir / "attack-seeds") as oracle, OracleClient(oracle.url, timeout=600) as sdk:
+        for seed in range(sizes.seeds):
+            session = sdk.open_session("powerlaw", dataset_params=sizes.seed_params, order="pool", seed=seed)
+            session.observe(0, [0, 1, 2])
+        memory = process_memory(oracle.process.pid)
+    report.add("attack_seeds_peak_rss", memory["VmHWM"], "MB", f"< {ATTACK_RSS_TARGET_MB:g}",
+               memory["VmHWM"] < ATTACK_RSS_TARGET_MB)
+    report.add("attack_seeds_rss_after", memory["VmRSS"], "MB")
+
+
 def main() -> None:
     args = arguments(__doc__.splitlines()[0])
     sizes = SMOKE if args.smoke else FULL
@@ -387,6 +483,7 @@ def main() -> None:
             with oracle_process(workdir / "postgres", database_url=args.postgres) as oracle:
                 head_of_line(oracle.url, sizes, report, prefix="hol_postgres")
         mapped_dataset_memory(workdir, sizes, report)
+        attack_memory(workdir, args.smoke, report)
     report.emit(args.json)
 
 
