@@ -171,6 +171,27 @@ def test_the_admin_follows_a_ledger_as_links_and_the_token_holder_sees_its_value
     assert next(data for name, data in refused if name == "ledger")["refused"]["error"] == "not_found"
 
 
+def test_a_viewer_far_behind_a_ledger_skips_to_its_tail(oracle: str) -> None:
+    created = httpx.post(f"{oracle}/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": GAUSS,
+                                                        "order": "pool"}).json()
+    auth = {"Authorization": f"Bearer {created['token']}"}
+    big = {"items": [{"example": e, "attributes": list(range(10))} for e in range(60)]}
+
+    def after_a_big_request(ev: list[tuple[str, Any]]) -> bool:
+        tails = [data for name, data in ev if name == "ledger"]
+        if len(tails) == 1 and ev[-1][0] == "ledger":
+            assert httpx.post(f"{oracle}/v1/sessions/{created['id']}/observe/batch", headers=auth,
+                              json=big).status_code == 200
+        return len(tails) >= 2
+
+    seen = events(f"{oracle}/v1/events?follow={created['id']}",
+                  {"X-Session-Tokens": f"{created['id']}:{created['token']}"}, after_a_big_request)
+    first, behind = [data for name, data in seen if name == "ledger"]
+    assert [r["seq"] for r in first["rows"]] == [0]
+    # 600 new rows are more than a viewer is sent at once (500): it gets the last 50, the page marks the gap.
+    assert [r["seq"] for r in behind["rows"]] == list(range(551, 601)) and not behind["first"]
+
+
 def test_the_oracle_page_and_its_files_need_nothing_from_outside(oracle: str) -> None:
     page = httpx.get(f"{oracle}/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
