@@ -63,6 +63,10 @@ from budgetlab.models import (
 
 A = TypeVar("A")
 Status = Literal["open", "closed"]
+# The most cells, and examples, one request may ask for: no request holds a session's (or SQLite's) write lock
+# for long (an example costs a ledger link, about as much as 20 to 80 cells).
+MAX_CELLS = 100_000
+MAX_EXAMPLES = 5_000
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,9 @@ class Runtime:
     order: np.ndarray | None = field(repr=False)
     # Every attribute costs 1 (the common case): a charge is then a count, with no array work per request.
     unit_costs: bool
+    # The caps on one observe or step (the oracle sets its own, BUDGETLAB_MAX_CELLS and BUDGETLAB_MAX_EXAMPLES).
+    max_cells: int = MAX_CELLS
+    max_examples: int = MAX_EXAMPLES
 
     @classmethod
     def load(cls, config: SessionConfig) -> Runtime:
@@ -314,6 +321,10 @@ def observe(rt: Runtime, counters: Counters, paid: Paid,
     """All-or-nothing observation of several examples; cells already paid for are free and unchanged."""
     require_open(counters)
     config = rt.config
+    cells = sum(len(item.attributes) for item in items)
+    if cells > rt.max_cells or len(items) > rt.max_examples:
+        raise OracleError(413, "too_many_cells", f"this request asks for {cells} cells of {len(items)} examples; at "
+                          f"most {rt.max_cells} cells of {rt.max_examples} examples are served per request: split it")
     examples = [item.example for item in items]
     if len(set(examples)) != len(examples):
         raise OracleError(422, "duplicate_example", "an example appears twice; list all its attributes once")
