@@ -217,14 +217,14 @@ def test_ddaerr_beats_aerr_on_power_law_data_alpha_minus_2() -> None:
     """Fig. 1d: α = -2, ridge scenario, k + 1 = 5 attributes, 20,000 examples, default parameters.
 
     Over seeds 0-4 DDAERR's final test MSE was 0.33-0.42 and AERR's 0.39-0.49, the paired difference
-    0.06-0.10 on every seed. Asserted: DDAERR wins on at least 4 of 5 seeds and by more than 0.04 on
-    average, a margin that leaves room for platform rounding but not for a tie.
+    0.06-0.10 on every seed. Asserted on seeds 0-2 (each run is 20,000 examples): DDAERR wins on every
+    seed and by more than 0.04 on average, a margin that leaves room for platform rounding but not for a tie.
     """
-    seeds = range(5)
+    seeds = range(3)
     params = {"alpha": -2, "scenario": "ridge"}
     ddaerr = final_mses("ddaerr", "powerlaw", params, 5, seeds)
     aerr = final_mses("aerr", "powerlaw", params, 5, seeds)
-    assert np.sum(ddaerr < aerr) >= 4, (ddaerr, aerr)
+    assert np.all(ddaerr < aerr), (ddaerr, aerr)
     assert aerr.mean() - ddaerr.mean() > 0.04, (ddaerr, aerr)
 
 
