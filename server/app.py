@@ -7,7 +7,7 @@ import sys
 from typing import Annotated
 
 from fastapi import FastAPI, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from budgetlab.bearer import bearer_token
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
@@ -27,11 +27,11 @@ GIL_SWITCH_INTERVAL = 0.0005
 
 
 class Health(BaseModel):
-    status: str = "ok"
+    status: str = Field("ok", description="'ok' while the oracle answers")
 
 
 class Closed(BaseModel):
-    closed: list[str]
+    closed: list[str] = Field(description="the ids of the sessions this request closed")
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         return Health()
 
     @app.post("/v1/admin/close-idle", response_model=Closed, tags=["admin"], dependencies=[Admin],
-              responses={code: {"model": ErrorBody} for code in (401, 403, 422)})
+              responses={code: {"model": ErrorBody} for code in (401, 403, 422, 503)})
     def close_idle(
         sessions_: Service,
         idle_seconds: Annotated[float | None, Query(ge=0, le=10**9)] = None,

@@ -34,6 +34,7 @@ from budgetlab.dashboard import Events, event_stream, page_router
 from budgetlab.errors import OracleError
 from budgetlab.models import ErrorBody, SessionInfo
 from server.config import Settings
+from server.deps import ADMIN_SCHEME, Credentials
 from server.session_overview import LinkSummary, Overview, SessionCounts, SessionSummary
 from server.sessions import SessionService
 
@@ -62,7 +63,7 @@ class SessionsView(BaseModel):
     """The dashboard's list: counts for anyone, every session for the admin, the sessions whose tokens were sent."""
 
     admin: bool = Field(..., description="whether the request carried the admin token")
-    counts: SessionCounts
+    counts: SessionCounts = Field(description="how many sessions the oracle holds")
     sessions: list[SessionSummary] = Field(..., description="the admin's newest sessions and the held ones; no value")
     held: dict[str, SessionInfo] = Field(..., description="the sessions whose tokens were sent, by id, in full")
     unknown: dict[str, str] = Field(..., description="ids sent with a token that is not theirs, and why")
@@ -76,11 +77,12 @@ class Viewer:
 
 def viewer(
     request: Request,
-    authorization: Annotated[str | None, Header(description="'Bearer <admin token>' to list every session")] = None,
+    _: Annotated[Credentials, Depends(ADMIN_SCHEME)],  # optional: the admin token lists every session
     x_session_tokens: Annotated[str | None, Header(
         max_length=20_000, description="ID:TOKEN pairs, comma separated: sessions whose values may be shown")] = None,
 ) -> Viewer:
     admin = False
+    authorization = request.headers.get("authorization")
     if authorization is not None:
         token = bearer_token(authorization)
         if token is None:

@@ -5,12 +5,26 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from budgetlab.bearer import bearer_token
 from budgetlab.errors import OracleError
 from server.config import Settings
 from server.sessions import SessionService
+
+# The schemes declare the bearers in the OpenAPI document, so that /docs can authorize. They never refuse
+# (auto_error=False): the header is parsed below, so a missing, malformed or non-ASCII bearer stays this oracle's
+# 401 JSON error. Two schemes for one header, so that /docs can hold a session's token and the admin's at once.
+SESSION_SCHEME = HTTPBearer(
+    auto_error=False, scheme_name="SessionToken",
+    description="the session's token, shown once in the answer of POST /v1/sessions",
+)
+ADMIN_SCHEME = HTTPBearer(
+    auto_error=False, scheme_name="AdminToken",
+    description="the oracle's admin token (BUDGETLAB_ADMIN_TOKEN); admin endpoints are disabled without one",
+)
+Credentials = HTTPAuthorizationCredentials | None
 
 
 async def service(request: Request) -> SessionService:
@@ -21,14 +35,20 @@ async def settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-async def bearer(authorization: Annotated[str | None, Header()] = None) -> str:
-    token = bearer_token(authorization)
+def _token(request: Request) -> str:
+    token = bearer_token(request.headers.get("authorization"))
     if token is None:  # missing, or no token the oracle could have issued (non-ASCII, control characters, ...)
         raise OracleError(401, "unauthorized", "send the session's token as 'Authorization: Bearer <token>'")
     return token
 
 
-async def admin(token: Annotated[str, Depends(bearer)], config: Annotated[Settings, Depends(settings)]) -> None:
+async def bearer(request: Request, _: Annotated[Credentials, Depends(SESSION_SCHEME)]) -> str:
+    return _token(request)
+
+
+async def admin(request: Request, _: Annotated[Credentials, Depends(ADMIN_SCHEME)],
+                config: Annotated[Settings, Depends(settings)]) -> None:
+    token = _token(request)
     if config.admin_token is None:
         raise OracleError(403, "admin_disabled", "set BUDGETLAB_ADMIN_TOKEN on the oracle to enable admin endpoints")
     if not hmac.compare_digest(token.encode(), config.admin_token.encode()):

@@ -46,36 +46,38 @@ class Verdict(BaseModel):
     compliant: bool | None = Field(None, description="None: not audited here (see detail)")
     reasons: list[str] = Field(default_factory=list, description="why not compliant")
     rows: int = Field(0, description="ledger rows the verdict covers")
-    detail: str = ""
+    detail: str = Field("", description="why the session was not audited here, if it was not")
 
 
 class SessionSummary(BaseModel):
     """A session as the dashboard lists it without its token: never a value."""
 
-    id: str
-    dataset: str
-    dataset_params: dict[str, ParamValue]
-    split: Split
-    protocol: Protocol
-    order: Order
-    budget: Budget
-    n_examples: int
-    d: int
-    status: Literal["open", "closed"]
-    spent: Spent
-    remaining: Remaining
-    predictions: int
-    ledger_rows: int
-    created_at: datetime
-    last_active: datetime
-    audit: Verdict | None = None
+    id: str = Field(description="the session's id")
+    dataset: str = Field(description="the dataset's name")
+    dataset_params: dict[str, ParamValue] = Field(description="every parameter of the dataset in effect")
+    split: Split = Field(description="the split the session serves")
+    protocol: Protocol = Field(description="batch or online")
+    order: Order = Field(description="stream or pool")
+    budget: Budget = Field(description="the local budget k, the global budget K and the costs")
+    n_examples: int = Field(description="examples the session may use")
+    d: int = Field(description="the dimension d: attributes per example")
+    status: Literal["open", "closed"] = Field(description="closed: nothing more is charged or served")
+    spent: Spent = Field(description="what the session has spent")
+    remaining: Remaining = Field(description="what is left of its budgets")
+    predictions: int = Field(description="predictions committed (online protocol)")
+    ledger_rows: int = Field(description="rows in the session's ledger")
+    created_at: datetime = Field(description="when the session was opened (UTC)")
+    last_active: datetime = Field(description="its last request that wrote to the ledger (UTC)")
+    audit: Verdict | None = Field(None, description="the audit's verdict on its ledger")
 
 
 class SessionCounts(BaseModel):
-    sessions: int = 0
-    open: int = 0
-    closed: int = 0
-    ledger_rows: int = 0
+    """How many sessions the oracle holds, for anyone to see."""
+
+    sessions: int = Field(0, description="sessions in all")
+    open: int = Field(0, description="open sessions")
+    closed: int = Field(0, description="closed sessions")
+    ledger_rows: int = Field(0, description="ledger rows of every session together")
 
 
 class LinkSummary(BaseModel):

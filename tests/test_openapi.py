@@ -1,0 +1,275 @@
+"""The OpenAPI documents of the real oracle and learner: valid, authorizable from /docs, every field described,
+every request with an example the service accepts, and each endpoint listing the refusals it can answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from tests.servers import serve_in_thread
+
+SESSION_ROUTE = "/v1/sessions/{session_id}"
+ADMIN_ROUTES = [("post", "/v1/datasets"), ("delete", "/v1/datasets/{name}"), ("post", "/v1/admin/close-idle")]
+UNAUTHORIZED = "send the session's token as 'Authorization: Bearer <token>'"
+
+
+@pytest.fixture(scope="module")
+def limited_oracle_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An oracle with small caps, so that the refusals over them take small requests."""
+    from server.app import create_app
+    from server.config import Settings
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('openapi') / 'ledger.db'}",
+                        max_body_bytes=64 << 10, max_cells=50, max_examples=5)
+    with serve_in_thread(create_app(settings)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def oracle_doc(shared_oracle_url: str) -> dict[str, Any]:
+    answer = httpx.get(f"{shared_oracle_url}/openapi.json")
+    assert answer.status_code == 200
+    return answer.json()
+
+
+@pytest.fixture(scope="module")
+def learner_doc(learner_url: str) -> dict[str, Any]:
+    answer = httpx.get(f"{learner_url}/openapi.json")
+    assert answer.status_code == 200
+    return answer.json()
+
+
+def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(method, path, op) for path, ops in doc["paths"].items() for method, op in ops.items()]
+
+
+def statuses(doc: dict[str, Any], method: str, path: str) -> set[int]:
+    return {int(code) for code in doc["paths"][path][method]["responses"] if code.isdigit() and int(code) >= 400}
+
+
+def validator(doc: dict[str, Any], pointer: str) -> Draft202012Validator:
+    """A validator for the schema at ``pointer`` of ``doc``, its ``$ref``s to the components resolved."""
+    registry = Registry().with_resource("urn:openapi", Resource.from_contents(doc, DRAFT202012))
+    return Draft202012Validator({"$ref": f"urn:openapi#{pointer}"}, registry=registry)
+
+
+def request_schema(op: dict[str, Any]) -> str | None:
+    body = op.get("requestBody")
+    return None if body is None else body["content"]["application/json"]["schema"]["$ref"].removeprefix("#")
+
+
+@pytest.mark.parametrize("which", ["oracle_doc", "learner_doc"])
+def test_the_documents_are_valid_openapi_31(which: str, request: pytest.FixtureRequest) -> None:
+    doc = request.getfixturevalue(which)
+    assert doc["openapi"].startswith("3.1")
+    schemathesis.openapi.from_dict(doc).validate()  # against the OpenAPI 3.1 meta-schema; raises if invalid
+    for schema in doc["components"]["schemas"].values():
+        Draft202012Validator.check_schema(schema)
+    declared = set(doc["components"]["securitySchemes"])
+    for method, path, op in operations(doc):
+        for requirement in op.get("security", []):
+            assert set(requirement) <= declared, f"{method} {path} names an undeclared scheme"
+
+
+def test_session_and_admin_routes_carry_bearer_schemes_that_docs_can_authorize(oracle_doc: dict[str, Any]) -> None:
+    schemes = oracle_doc["components"]["securitySchemes"]
+    assert schemes["SessionToken"]["type"] == schemes["AdminToken"]["type"] == "http"
+    assert schemes["SessionToken"]["scheme"].lower() == schemes["AdminToken"]["scheme"].lower() == "bearer"
+    session_routes = [(m, p, op) for m, p, op in operations(oracle_doc) if p.startswith(SESSION_ROUTE)]
+    assert len(session_routes) >= 12
+    for method, path, op in session_routes:
+        assert op.get("security") == [{"SessionToken": []}], f"{method} {path}"
+    for method, path in ADMIN_ROUTES:
+        assert oracle_doc["paths"][path][method].get("security") == [{"AdminToken": []}], f"{method} {path}"
+    # Opening a session and reading the datasets need no token.
+    for method, path in [("post", "/v1/sessions"), ("get", "/v1/datasets"), ("get", "/v1/datasets/{spec}")]:
+        assert "security" not in oracle_doc["paths"][path][method], f"{method} {path}"
+    # The scheme is the lock, not a header parameter /docs would ask for a second time.
+    for method, path, op in operations(oracle_doc):
+        assert all(p["name"].lower() != "authorization" for p in op.get("parameters", [])), f"{method} {path}"
+
+
+def test_bearers_are_parsed_as_before_the_schemes(shared_oracle_url: str) -> None:
+    """The schemes never refuse: missing, malformed and non-ASCII bearers stay the oracle's own 401 JSON."""
+    with httpx.Client(base_url=shared_oracle_url) as http:
+        created = http.post("/v1/sessions", json={"dataset": "online-sparse", "dataset_params": {"d": 10}}).json()
+        path = f"/v1/sessions/{created['id']}"
+        assert http.get(path, headers={"Authorization": f"Bearer {created['token']}"}).status_code == 200
+        for header in [None, b"Bearer", b"Basic dXNlcjpwYXNz", b"Bearer \xc3\xa9t\xc3\xa9", b"Bearer a b",
+                       b"Bearer " + b"a" * 300]:
+            for method, url in [("GET", path), ("POST", f"{path}/next"), ("POST", "/v1/admin/close-idle")]:
+                answer = http.request(method, url, headers={} if header is None else {"Authorization": header})
+                assert answer.status_code == 401, (method, url, header, answer.text)
+                assert answer.json() == {"error": "unauthorized", "detail": UNAUTHORIZED}
+
+
+def test_every_property_of_the_oracle_is_described_and_its_examples_fit(oracle_doc: dict[str, Any]) -> None:
+    schemas = oracle_doc["components"]["schemas"]
+    undescribed = [f"{name}.{prop}" for name, schema in schemas.items()
+                   for prop, spec in schema.get("properties", {}).items() if not spec.get("description")]
+    assert not undescribed, f"{len(undescribed)} properties have no description: {undescribed[:10]}"
+    examples = 0
+    for name, schema in schemas.items():
+        for prop, spec in schema.get("properties", {}).items():
+            check = validator(oracle_doc, f"/components/schemas/{name}/properties/{prop}")
+            for example in spec.get("examples", []):
+                assert not list(check.iter_errors(example)), f"{name}.{prop}: example {example!r} does not fit"
+                examples += 1
+    assert examples >= 100  # the scalar fields of the wire models carry examples
+
+
+@pytest.mark.parametrize("which", ["oracle_doc", "learner_doc"])
+def test_every_request_body_has_examples_that_fit_its_schema(which: str, request: pytest.FixtureRequest) -> None:
+    doc = request.getfixturevalue(which)
+    bodies = {ref for _, _, op in operations(doc) if (ref := request_schema(op)) is not None}
+    assert bodies
+    for pointer in bodies:
+        schema = validator(doc, pointer)
+        examples = doc["components"]["schemas"][pointer.rsplit("/", 1)[1]].get("examples")
+        assert examples, f"{pointer} has no example"
+        for example in examples:
+            assert not list(schema.iter_errors(example)), f"{pointer}: {example}"
+
+
+def test_the_oracle_accepts_its_documented_examples(oracle_doc: dict[str, Any], shared_oracle_url: str) -> None:
+    """The examples are requests that work, in the order a learner would send them."""
+
+    def example(name: str, index: int = 0) -> dict[str, Any]:
+        return oracle_doc["components"]["schemas"][name]["examples"][index]
+
+    with httpx.Client(base_url=shared_oracle_url, timeout=30) as http:
+        opened = [http.post("/v1/sessions", json=body) for body in oracle_doc["components"]["schemas"]
+                  ["SessionCreate"]["examples"]]
+        assert [answer.status_code for answer in opened] == [201, 201], opened[0].text
+        (batch, online) = (answer.json() for answer in opened)
+        path, auth = f"/v1/sessions/{batch['id']}", {"Authorization": f"Bearer {batch['token']}"}
+        assert http.post(f"{path}/next", headers=auth).status_code == 200
+        for endpoint, body in [("observe", example("ObserveRequest")), ("step", example("StepRequest")),
+                               ("label", example("LabelRequest")), ("observe/batch", example("ObserveBatchRequest"))]:
+            answer = http.post(f"{path}/{endpoint}", json=body, headers=auth)
+            assert answer.status_code == 200, (endpoint, answer.text)
+        d = batch["session"]["d"]
+        weights = example("EvaluateRequest")["weights"]
+        answer = http.post(f"{path}/evaluate", json={**example("EvaluateRequest"), "weights": (weights * d)[:d]},
+                           headers=auth)
+        assert answer.status_code == 200, answer.text
+        path, auth = f"/v1/sessions/{online['id']}", {"Authorization": f"Bearer {online['token']}"}
+        assert http.post(f"{path}/next", headers=auth).status_code == 200
+        answer = http.post(f"{path}/predict", json=example("PredictRequest"), headers=auth)
+        assert answer.status_code == 200, answer.text
+
+
+def test_the_learner_accepts_its_documented_run(learner_doc: dict[str, Any], learner_url: str) -> None:
+    with httpx.Client(base_url=learner_url, timeout=30) as http:
+        auth = {"Authorization": f"Bearer {http.post('/v1/callers').json()['token']}"}
+        started = http.post("/v1/runs", json=learner_doc["components"]["schemas"]["RunCreate"]["examples"][0],
+                            headers=auth)
+        assert started.status_code == 201, started.text
+        assert http.delete(f"/v1/runs/{started.json()['id']}", headers=auth).status_code == 200
+
+
+def test_each_oracle_endpoint_lists_only_the_refusals_it_can_answer(oracle_doc: dict[str, Any]) -> None:
+    def listed(method: str, path: str) -> set[int]:
+        return statuses(oracle_doc, method, path)
+
+    s = SESSION_ROUTE
+    assert listed("get", s) == {401, 404, 409, 422}  # a read: no budget, no body, no lock to wait for
+    assert listed("get", f"{s}/ledger") == listed("get", f"{s}/audit") == {401, 404, 422}
+    assert listed("post", "/v1/sessions") == {413, 422, 503}  # no token yet
+    for charging in ("observe", "observe/batch", "step"):
+        assert listed("post", f"{s}/{charging}") == {401, 402, 404, 409, 413, 422, 503}
+    assert 402 in listed("post", f"{s}/next") and 413 not in listed("post", f"{s}/next")
+    for free in ("predict", "evaluate", "moments"):
+        assert 402 not in listed("post", f"{s}/{free}") and 503 in listed("post", f"{s}/{free}")
+    assert listed("get", "/v1/datasets") == set()
+    assert listed("post", "/v1/datasets") == {401, 403, 413, 422}
+    # Each refusal is described by its error codes.
+    observe = oracle_doc["paths"][f"{s}/observe"]["post"]["responses"]
+    assert "too_many_cells" in observe["413"]["description"] and "too_large" in observe["413"]["description"]
+    assert "budget_exceeded" in observe["402"]["description"]
+    assert "duplicate_example" in oracle_doc["paths"][f"{s}/observe/batch"]["post"]["responses"]["422"]["description"]
+    for method, path, op in operations(oracle_doc):
+        for code in statuses(oracle_doc, method, path):
+            content = op["responses"][str(code)]["content"]["application/json"]["schema"]
+            assert content == {"$ref": "#/components/schemas/ErrorBody"}, f"{method} {path} {code}"
+
+
+def test_every_refusal_the_oracle_answers_is_listed_for_its_endpoint(oracle_doc: dict[str, Any],
+                                                                     limited_oracle_url: str) -> None:
+    """Drive the real oracle into its refusals on every session endpoint; each must be one the endpoint lists."""
+    seen: list[tuple[str, str, int, str]] = []
+    session_ops = [(m, p) for m, p, _ in operations(oracle_doc) if p.startswith(SESSION_ROUTE) and m != "delete"]
+    bodies = {"observe": {"example": 0, "attributes": [0, 1]}, "observe/batch": {"items": [
+        {"example": 0, "attributes": [0, 1]}]}, "step": {"attributes": [0, 1]}, "label": {"example": 0},
+        "predict": {"example": 0, "prediction": 0.0}, "evaluate": {"weights": [0.0] * 10}}
+
+    with httpx.Client(base_url=limited_oracle_url, timeout=30) as http:
+
+        def call(method: str, template: str, session_id: str = "", token: str | None = None,
+                 **kw: Any) -> httpx.Response:
+            headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+            answer = http.request(method, template.replace("{session_id}", session_id), headers=headers, **kw)
+            error = answer.json()["error"] if answer.status_code >= 400 else ""
+            seen.append((method.lower(), template, answer.status_code, error))
+            return answer
+
+        def every_session_op(session_id: str, token: str | None) -> None:
+            for method, template in session_ops:
+                tail = template.removeprefix(SESSION_ROUTE).lstrip("/")
+                call(method, template, session_id, token, json=bodies.get(tail))
+
+        def opened(**budget: Any) -> tuple[str, str]:
+            created = call("POST", "/v1/sessions", json={"dataset": "sparse-gaussian", "budget": budget,
+                                                         "dataset_params": {"d": 10, "n_train": 20, "n_test": 10,
+                                                                            "s_plus": 2, "s_minus": 2}}).json()
+            return created["id"], created["token"]
+
+        sid, token = opened(per_example=1, total=3, label_cost=1)
+        every_session_op(sid, None)  # 401
+        every_session_op(sid, "not-its-token")  # 404
+        every_session_op("x" * 65, token)  # 422
+        every_session_op(sid, token)  # a batch session: predict 409, the local budget k 402, ...
+        observe, batch = f"{SESSION_ROUTE}/observe", f"{SESSION_ROUTE}/observe/batch"
+        for body in ({"example": 0, "attributes": [0, 0]}, {"example": 0, "attributes": [99]},
+                     {"example": 9, "attributes": [0]}):
+            call("POST", observe, sid, token, json=body)  # 422 duplicate, 404 unknown attribute, 409 not issued
+        call("POST", batch, sid, token, json={"items": [bodies["observe"]] * 2})  # 422 duplicate example
+        call("POST", batch, sid, token, json={"items": [{"example": 0, "attributes": [0] * 60}]})  # 413 cells
+        call("POST", f"{SESSION_ROUTE}/evaluate", sid, token, json={"weights": [0.0] * 20_000})  # 413 body
+        for _ in range(3):
+            call("POST", f"{SESSION_ROUTE}/next", sid, token)  # the label cost exhausts the global budget K
+        call("POST", "/v1/sessions", json={"dataset": "no-such-dataset"})  # 422
+        sid, token = opened()
+        call("DELETE", SESSION_ROUTE, sid, token)
+        call("DELETE", SESSION_ROUTE, sid, token)
+        every_session_op(sid, token)  # 409 on every write
+
+    undocumented = sorted({(m, p, code, error) for m, p, code, error in seen
+                           if code >= 400 and code not in statuses(oracle_doc, m, p)})
+    assert not undocumented, undocumented
+    errors = {error for *_, error in seen}
+    assert errors >= {"unauthorized", "not_found", "invalid_request", "budget_exceeded", "batch_protocol",
+                      "duplicate_attributes", "unknown_attribute", "example_not_issued", "duplicate_example",
+                      "too_many_cells", "too_large", "session_closed", "invalid_session"}, errors
+    for method, path, _, error in seen:  # and each is named in its status's description
+        if error:
+            code = next(c for m, p, c, e in seen if (m, p, e) == (method, path, error))
+            described = oracle_doc["paths"][path][method]["responses"][str(code)]["description"]
+            assert error in described, (method, path, error, described)
+
+
+def test_the_learner_lists_bad_gateway_and_unavailable_where_it_calls_the_oracle(learner_doc: dict[str, Any]) -> None:
+    assert learner_doc["components"]["securitySchemes"]["LearnerToken"]["scheme"].lower() == "bearer"
+    for method, path, op in operations(learner_doc):
+        if path.startswith("/v1/runs"):
+            assert op.get("security") == [{"LearnerToken": []}], f"{method} {path}"
+    for method, path in [("post", "/v1/runs"), ("get", "/v1/runs/{run_id}/audit")]:
+        assert {502, 503} <= statuses(learner_doc, method, path), f"{method} {path}"
+    assert not {502, 503} & statuses(learner_doc, "get", "/v1/runs/{run_id}")  # answered from the learner's store
