@@ -234,7 +234,9 @@ class SessionService:
             try:
                 self.close(session_id, None, reason=f"idle for more than {idle_seconds:g} s")
             except OracleError as exc:
-                if exc.error != "session_closed":  # closed meanwhile by its owner: nothing to do
+                # Closed meanwhile by its owner: nothing to do. A session whose dataset can no longer be served
+                # (removed by an admin) cannot take a close either; it must not stop the others from closing.
+                if exc.error not in ("session_closed", "dataset_unavailable"):
                     raise
                 continue
             closed.append(session_id)
