@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# Ports of `make sandbox`: make sandbox PORT=9000 LEARNER_PORT=9001 (0: any free port).
+PORT         ?= 8000
+LEARNER_PORT ?= 8001
 
 .PHONY: sandbox test lint bench clean
 
@@ -19,7 +22,7 @@ $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
 
 ## Install, start oracle + learner on the embedded SQLite ledger, run the demo comparison (Ctrl-C stops).
 sandbox: $(VENV)/.installed
-	$(BIN)/budgetlab sandbox
+	$(BIN)/budgetlab sandbox --oracle-port $(PORT) --learner-port $(LEARNER_PORT)
 
 ## Install the dev extra and run the whole test suite.
 test: $(VENV)/.dev-installed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,6 +38,21 @@ LEARNER_URL = os.environ.get("LEARNER_URL", "http://127.0.0.1:8001")
 
 OracleOpt = Annotated[str, typer.Option("--oracle", help="oracle base URL", envvar="ORACLE_URL")]
 TokenOpt = Annotated[str, typer.Option("--token", help="the session's bearer token", envvar="BUDGETLAB_TOKEN")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from client.provenance import version_line
+
+        console.print(version_line(), soft_wrap=True, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                   help="print the version (and git commit) and exit")] = False,
+             ) -> None:
+    """budgetlab: budgeted learning against a charging, auditable feature oracle."""
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -138,7 +154,8 @@ def datasets_list(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List the datasets (built-in, installed and user-added)."""
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
 
     if oracle:
         from budgetlab.oracle_client import OracleClient
@@ -152,10 +169,12 @@ def datasets_list(
     if as_json:
         print_json(listing.model_dump())
         return
-    table = Table("name", "task", "n_train", "n_test", "d", "description")
+    # A line per dataset and its description indented below: readable at 80 columns, where a table squeezes the
+    # descriptions into a column a few words wide.
     for info in listing.datasets:
-        table.add_row(info.name, info.task, str(info.n_train), str(info.n_test), str(info.d), info.description)
-    console.print(table)
+        console.print(Text.assemble((info.name, "bold"), f"  {info.task}, {info.n_train:,} train / "
+                                                        f"{info.n_test:,} test examples, d = {info.d:,}"))
+        console.print(Padding(Text(info.description), (0, 0, 0, 4)))
     if listing.families:
         console.print("families: " + ", ".join(listing.families))
 
@@ -346,10 +365,15 @@ def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False) ->
     if as_json:
         print_json([i.model_dump() for i in infos])
         return
-    table = Table("id", "paper", "where", "protocol", "parameters")
+    # The paper by its authors and year, the parameters by name (--json has titles and defaults): the table then
+    # stays readable at 80 columns.
+    table = Table("id", "paper, where", "protocol", "parameters")
+    table.columns[0].no_wrap = True
     for i in infos:
-        params = ", ".join(f"{p.name}={p.default}" for p in i.params)
-        table.add_row(i.id, i.paper, i.algorithm, i.protocol, params)
+        cited = re.search(r"\b(?:19|20)\d\d\b", i.paper)
+        paper = ("full information" if i.paper.startswith("full-information")
+                 else i.paper[: cited.end()] if cited else i.paper)
+        table.add_row(i.id, f"{paper}, {i.algorithm}", i.protocol, ", ".join(p.name for p in i.params))
     console.print(table)
 
 
@@ -429,12 +453,18 @@ def compare(
     tune_folds: Annotated[int | None, typer.Option(min=1, max=20, help="k-fold cross-validation for --tune "
                                                                         "(default: one validation part)")] = None,
 ) -> None:
-    """Compare algorithms x seeds on one dataset and budget; write a report with plots (see 'compare --list')."""
+    """Compare algorithms x seeds on one dataset and budget; write a report with plots (see 'compare --list').
+
+    The config is checked before anything starts. Exit code: 0 every run completed; 1 nothing ran (a problem with
+    the config or the services); 3 the report is written but some runs did not complete; 130 interrupted (Ctrl-C
+    or SIGTERM: the runs were cancelled and a partial report written).
+    """
     from client.compare import run_compare
 
-    run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
-                learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail, tune=tune,
-                tune_folds=tune_folds)
+    code = run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
+                       learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail,
+                       tune=tune, tune_folds=tune_folds)
+    raise typer.Exit(code)
 
 
 @app.command("sandbox")

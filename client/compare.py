@@ -9,22 +9,27 @@ chooses parameters on held-out training examples (``client.tune``), in sessions 
 from __future__ import annotations
 
 import time
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
 from rich.console import Console
 
-from budgetlab.errors import Unavailable
+from budgetlab.errors import OracleUnavailable, Unavailable
 from budgetlab.models import COMPLETED_RUN_STATUSES
+from budgetlab.oracle_client import OracleClient
 from client.claims import claims_table
-from client.config import Design, load_config, quick_config, resolve_designs
-from client.grid import RunOutcome, run_comparison
+from client.config import CompareConfig, load_config, quick_config, resolve_designs
+from client.config_errors import ConfigError
+from client.grid import Interrupted, RunOutcome, attach_regret, run_comparison
+from client.preflight import LocalCatalog, RemoteCatalog, check_config
 from client.presets import PRESET_DIR, UnknownPreset, load_preset, presets
 from client.report import write_report
-from client.services import ServiceError, managed_services
+from client.services import ServiceError, managed_services, sigterm_as_interrupt
 from client.tune import TuneError, Tuning, check_tune, chosen_params, run_tuning, with_tune_options
+
+RUNS_FAILED = 3  # the report is written, but some runs did not complete
+INTERRUPTED = 130  # Ctrl-C or SIGTERM: the runs were cancelled and a partial report written (128 + SIGINT)
 
 
 def _source(config: Path | None, preset: str | None) -> str:
@@ -34,14 +39,15 @@ def _source(config: Path | None, preset: str | None) -> str:
 def run_compare(*, config: Path | None, out: Path | None, preset: str | None, quick: bool, list_presets: bool,
                 local: bool, learner: str | None, oracle: str | None, parallel: int, console: Console,
                 err: Console, fail: Callable[[str], None], tune: list[str] | None = None,
-                tune_folds: int | None = None) -> Path | None:
-    """``budgetlab compare``: resolve and check the config (its ``[tune]`` too), tune where asked, run the grid,
-    write the report and print its claims; returns the report's path."""
+                tune_folds: int | None = None) -> int:
+    """``budgetlab compare``: resolve and check the config (its ``[tune]`` too) before anything starts, tune where
+    asked, run the grid, write the report and print its claims; returns the exit code (0: every run completed,
+    ``RUNS_FAILED``, ``INTERRUPTED``). Problems with the config or the services go to ``fail``."""
     if list_presets:
         for name, cfg in presets().items():
             console.print(f"[bold]{name}[/]  ({cfg.expected_time or 'run time not stated'}; --quick under a minute)"
                           f"\n    {cfg.title}", soft_wrap=True)
-        return None
+        return 0
     if (config is None) == (preset is None):
         fail("give a CONFIG.toml or --preset NAME (see --list)")
     if out is None:
@@ -57,31 +63,51 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         if quick and not preset:
             cfg = quick_config(cfg)
         cfg = with_tune_options(cfg, tune or [], tune_folds)
-        check_tune(cfg, resolve_designs(cfg), source)
-    except UnknownPreset as exc:
+    except (UnknownPreset, ConfigError, TuneError) as exc:
         fail(str(exc))
         raise AssertionError("unreachable") from None
-    except (ValidationError, tomllib.TOMLDecodeError, TuneError) as exc:
-        fail(str(exc) if isinstance(exc, TuneError) else f"{source}: {exc}")
+    except ValidationError as exc:
+        fail(f"{source}: {exc}")
         raise AssertionError("unreachable") from None
-    started = time.perf_counter()
-
-    def grid(learner_url: str | None, oracle_url: str | None) -> tuple[list[Design], list[RunOutcome],
-                                                                        list[Tuning]]:
-        tunings = run_tuning(cfg, resolve_designs(cfg), local=local, learner_url=learner_url,
-                             oracle_url=oracle_url, parallel=parallel, console=err)
-        designs, outcomes = run_comparison(cfg, local=local, learner_url=learner_url, oracle_url=oracle_url,
-                                           parallel=parallel, console=err, chosen=chosen_params(tunings))
-        return designs, outcomes, tunings
-
+    problems = preflight(cfg, source, oracle, fail)
+    if problems:
+        fail("\n".join(problems) + f"\n{len(problems)} problem(s) in {source}: nothing was started")
     try:
-        if local or learner:
-            designs, outcomes, tunings = grid(learner, oracle)
-            mode = "local (in-process LocalOracle, no ledger)" if local else f"learner {learner}, oracle {oracle}"
-        else:
-            with managed_services(out) as (oracle_url, learner_url, ledger):
-                designs, outcomes, tunings = grid(learner_url, oracle_url)
-            mode = f"services started by budgetlab compare (ledger {ledger})"
+        check_tune(cfg, resolve_designs(cfg), source)
+    except TuneError as exc:
+        fail(str(exc))
+    started = time.perf_counter()
+    designs = resolve_designs(cfg)
+    tunings: list[Tuning] = []
+    outcomes: list[RunOutcome] = []
+    phase = "tuning"
+
+    def grid(learner_url: str | None, oracle_url: str | None) -> None:
+        nonlocal phase
+        tunings.extend(run_tuning(cfg, designs, local=local, learner_url=learner_url, oracle_url=oracle_url,
+                                  parallel=parallel, console=err))
+        phase = "runs"
+        outcomes.extend(run_comparison(cfg, local=local, learner_url=learner_url, oracle_url=oracle_url,
+                                       parallel=parallel, console=err, chosen=chosen_params(tunings))[1])
+
+    mode = "local (in-process LocalOracle, no ledger)" if local else f"learner {learner}, oracle {oracle}"
+    interrupted: str | None = None
+    try:
+        with sigterm_as_interrupt():
+            if local or learner:
+                grid(learner, oracle)
+            else:
+                with managed_services(out) as (oracle_url, learner_url, ledger):
+                    mode = f"services started by budgetlab compare (ledger {ledger})"
+                    grid(learner_url, oracle_url)
+    except Interrupted as stop:
+        if phase == "runs":
+            outcomes.extend(stop.outcomes)
+            attach_regret(outcomes, designs)
+        cancelled = sum(o.result.status == "cancelled" for o in outcomes)
+        interrupted = (f"interrupted during the runs: {cancelled} of {len(outcomes)} runs cancelled (on the learner "
+                       "too), the curves they had so far are kept" if phase == "runs"
+                       else "interrupted while tuning: no comparison run was started")
     except (ServiceError, Unavailable) as exc:
         fail(f"services unavailable: {exc}")
         raise AssertionError("unreachable") from None
@@ -89,9 +115,29 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         fail(str(exc))
         raise AssertionError("unreachable") from None
     written = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,
-                           wall_time=time.perf_counter() - started, tunings=tunings)
+                           wall_time=time.perf_counter() - started, tunings=tunings, interrupted=interrupted)
     if written.claims:
         console.print(claims_table(written.claims))
     failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} runs completed; report: {written.path}", soft_wrap=True)
-    return written.path
+    if interrupted:
+        err.print(f"[bold red]{interrupted}[/]; partial report: {written.path}", soft_wrap=True)
+        return INTERRUPTED
+    if failed:
+        err.print(f"[bold red]{failed} run(s) did not complete[/] (see the report)", soft_wrap=True)
+        return RUNS_FAILED
+    return 0
+
+
+def preflight(config: CompareConfig, source: str, oracle: str | None, fail: Callable[[str], None]) -> list[str]:
+    """The config's problems (``client.preflight``), with the datasets of the oracle the runs will use when it is
+    given (else of this machine)."""
+    text = Path(source).read_text()
+    if oracle is None:
+        return check_config(config, source, text, LocalCatalog())
+    try:
+        with OracleClient(oracle) as client:
+            return check_config(config, source, text, RemoteCatalog(client))
+    except OracleUnavailable as exc:
+        fail(f"cannot check the config's datasets: {exc}")
+        raise AssertionError("unreachable") from None

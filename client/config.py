@@ -7,15 +7,17 @@ section. ``resolve_designs`` turns a config into those sections; ``quick_config`
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from budgetlab.datasets import describe
 from budgetlab.models import Budget, ParamValue, Strict
+from client.config_errors import ConfigError, shape_errors
 
 Metric = Literal["test_mse", "normalized_mse"]
 
@@ -135,7 +137,8 @@ class CompareConfig(Strict):
     eval_every: int | None = Field(None, ge=1)
     test_budget: int | None = Field(None, ge=1)
     metric: Metric = "test_mse"
-    log_x: bool = False
+    log_x: bool | None = Field(None, description="log-scale the attributes axis of the plots (false: linear); "
+                               "default: each axis turns logarithmic when its curves' spans differ a lot")
     regret_k: int | None = Field(None, ge=1)
     run_timeout: float = Field(3600.0, gt=0, description="seconds a run through the learner service may take; "
                                "a run still going then is cancelled and reported with its curve so far")
@@ -188,8 +191,18 @@ class Design:
 
 
 def load_config(path: Path) -> CompareConfig:
-    with path.open("rb") as f:
-        return CompareConfig.model_validate(tomllib.load(f))
+    """The config in ``path``; ``ConfigError`` says what is wrong with it, at which line of the file."""
+    text = path.read_text()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        at = re.search(r"\(at line (\d+), column \d+\)$", str(exc))
+        raise ConfigError(f"{path}:{at.group(1)}: not valid TOML: {str(exc)[: at.start()].strip()}" if at
+                          else f"{path}: not valid TOML: {exc}") from None
+    try:
+        return CompareConfig.model_validate(data)
+    except ValidationError as exc:
+        raise shape_errors(exc, CompareConfig, str(path), text) from None
 
 
 def quick_config(config: CompareConfig) -> CompareConfig:

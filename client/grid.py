@@ -8,8 +8,9 @@ hindsight (``attach_regret``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -52,6 +53,14 @@ class Job:
 Chosen = dict[tuple[int, str, int], dict[str, ParamValue]]
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a grid: its runs were stopped; ``outcomes`` is what every cell came to."""
+
+    def __init__(self, outcomes: list[RunOutcome]) -> None:
+        super().__init__("interrupted")
+        self.outcomes = outcomes
+
+
 def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str, chosen: Chosen | None = None) -> list[Job]:
     """Every (design, seed, algorithm) cell; ``chosen`` gives a cell's tuned parameters by (design, label, seed)."""
     jobs = []
@@ -88,21 +97,39 @@ def _label(job: Job, designs: list[Design]) -> str:
     return f"{job.entry.label[:24]} · seed {job.seed}{where}"
 
 
+def gather(cells: list[Future[RunOutcome]], jobs: list[Job], stop: Callable[[], None]) -> list[RunOutcome]:
+    """The cells' outcomes in job order. On Ctrl-C: start no further run, ``stop`` the running ones (they end
+    cancelled, with their curves so far) and raise ``Interrupted`` with what every cell came to."""
+    try:
+        return [cell.result() for cell in cells]
+    except KeyboardInterrupt:
+        for cell in cells:
+            cell.cancel()
+        stop()
+        raise Interrupted([cell.result() if not cell.cancelled() else
+                           RunOutcome(job.design, job.entry, job.seed, failed_result(
+                               job.request, "not started: the comparison was interrupted", "cancelled"),
+                               audit="no session (the run did not start)")
+                           for cell, job in zip(cells, jobs, strict=True)]) from None
+
+
 def run_local(jobs: list[Job], designs: list[Design], *, parallel: int, bars: Progress) -> list[RunOutcome]:
     """Every job in-process on its own LocalOracle, ``parallel`` at a time."""
+    cancel = threading.Event()
 
     def one(job: Job) -> RunOutcome:
         task = bars.add_task(_label(job, designs), total=job.request.max_examples, info="")
         result = execute_local(job.request, lambda done, total, info: bars.update(task, completed=done, total=total,
-                                                                                   info=info))
+                                                                                   info=info), cancel)
         bars.update(task, info=result.status)
         return RunOutcome(job.design, job.entry, job.seed, result, audit="local (no ledger)")
 
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-        return list(pool.map(one, jobs))
+        return gather([pool.submit(one, job) for job in jobs], jobs, cancel.set)
 
 
-def execute_local(request: RunCreate, report: Callable[[int, int, str], None]) -> RunResult:
+def execute_local(request: RunCreate, report: Callable[[int, int, str], None],
+                  cancel: threading.Event | None = None) -> RunResult:
     """One run on a LocalOracle; whatever goes wrong ends as a failed result, never an exception."""
     try:
         open_oracle = session_opener(request, None)
@@ -110,7 +137,7 @@ def execute_local(request: RunCreate, report: Callable[[int, int, str], None]) -
                              budget=request.budget)
         horizon = min(request.max_examples or oracle.n_examples, oracle.n_examples)
         try:
-            return run_and_score(request, oracle, open_oracle,
+            return run_and_score(request, oracle, open_oracle, cancel=cancel,
                                  progress=lambda p: report(p.examples, horizon, f"attrs {p.attributes}"))
         finally:
             oracle.close()
@@ -126,6 +153,16 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
     that cannot be reached ends the comparison (``LearnerUnavailable``); a run it refuses is one failed cell.
     """
     with LearnerClient(learner_url) as learner:
+        started: list[str] = []
+        stopping = threading.Event()
+        lock = threading.Lock()
+
+        def stop() -> None:
+            with lock:
+                stopping.set()
+                ids = list(started)
+            for run_id in ids:
+                cancel_quietly(learner, run_id)
 
         def one(job: Job) -> RunOutcome:
             task = bars.add_task(_label(job, designs), total=job.request.max_examples, info="")
@@ -142,6 +179,11 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
                 refused = RunOutcome(job.design, job.entry, job.seed, failed_result(job.request, message))
                 audit_outcome(learner, refused)
                 return refused
+            with lock:
+                started.append(run_id)
+                late_start = stopping.is_set()  # started while the grid was being stopped
+            if late_start:
+                cancel_quietly(learner, run_id)
             late = ""
             try:
                 info = learner.wait(run_id, timeout=run_timeout, poll=POLL_SECONDS, progress=show)
@@ -160,11 +202,21 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             cells = [pool.submit(one, job) for job in jobs]
             try:
-                return [cell.result() for cell in cells]
+                return gather(cells, jobs, stop)
+            except Interrupted:
+                raise
             except BaseException:
                 for cell in cells:  # the learner is gone (or Ctrl-C): start no further run
                     cell.cancel()
                 raise
+
+
+def cancel_quietly(learner: LearnerClient, run_id: str) -> None:
+    """Cancel a run; one that has already ended (or a learner that is gone) is no error here."""
+    try:
+        learner.cancel(run_id)
+    except (LearnerError, LearnerUnavailable):
+        pass
 
 
 def audit_outcome(learner: LearnerClient, outcome: RunOutcome) -> None:

@@ -1,15 +1,20 @@
 """The written record of a comparison: ``report.md`` for people and ``results.json`` with every curve.
 
-Per design and algorithm: the final test MSE, normalized MSE and 0-1 error as mean ± std over the seeds that
-produced a curve, what was paid, wall time, the audit of every session and every failure; online runs add their
-cumulative loss and regret R_T / 10^2 (the unit of Ito et al.'s Tables 2-3). Designs that share a group (the digit
-pairs of Cesa-Bianchi et al.'s table) are also summarised by the median over the group. The claims table
-(``client.claims``) opens the report; a tuned algorithm's section says what tuning chose and what it paid.
+Per design and algorithm: the final errors that fit the task as mean ± sd (ddof = 1) over the seeds that produced
+a curve (test MSE; normalized MSE unless the labels are ±1, where it is the same number; 0-1 error unless it is a
+regression), what was paid, wall time, the audit of every session and every failure, then the same per seed;
+online runs add their cumulative loss and regret R_T / 10^2 (the unit of Ito et al.'s Tables 2-3). Designs that
+share a group (the digit pairs of Cesa-Bianchi et al.'s table) are also summarised by the median over the group.
+The claims table (``client.claims``) opens the report; a tuned algorithm's section says what tuning chose and what
+it paid. ``results.json`` keeps everything with the software and host that produced it (``client.provenance``);
+``curves.csv`` has one row per algorithm, seed and curve point, for pandas.
 """
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -17,10 +22,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from budgetlab.datasets import DatasetError, describe
+from budgetlab.models import Task
 from client.claims import ClaimResult, claims_markdown, evaluate_claims
 from client.config import CompareConfig, Design
 from client.grid import RunOutcome
 from client.plots import plot_design
+from client.provenance import provenance
 from client.summary import AlgorithmSummary, Stat, stat, summarize
 from client.tune import Tuning
 
@@ -33,21 +41,74 @@ def _cell(value: Stat | None, digits: int = 4) -> str:
     return value.text(digits) if value is not None else "—"
 
 
-def design_section(design: Design, summaries: list[AlgorithmSummary], plots: list[str]) -> list[str]:
+@dataclass(frozen=True)
+class Column:
+    """A final score of the tables: the ``CurvePoint`` field, its header and significant digits."""
+
+    key: str
+    header: str
+    digits: int = 4
+
+
+TEST_MSE, NORMALIZED_MSE, ZERO_ONE = (Column("test_mse", "test MSE"), Column("normalized_mse", "normalized MSE"),
+                                      Column("zero_one", "0-1 error", 3))
+
+
+def design_task(design: Design) -> Task | None:
+    """The design's task, where this machine can say (a dataset only the remote oracle has: None)."""
+    try:
+        return describe(design.dataset.name, design.dataset.params).task
+    except DatasetError:
+        return None
+
+
+def metric_columns(task: Task | None, summaries: list[AlgorithmSummary]) -> list[Column]:
+    """The scores that mean something here: no 0-1 error for a regression, and no normalized MSE where it equals
+    the test MSE (±1 labels: the zero predictor's MSE is 1)."""
+    finals = [r.result.final for s in summaries for r in s.completed if r.result.final is not None]
+    same = bool(finals) and all(math.isclose(f.normalized_mse, f.test_mse, rel_tol=1e-9, abs_tol=1e-12)
+                                for f in finals)
+    return [TEST_MSE, *([] if same else [NORMALIZED_MSE]), *([] if task == "regression" else [ZERO_ONE])]
+
+
+def per_seed_table(summaries: list[AlgorithmSummary], columns: list[Column]) -> list[str]:
+    """One row per run: its status, final scores (a run that did not complete shows its curve's last point),
+    what it paid and its audit."""
+    regret = any(r.regret is not None for s in summaries for r in s.runs)
+    lines = ["", "Per seed:", "", "| algorithm | seed | status | " + " | ".join(c.header for c in columns)
+             + (" | R_T / 10^2" if regret else "") + " | attributes paid | examples | wall time (s) | audit |",
+             "|---|---|---|" + "---|" * (len(columns) + regret + 4)]
+    for s in summaries:
+        for r in s.runs:
+            final = r.result.final
+            scores = [f"{getattr(final, c.key):.{c.digits}g}" if final is not None else "—" for c in columns]
+            if regret:
+                scores.append(f"{r.regret / 100:.4g}" if r.regret is not None else "—")
+            lines.append(f"| {s.label} | {r.seed} | {r.result.status} | " + " | ".join(scores)
+                         + f" | {r.result.attributes:,} | {r.result.examples:,} | {r.result.wall_time:.3g} "
+                           f"| {r.audit or '—'} |")
+    return lines
+
+
+def design_section(design: Design, summaries: list[AlgorithmSummary], plots: list[str],
+                   task: Task | None = None) -> list[str]:
     budget = design.budget
     lines = [f"## {design.name}", ""]
     if design.description:
         lines += [design.description, ""]
     params = ", ".join(f"{k}={v}" for k, v in design.dataset.params.items())
+    per = "k′ = {} attributes observed per round" if design.regret_k is not None else "{} attributes per example"
     lines += [f"Dataset `{design.dataset.name}`" + (f" ({params})" if params else "")
-              + f"; budget: {budget.per_example or 'all'} attributes per example"
+              + f"; budget: {per.format(budget.per_example or 'all')}"
               + (f", {budget.total:g} in total" if budget.total is not None else "") + ".", ""]
-    lines += ["| algorithm | per example | test MSE | normalized MSE | 0-1 error | attributes paid | examples "
-              "| wall time (s) | runs ok | audit |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    columns = metric_columns(task, summaries)
+    lines += ["Mean ± sd (ddof = 1) over the seeds whose run completed; the plots' bands are the same sd.", ""]
+    lines += ["| algorithm | per example | " + " | ".join(c.header for c in columns)
+              + " | attributes paid | examples | wall time (s) | runs ok | audit |",
+              "|---|---|" + "---|" * len(columns) + "---|---|---|---|---|"]
     for s in summaries:
-        lines.append(f"| {s.label} (`{s.id}`) | {s.per_example or 'all'} | {_cell(s.final('test_mse'))} "
-                     f"| {_cell(s.final('normalized_mse'))} | {_cell(s.final('zero_one'), 3)} "
+        scores = " | ".join(_cell(s.final(c.key), c.digits) for c in columns)
+        lines.append(f"| {s.label} (`{s.id}`) | {s.per_example or 'all'} | {scores} "
                      f"| {_cell(s.of('attributes'), 6)} | {_cell(s.of('examples'), 6)} | {_cell(s.of('wall_time'), 3)} "
                      f"| {len(s.completed)}/{len(s.runs)} | {s.audits()} |")
     online = [s for s in summaries if s.cumulative_loss() is not None]
@@ -63,36 +124,47 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
                          f"| {_cell(scaled, 4)} |")
     with_test = [(s, r) for s in summaries for r in s.completed if r.result.test_budget is not None]
     if with_test:
+        zero_one = task != "regression"
         lines += ["", "Prediction on a budget (test sessions that observe only the K largest weights):", "",
-                  "| algorithm | K | test MSE | 0-1 error |", "|---|---|---|---|"]
+                  "| algorithm | K | test MSE |" + (" 0-1 error |" if zero_one else ""),
+                  "|---|---|---|" + ("---|" if zero_one else "")]
         for s in summaries:
             scores = [r.result.test_budget for r in s.completed if r.result.test_budget is not None]
             if scores:
-                lines.append(f"| {s.label} | {scores[0].per_example} | {_cell(stat([t.mse for t in scores]))} "
-                             f"| {_cell(stat([t.zero_one for t in scores]), 3)} |")
+                lines.append(f"| {s.label} | {scores[0].per_example} | {_cell(stat([t.mse for t in scores]))} |"
+                             + (f" {_cell(stat([t.zero_one for t in scores]), 3)} |" if zero_one else ""))
     failures = [r for s in summaries for r in s.failures]
     if failures:
         lines += ["", "Runs that did not complete:", ""]
         lines += [f"- {r.entry.label}, seed {r.seed}: **{r.result.status}** — {r.result.message or 'no message'}"
                   for r in failures]
+    if any(s.runs for s in summaries):
+        lines += per_seed_table(summaries, columns)
     if plots:
         lines += [""] + [f"![{Path(p).stem}]({p})" for p in plots]
     return lines + [""]
 
 
-def median_tables(designs: list[Design], summaries: list[list[AlgorithmSummary]]) -> list[str]:
-    """Median over the designs of each group of the per-design mean final test MSE and 0-1 error."""
+def median_tables(designs: list[Design], summaries: list[list[AlgorithmSummary]],
+                  tasks: list[Task | None] | None = None) -> list[str]:
+    """Median over the designs of each group of the per-design mean final test MSE (and 0-1 error, unless the
+    group is regression)."""
     lines: list[str] = []
+    tasks = tasks or [None] * len(designs)
     groups = sorted({d.group for d in designs if d.group})
     for group in groups:
         members = [s for d, s in zip(designs, summaries, strict=True) if d.group == group]
+        columns = [TEST_MSE] + ([] if all(t == "regression" for d, t in zip(designs, tasks, strict=True)
+                                          if d.group == group) else [ZERO_ONE])
         lines += [f"## {group}: median over {len(members)} datasets", "",
-                  "| algorithm | median test MSE | median 0-1 error |", "|---|---|---|"]
+                  "| algorithm | " + " | ".join(f"median {c.header}" for c in columns) + " |",
+                  "|---|" + "---|" * len(columns)]
         for label in [s.label for s in members[0]]:
-            mse = [f.mean for m in members for s in m if s.label == label and (f := s.final("test_mse"))]
-            zero_one = [f.mean for m in members for s in m if s.label == label and (f := s.final("zero_one"))]
-            lines.append(f"| {label} | {statistics.median(mse):.4g} | {statistics.median(zero_one):.3g} |"
-                         if mse else f"| {label} | — | — |")
+            cells = []
+            for c in columns:
+                means = [f.mean for m in members for s in m if s.label == label and (f := s.final(c.key))]
+                cells.append(f"{statistics.median(means):.{c.digits}g}" if means else "—")
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
 
@@ -158,37 +230,78 @@ class Written:
 
 def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
                  mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0,
-                 tunings: list[Tuning] | None = None) -> Written:
-    """Write report.md, results.json and the plots into ``out``; the claims table opens the report."""
+                 tunings: list[Tuning] | None = None, interrupted: str | None = None) -> Written:
+    """Write report.md, results.json, curves.csv and the plots into ``out``; the claims table opens the report.
+    ``interrupted`` says why the report is partial (the outcomes are what the runs came to before the stop)."""
     out.mkdir(parents=True, exist_ok=True)
     tunings = tunings or []
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
+    tasks = [design_task(d) for d in designs]
     claims = evaluate_claims(config, designs, per_design)
+    origin = provenance()
     lines = [f"# {config.title}", ""]
+    if interrupted:
+        lines += [f"**Partial report: {interrupted}.**", ""]
     lines += claims_markdown(config, claims)
     if config.description:
         lines += [config.description, ""]
     lines += [f"- mode: {mode}" + (f"; preset `{preset}`" + (" with --quick" if quick else "") if preset else ""),
               f"- seeds: {', '.join(map(str, config.seeds))}; max examples: {config.max_examples or 'all'}; "
               f"eval every: {config.eval_every or 'default'}",
-              f"- generated {datetime.now(UTC).isoformat(timespec='seconds')}, wall time {wall_time:.1f} s"]
+              f"- generated {datetime.now(UTC).isoformat(timespec='seconds')}, wall time {wall_time:.1f} s",
+              f"- {software(origin)}"]
     if config.expected_time:
         lines.append(f"- expected run time of the full comparison: {config.expected_time}")
     lines.append("")
-    lines += median_tables(designs, per_design)
+    lines += median_tables(designs, per_design, tasks)
     designs_json = []
     for i, (design, summaries) in enumerate(zip(designs, per_design, strict=True)):
         plots = plot_design(out, f"{i:02d}-{slug(design.name)}", design, summaries, metric=config.metric,
-                            log_x=config.log_x)
-        lines += design_section(design, summaries, [p.name for p in plots])
+                            log_x_axis=config.log_x)
+        lines += design_section(design, summaries, [p.name for p in plots], tasks[i])
         lines += tuning_section(config, summaries, [t for t in tunings if t.design == i])
-        designs_json.append(design_json(design, summaries, [p.name for p in plots]))
+        designs_json.append({**design_json(design, summaries, [p.name for p in plots]), "task": tasks[i]})
     (out / "report.md").write_text("\n".join(lines))
     results = {"title": config.title, "mode": mode, "preset": preset, "quick": quick, "wall_time": wall_time,
+               "interrupted": interrupted, "provenance": origin,
                "claims": [c.json() for c in claims], "config": config.model_dump(mode="json"),
                "designs": designs_json, "tuning": [t.json() for t in tunings]}
     (out / "results.json").write_text(json.dumps(results, indent=1))
+    write_curves(out / "curves.csv", designs, per_design)
     return Written(out / "report.md", claims)
+
+
+def software(origin: dict[str, Any]) -> str:
+    """One line of the report: what produced it."""
+    git = (f" (git {origin['git_commit'][:12]}" + (", with uncommitted changes" if origin["git_modified"] else "")
+           + ")") if origin["git_commit"] else ""
+    return (f"budgetlab {origin['budgetlab']}{git}; Python {origin['python']}, numpy {origin['numpy']}, "
+            f"scikit-learn {origin['scikit-learn']}; host {origin['host']}")
+
+
+CURVE_COLUMNS = ("design", "group", "dataset", "algorithm", "algorithm_id", "seed", "status", "examples",
+                 "attributes", "cost", "test_mse", "normalized_mse", "zero_one", "cumulative_loss", "regret")
+
+
+def write_curves(path: Path, designs: list[Design], per_design: list[list[AlgorithmSummary]]) -> None:
+    """curves.csv: one row per (design, algorithm, seed, curve point), every run, completed or not (its status
+    says); ``regret`` is R_T at the point for online runs, else empty."""
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(CURVE_COLUMNS)
+        for design, summaries in zip(designs, per_design, strict=True):
+            for s in summaries:
+                for r in s.runs:
+                    regrets = iter(r.regret_curve)
+                    for p in r.result.curve:
+                        regret = next(regrets, None) if p.cumulative_loss is not None and r.regret_curve else None
+                        writer.writerow([design.name, design.group, design.dataset.name, s.label, s.id, r.seed,
+                                         r.result.status, p.examples, p.attributes, p.cost, p.test_mse,
+                                         p.normalized_mse, p.zero_one, _blank(p.cumulative_loss), _blank(regret)])
+
+
+def _blank(value: float | None) -> float | str:
+    return "" if value is None else value
 
 
 def _stat_json(value: Stat | None) -> dict[str, float] | None:

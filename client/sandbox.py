@@ -21,7 +21,7 @@ from budgetlab.errors import Unavailable
 from client.config import CompareConfig
 from client.grid import run_comparison
 from client.report import Written, write_report
-from client.services import ServiceError, managed_services
+from client.services import ServiceError, managed_services, sigterm_as_interrupt
 
 # The story of the papers in miniature: with 5 of 784 pixels per image and their default (theoretical) parameters,
 # attribute-efficient learners classify almost as well as ridge, which sees every pixel, their squared error falls
@@ -114,10 +114,11 @@ def story(written: Written, results: dict[str, Any], zero_one: float) -> list[st
 
 def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Path, examples: int | None,
                 console: Console, fail: Callable[[str], None]) -> None:
-    """``budgetlab sandbox``: start, demo, print where everything is, serve until Ctrl-C (or exit with --demo-only)."""
+    """``budgetlab sandbox``: start, demo, print where everything is, serve until Ctrl-C or SIGTERM (or exit with
+    --demo-only); either signal stops both services before it returns."""
     config = demo_config(examples)
     try:
-        with managed_services(out, oracle_port, learner_port) as (oracle, learner, ledger):
+        with sigterm_as_interrupt(), managed_services(out, oracle_port, learner_port) as (oracle, learner, ledger):
             console.print(f"oracle  {oracle}  (API docs {oracle}/docs)\nlearner {learner}  (API docs {learner}/docs)"
                           f"\nledger  {ledger}", soft_wrap=True)
             started = time.perf_counter()
@@ -132,11 +133,10 @@ def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Pa
                           f"\nAPI docs:    {oracle}/docs and {learner}/docs\nledger:      {ledger}", soft_wrap=True)
             if demo_only:
                 return
-            console.print("services keep running; Ctrl-C stops them")
-            try:
-                while True:
-                    time.sleep(1)
-            except KeyboardInterrupt:
-                console.print("stopping")
+            console.print("services keep running; Ctrl-C (or SIGTERM) stops them")
+            while True:
+                time.sleep(1)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the with block has stopped both services
+        console.print("stopped")
     except (ServiceError, Unavailable) as exc:
         fail(str(exc))

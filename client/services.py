@@ -190,8 +190,11 @@ def service(args: Sequence[str], log: Path, *, port: int | None = None, env: dic
     """
     deadline = time.monotonic() + timeout
     with log.open("w") as sink:
+        # A session of its own: Ctrl-C at the terminal reaches only this process, which first cancels its runs on
+        # the child (``budgetlab compare``) and then stops it; the child must not die with the keypress.
         process = subprocess.Popen([*program, *args, "--port", str(port or 0)], stdout=sink,
-                                   stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd)
+                                   stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd,
+                                   start_new_session=True)
         with running(process, args, log, deadline) as url:
             yield url
 
@@ -211,6 +214,26 @@ def running(process: subprocess.Popen[bytes], args: Sequence[str], log: Path, de
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM is Ctrl-C: it raises KeyboardInterrupt in the main thread, so a command stopped
+    by ``kill`` or a service manager cleans up as on Ctrl-C (its runs cancelled, its child services stopped).
+    A second SIGTERM is ignored while that cleanup runs (SIGKILL still ends everything at once)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

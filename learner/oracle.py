@@ -23,6 +23,8 @@ class Oracle(TypingProtocol):
     """One oracle session, as the runner sees it."""
 
     session_id: str | None
+    # The dataset's parameters as the oracle resolved them: typed, defaults included, whatever form the caller used.
+    dataset_params: dict[str, ParamValue]
     d: int
     n_examples: int
     budget: Budget
@@ -60,6 +62,7 @@ class SessionOracle:
         info = session.info
         self.session = session
         self.session_id = session_id
+        self.dataset_params: dict[str, ParamValue] = dict(info.dataset_params)
         self.d: int = info.d
         self.n_examples: int = info.n_examples
         self.budget: Budget = info.budget

@@ -64,7 +64,6 @@ def run_algorithm(
     progress: Callable[[Progress], None] | None = None,
     cancel: threading.Event | None = None,
     dataset: str = "",
-    dataset_params: dict[str, ParamValue] | None = None,
 ) -> RunResult:
     """Run ``algorithm_id`` on ``oracle`` for at most ``max_examples`` examples (default: the whole split)."""
     params = dict(params or {})
@@ -75,7 +74,7 @@ def run_algorithm(
     result = RunResult(
         algorithm=algorithm_id,
         dataset=dataset,
-        dataset_params=dict(dataset_params or {}),
+        dataset_params=dict(oracle.dataset_params),
         params=params,
         seed=seed,
         status="running",
@@ -144,4 +143,7 @@ def run_algorithm(
     result.cost = oracle.spent
     result.cumulative_loss = cumulative_loss if online else None
     result.wall_time = time.perf_counter() - started
+    # Read at the end: some algorithms resolve a parameter only once they have seen data (a two-phase step size).
+    result.resolved_params = {name: value.item() if isinstance(value, np.generic) else value
+                              for name, value in algorithm.config.items()}
     return result

@@ -1,0 +1,175 @@
+"""A comparison checked before anything starts: every algorithm id, parameter, dataset and budget of its config.
+
+Each algorithm is built exactly as its runs will build it (``Problem`` from the dataset's d and size, the effective
+budget, its parameters and every ``[tune]`` value to try), without data: what the constructor refuses (an unknown or
+ill-typed parameter, a budget below what the algorithm needs, a full-information reference given fewer than d
+attributes) is refused here, with the file and line, instead of as failed runs after the services started.
+Datasets are described by the oracle the runs will use (``RemoteCatalog``) or by this machine (``LocalCatalog``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from budgetlab.datasets import DatasetError, UnknownDataset, describe, list_datasets
+from budgetlab.errors import OracleError
+from budgetlab.models import Budget, DatasetInfo, ParamValue
+from budgetlab.oracle_client import OracleClient
+from client.config import AlgorithmEntry, CompareConfig, DatasetSpec
+from client.config_errors import Loc, did_you_mean, key_lines, located
+from learner.algorithms import Algorithm, ParamError, Problem, algorithms
+
+
+class Catalog(Protocol):
+    def describe(self, name: str, params: dict[str, ParamValue]) -> DatasetInfo:
+        """What the dataset is (DatasetError, UnknownDataset for a name it does not serve)."""
+
+    def names(self) -> list[str]: ...
+
+
+class LocalCatalog:
+    """The datasets of this machine (``--local``, or the services ``compare`` starts here)."""
+
+    def describe(self, name: str, params: dict[str, ParamValue]) -> DatasetInfo:
+        return describe(name, params)
+
+    def names(self) -> list[str]:
+        return [d.name for d in list_datasets().datasets]
+
+
+class RemoteCatalog:
+    """The datasets of the oracle the runs will use (OracleUnavailable when it cannot be reached)."""
+
+    def __init__(self, client: OracleClient) -> None:
+        self.client = client
+
+    def describe(self, name: str, params: dict[str, ParamValue]) -> DatasetInfo:
+        spec = name + (":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                                      for k, v in params.items()) if params else "")
+        try:
+            return self.client.dataset(spec)
+        except OracleError as exc:
+            raise (UnknownDataset if exc.status == 404 else DatasetError)(exc.detail) from None
+
+    def names(self) -> list[str]:
+        return [d.name for d in self.client.datasets().datasets]
+
+
+@dataclass
+class Findings:
+    """The problems found, each at its place in the config (deduplicated: a top-level algorithm is checked in
+    every design that uses it)."""
+
+    source: str
+    text: str
+    problems: dict[tuple[Loc, str], None] = field(default_factory=dict)
+
+    def add(self, loc: Loc, message: str) -> None:
+        self.problems[(loc, message)] = None
+
+    def lines(self) -> list[str]:
+        where = key_lines(self.text)
+        return [located(self.source, where, loc, message) for loc, message in self.problems]
+
+
+@dataclass
+class Section:
+    """One ``[[designs]]`` entry (or the config's top level) with where each of its parts was written."""
+
+    datasets: list[tuple[DatasetSpec, Loc]]
+    budget: Budget
+    budget_loc: Loc
+    entries: list[AlgorithmEntry]
+    entries_loc: Loc
+
+
+def sections(config: CompareConfig) -> list[Section]:
+    """The config's designs as ``resolve_designs`` reads them, keeping the path of every part in the file."""
+    out = []
+    for j, spec in enumerate(config.designs or [None]):
+        at: Loc = ("designs", j) if spec is not None else ()
+        budget, budget_loc = ((spec.budget, at + ("budget",)) if spec is not None and spec.budget is not None
+                              else (config.budget, ("budget",)))
+        entries, entries_loc = ((spec.algorithms, at + ("algorithms",)) if spec is not None
+                                and spec.algorithms is not None else (config.algorithms, ("algorithms",)))
+        if spec is not None and spec.datasets:
+            datasets = [(DatasetSpec(name=name), at + ("datasets", i)) for i, name in enumerate(spec.datasets)]
+        elif spec is not None and spec.dataset is not None:
+            datasets = [(spec.dataset, at + ("dataset",))]
+        else:
+            assert config.dataset is not None  # CompareConfig's validator saw to it
+            datasets = [(config.dataset, ("dataset",))]
+        out.append(Section(datasets, budget, budget_loc, entries, entries_loc))
+    return out
+
+
+def check_config(config: CompareConfig, source: str, text: str, catalog: Catalog) -> list[str]:
+    """Every problem of ``config`` (read from ``text`` in the file ``source``) as ``FILE:LINE: ...``; none: it can
+    run. The oracle's ``OracleUnavailable`` propagates (the caller says the oracle cannot be reached)."""
+    found = Findings(source, text)
+    known_datasets: list[str] | None = None
+    for section in sections(config):
+        for dataset, dataset_loc in section.datasets:
+            try:
+                info = catalog.describe(dataset.name, dataset.params)
+            except UnknownDataset as exc:
+                known_datasets = catalog.names() if known_datasets is None else known_datasets
+                loc = dataset_loc if dataset_loc[-1] != "dataset" else dataset_loc + ("name",)
+                found.add(loc, f"{exc}{did_you_mean(dataset.name, known_datasets)}")
+                continue
+            except DatasetError as exc:
+                found.add(dataset_loc + ("params",) if dataset.params else dataset_loc, str(exc))
+                continue
+            if section.budget.costs is not None and len(section.budget.costs) != info.d:
+                found.add(section.budget_loc + ("costs",), f"lists {len(section.budget.costs)} costs; "
+                                                           f"{info.name} has d = {info.d} attributes")
+            for i, entry in enumerate(section.entries):
+                _check_entry(found, config, entry, section.entries_loc + (i,), section.budget, info)
+    return found.lines()
+
+
+def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, loc: Loc, budget: Budget,
+                 info: DatasetInfo) -> None:
+    table = algorithms()
+    if entry.id not in table:
+        found.add(loc + ("id",), f"unknown algorithm {entry.id!r}{did_you_mean(entry.id, table)}; "
+                                 f"known: {', '.join(table)}")
+        return
+    cls = table[entry.id]
+    unknown = [name for name in entry.params if name not in cls.params]
+    for name in unknown:
+        found.add(loc + ("params", name), f"{entry.id} has no parameter {name!r}{did_you_mean(name, cls.params)}; "
+                                          f"it takes {', '.join(cls.params) or 'none'}")
+    if unknown:
+        return
+    per_example = entry.per_example if entry.per_example is not None else budget.per_example
+    total = entry.total if entry.total is not None else budget.total
+    n = min(config.max_examples or info.n_train, info.n_train)
+    problem = Problem(d=info.d, k=per_example, n_examples=n, total=total,
+                      second_moments=np.ones(info.d) if cls.needs_second_moments else None)
+    what = f"{entry.label} ({entry.id}) on {info.name} with k = {per_example if per_example is not None else 'all'}"
+    message = _refusal(cls, problem, config.seeds[0], entry.params)
+    if message:
+        found.add(loc, f"{what}: {message}")
+    tune = config.tune
+    grid = (tune.grid.get(entry.label) or tune.grid.get(entry.id) or {}) if tune is not None else {}
+    key = entry.label if tune is not None and entry.label in tune.grid else entry.id
+    for name, values in grid.items():
+        if name not in cls.params:
+            continue  # [tune]'s own check names it
+        for value in values:
+            message = _refusal(cls, problem, config.seeds[0], {**entry.params, name: value})
+            if message:
+                found.add(("tune", "grid", key, name), f"{what}, {name} = {value!r}: {message}")
+
+
+def _refusal(cls: type[Algorithm], problem: Problem, seed: int, params: dict[str, ParamValue]) -> str:
+    """Why the algorithm refuses to be built with these parameters (nothing when it accepts them)."""
+    try:
+        cls(problem, seed=seed, **params)
+    except (ParamError, ValueError, TypeError) as exc:
+        return str(exc)
+    return ""
