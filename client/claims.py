@@ -185,6 +185,8 @@ def evaluate_claims(config: CompareConfig, designs: list[Design],
 
 
 def metric_words(claim: ClaimSpec) -> str:
+    if claim.kind == "rho":
+        return ""  # a property of the data, not of a run
     words = {"test_mse": "test MSE", "normalized_mse": "normalized MSE", "zero_one": "0-1 error",
              "regret": "R_T / 10^2", "attributes": "attributes paid"}[claim.metric]
     return words + (", at equal attributes" if claim.at == "equal_attributes" else "")
