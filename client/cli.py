@@ -369,6 +369,11 @@ def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False) ->
     # stays readable at 80 columns.
     table = Table("id", "paper, where", "protocol", "parameters")
     table.columns[0].no_wrap = True
+    table.columns[3].min_width = max(len(p.name) + 1 for i in infos for p in i.params)  # never cut (its comma too)
+    # The paper takes what the others leave (rich would crop the table's edge rather than squeeze it); a word
+    # longer than that (sklearn.linear_model...) breaks instead of being cut.
+    others = max(len(i.id) for i in infos) + len("protocol") + table.columns[3].min_width + 13  # 13: borders
+    table.columns[1].max_width, table.columns[1].overflow = max(16, console.width - others), "fold"
     for i in infos:
         cited = re.search(r"\b(?:19|20)\d\d\b", i.paper)
         paper = ("full information" if i.paper.startswith("full-information")

@@ -21,7 +21,7 @@ from budgetlab.oracle_client import OracleClient
 from client.claims import claims_table
 from client.config import CompareConfig, load_config, quick_config, resolve_designs
 from client.config_errors import ConfigError
-from client.grid import Interrupted, RunOutcome, attach_regret, run_comparison
+from client.grid import NOT_STARTED, Interrupted, RunOutcome, attach_regret, run_comparison
 from client.preflight import LocalCatalog, RemoteCatalog, check_config
 from client.presets import PRESET_DIR, UnknownPreset, load_preset, presets
 from client.report import write_report
@@ -104,10 +104,11 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         if phase == "runs":
             outcomes.extend(stop.outcomes)
             attach_regret(outcomes, designs)
-        cancelled = sum(o.result.status == "cancelled" for o in outcomes)
-        interrupted = (f"interrupted during the runs: {cancelled} of {len(outcomes)} runs cancelled (on the learner "
-                       "too), the curves they had so far are kept" if phase == "runs"
-                       else "interrupted while tuning: no comparison run was started")
+        unstarted = sum(o.result.message == NOT_STARTED for o in outcomes)
+        stopped = sum(o.result.status == "cancelled" for o in outcomes) - unstarted
+        interrupted = (f"interrupted during the runs: {stopped} run(s) cancelled with their curves so far"
+                       + ("" if local else " (on the learner too)") + f", {unstarted} not started"
+                       if phase == "runs" else "interrupted while tuning: no comparison run was started")
     except (ServiceError, Unavailable) as exc:
         fail(f"services unavailable: {exc}")
         raise AssertionError("unreachable") from None

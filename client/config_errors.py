@@ -110,6 +110,13 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
+def unknown(what: str, name: str, choices: Iterable[str], listed: str) -> str:
+    """``unknown algorithm 'aerr2'; did you mean 'aerr'? Known: ...``, or ``...; known: ...`` without a close one."""
+    choices = list(choices)
+    hint = did_you_mean(name, choices)
+    return f"{what} {name!r}{hint}" + (f" {listed[:1].upper()}{listed[1:]}" if hint else f"; {listed}")
+
+
 def located(source: str, lines: dict[Loc, int], loc: Loc, message: str) -> str:
     line = line_of(lines, loc)
     at = f"{source}:{line}" if line is not None else source

@@ -53,6 +53,9 @@ class Job:
 Chosen = dict[tuple[int, str, int], dict[str, ParamValue]]
 
 
+NOT_STARTED = "not started: the comparison was interrupted"
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) during a grid: its runs were stopped; ``outcomes`` is what every cell came to."""
 
@@ -108,7 +111,7 @@ def gather(cells: list[Future[RunOutcome]], jobs: list[Job], stop: Callable[[], 
         stop()
         raise Interrupted([cell.result() if not cell.cancelled() else
                            RunOutcome(job.design, job.entry, job.seed, failed_result(
-                               job.request, "not started: the comparison was interrupted", "cancelled"),
+                               job.request, NOT_STARTED, "cancelled"),
                                audit="no session (the run did not start)")
                            for cell, job in zip(cells, jobs, strict=True)]) from None
 

@@ -118,7 +118,7 @@ def _title(design: Design) -> str:
     k = design.budget.per_example
     if design.regret_k is not None:  # Ito et al.: k' attributes observed per round, a k-sparse comparator
         parts = [design.name, data, (f"k′ = {k} attributes observed per round" if k else "all attributes observed")
-                 + f"; regret against the best k-sparse w, k = {design.regret_k}"]
+                 + f"; regret vs the best k-sparse w, k = {design.regret_k}"]
     else:
         parts = [design.name, data + ", " + (f"k = {k} attributes per example" if k else "full information")]
     return "\n".join(line for part in parts for line in textwrap.wrap(part, TITLE_WIDTH, break_on_hyphens=False))

@@ -19,7 +19,7 @@ from budgetlab.errors import OracleError
 from budgetlab.models import Budget, DatasetInfo, ParamValue
 from budgetlab.oracle_client import OracleClient
 from client.config import AlgorithmEntry, CompareConfig, DatasetSpec
-from client.config_errors import Loc, did_you_mean, key_lines, located
+from client.config_errors import Loc, did_you_mean, key_lines, line_of, located, unknown
 from learner.algorithms import Algorithm, ParamError, Problem, algorithms
 
 
@@ -71,8 +71,10 @@ class Findings:
         self.problems[(loc, message)] = None
 
     def lines(self) -> list[str]:
+        """One ``FILE:LINE: ...`` per problem, in the order of the file."""
         where = key_lines(self.text)
-        return [located(self.source, where, loc, message) for loc, message in self.problems]
+        ordered = sorted(self.problems, key=lambda problem: line_of(where, problem[0]) or 0)
+        return [located(self.source, where, loc, message) for loc, message in ordered]
 
 
 @dataclass
@@ -112,6 +114,9 @@ def check_config(config: CompareConfig, source: str, text: str, catalog: Catalog
     found = Findings(source, text)
     known_datasets: list[str] | None = None
     for section in sections(config):
+        # Ids and parameter names need no dataset: they are checked even where every dataset is wrong.
+        known = [(entry, section.entries_loc + (i,)) for i, entry in enumerate(section.entries)
+                 if _names_known(found, entry, section.entries_loc + (i,))]
         for dataset, dataset_loc in section.datasets:
             try:
                 info = catalog.describe(dataset.name, dataset.params)
@@ -126,25 +131,29 @@ def check_config(config: CompareConfig, source: str, text: str, catalog: Catalog
             if section.budget.costs is not None and len(section.budget.costs) != info.d:
                 found.add(section.budget_loc + ("costs",), f"lists {len(section.budget.costs)} costs; "
                                                            f"{info.name} has d = {info.d} attributes")
-            for i, entry in enumerate(section.entries):
-                _check_entry(found, config, entry, section.entries_loc + (i,), section.budget, info)
+            for entry, loc in known:
+                _check_entry(found, config, entry, loc, section.budget, info)
     return found.lines()
+
+
+def _names_known(found: Findings, entry: AlgorithmEntry, loc: Loc) -> bool:
+    """Whether the entry's algorithm id and parameter names exist (each that does not is a finding)."""
+    table = algorithms()
+    if entry.id not in table:
+        found.add(loc + ("id",), unknown("unknown algorithm", entry.id, table, f"known: {', '.join(table)}"))
+        return False
+    accepted = table[entry.id].params
+    strange = [name for name in entry.params if name not in accepted]
+    for name in strange:
+        found.add(loc + ("params", name), unknown(f"{entry.id} has no parameter", name, accepted,
+                                                  f"it takes {', '.join(accepted) or 'none'}"))
+    return not strange
 
 
 def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, loc: Loc, budget: Budget,
                  info: DatasetInfo) -> None:
-    table = algorithms()
-    if entry.id not in table:
-        found.add(loc + ("id",), f"unknown algorithm {entry.id!r}{did_you_mean(entry.id, table)}; "
-                                 f"known: {', '.join(table)}")
-        return
-    cls = table[entry.id]
-    unknown = [name for name in entry.params if name not in cls.params]
-    for name in unknown:
-        found.add(loc + ("params", name), f"{entry.id} has no parameter {name!r}{did_you_mean(name, cls.params)}; "
-                                          f"it takes {', '.join(cls.params) or 'none'}")
-    if unknown:
-        return
+    """The entry's algorithm built on this dataset and budget, with its parameters and every [tune] value."""
+    cls = algorithms()[entry.id]
     per_example = entry.per_example if entry.per_example is not None else budget.per_example
     total = entry.total if entry.total is not None else budget.total
     n = min(config.max_examples or info.n_train, info.n_train)

@@ -115,3 +115,35 @@ def test_serve_oracle_with_a_bad_database_url_says_so(tmp_path: Path) -> None:
                                                       "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     assert done.returncode == 1 and "cannot prepare the ledger database" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_version_names_the_release_and_the_commit() -> None:
+    from importlib import metadata
+
+    line = cli("--version").strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent).stdout.strip()
+    assert line.startswith(f"budgetlab {metadata.version('budgetlab')} (git {head[:12]}")
+    assert line.endswith(f"Python {sys.version.split()[0]})")
+
+
+@pytest.mark.parametrize("command", [["algorithms"], ["datasets", "list"]])
+def test_listings_stay_readable_at_80_columns(command: list[str]) -> None:
+    result = CliRunner().invoke(app, command, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert "…" not in result.output  # nothing cut off
+    if command == ["algorithms"]:
+        from learner.algorithms import algorithms
+
+        assert all(line.endswith(("┓", "┃", "┩", "│", "┘")) for line in lines)  # the table's right edge is there
+        first_cells = [line.split("│")[1].strip() for line in lines if line.startswith("│")]
+        assert set(algorithms()) <= set(first_cells)  # every id whole, on one line
+        assert len(lines) <= 3 * len(algorithms()) + 4  # at most three lines an algorithm
+    else:
+        from budgetlab.datasets import list_datasets
+
+        for info in list_datasets().datasets:
+            assert any(line.startswith(f"{info.name}  {info.task}, ") for line in lines)
+            assert info.description.split()[0] in result.output

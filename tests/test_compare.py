@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import platform
+import signal
+import socket
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pytest
+import sklearn
 from typer.testing import CliRunner
 
+from budgetlab.learner_client import LearnerClient
+from budgetlab.models import Budget
 from client.cli import app
-from client.compare import RUNS_FAILED
+from client.compare import INTERRUPTED, RUNS_FAILED
+from client.grid import NOT_STARTED
+from learner.oracle import LocalOracle
+from learner.runner import run_algorithm
+from tests.servers import learner_server
+
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 CONFIG = """
 title = "compare test"
@@ -130,3 +148,98 @@ def test_a_run_past_the_run_timeout_is_cancelled_with_its_curve_so_far(learner_u
     assert "did not end within 1 s" in run["result"]["message"] and "cancelled" in run["result"]["message"]
     assert 0 < run["result"]["examples"] < 50_000 and run["result"]["curve"]
     assert run["audit"] == "compliant"  # what it paid before the cancel is in the ledger, and adds up
+
+
+def test_results_record_the_software_the_host_and_the_parameters_in_effect(service_results: dict) -> None:
+    results = service_results["results"]
+    origin = results["provenance"]
+    assert origin["budgetlab"] == metadata.version("budgetlab")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=CHECKOUT).stdout.strip()
+    assert origin["git_commit"] == head and isinstance(origin["git_modified"], bool)
+    assert origin["numpy"] == np.__version__ and origin["scikit-learn"] == sklearn.__version__
+    assert origin["python"] == platform.python_version() and origin["host"] == socket.gethostname()
+    report = (service_results["out"] / "report.md").read_text()
+    assert f"budgetlab {origin['budgetlab']} (git {head[:12]}" in report and f"host {origin['host']}" in report
+    # AER ran with its theoretical lambda and radius: they are recorded, and running with them gives its weights.
+    aer = by_label(results)["AER"]["runs"][0]["result"]
+    assert aer["params"] == {} and set(aer["resolved_params"]) == {"lam", "radius"}
+    assert all(isinstance(v, float) and v > 0 for v in aer["resolved_params"].values())
+    again = run_algorithm("aer", LocalOracle("digits-3v5", budget=Budget(per_example=4), seed=0), seed=0,
+                          params=aer["resolved_params"], max_examples=40, eval_every=10)
+    assert again.weights == pytest.approx(aer["weights"], rel=1e-9, abs=1e-12)
+    assert by_label(results)["AELR"]["runs"][0]["result"]["resolved_params"].keys() == {"B", "eta"}
+
+
+def test_curves_csv_has_a_row_per_algorithm_seed_and_point(service_results: dict) -> None:
+    with (service_results["out"] / "curves.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    expected = [(a["label"], r["seed"], p) for a in service_results["results"]["designs"][0]["algorithms"]
+                for r in a["runs"] for p in r["result"]["curve"]]
+    assert len(rows) == len(expected) == 3 * 2 * 4
+    for row, (label, seed, point) in zip(rows, expected, strict=True):
+        assert (row["algorithm"], int(row["seed"]), int(row["examples"])) == (label, seed, point["examples"])
+        assert float(row["test_mse"]) == point["test_mse"] and int(row["attributes"]) == point["attributes"]
+        assert row["dataset"] == "digits-3v5" and row["status"] == "finished" and row["regret"] == ""
+
+
+DATASET = {"d": 12, "n_train": 60, "n_test": 20, "s_plus": 2, "s_minus": 1}
+
+
+def test_dataset_parameters_are_typed_the_same_from_every_entry_point(shared_oracle_url: str, tmp_path: Path) -> None:
+    spec = "sparse-gaussian:" + ",".join(f"{k}={v}" for k, v in DATASET.items())  # strings on the command line
+    args = ["run", "--algorithm", "aer", "--dataset", spec, "--per-example", "3", "--max-examples", "20", "--json"]
+    local = json.loads(RUNNER.invoke(app, [*args, "--local"]).stdout)["dataset_params"]
+    remote = json.loads(RUNNER.invoke(app, [*args, "--oracle", shared_oracle_url]).stdout)["dataset_params"]
+    config = tmp_path / "typed.toml"
+    config.write_text('title = "typed"\nmax_examples = 20\nbudget = { per_example = 3 }\n'
+                      f'dataset = {{ name = "sparse-gaussian", params = {json.dumps(DATASET).replace(":", " =")} }}\n'
+                      '[[algorithms]]\nid = "aer"\n')
+    assert RUNNER.invoke(app, ["compare", str(config), "--out", str(tmp_path / "out"), "--local"]).exit_code == 0
+    (design,) = json.loads((tmp_path / "out" / "results.json").read_text())["designs"]
+    compared = design["algorithms"][0]["runs"][0]["result"]["dataset_params"]
+    assert local == remote == compared == {**DATASET, "noise": 1.0}
+    assert all(type(compared[k]) is int for k in DATASET)
+
+
+@pytest.fixture
+def watched_learner(shared_oracle_url: str, tmp_path: Path) -> Iterator[str]:
+    """A learner of its own whose admin token lets the test see every run."""
+    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", shared_oracle_url, admin_token="learner-admin") as url:
+        yield url
+
+
+LONG = ('title = "runs too long to wait for"\nseeds = [0, 1]\neval_every = 50\nbudget = { per_example = 4 }\n'
+        'dataset = { name = "sparse-gaussian", params = { d = 20, n_train = 50000, n_test = 20, s_plus = 3, '
+        's_minus = 2 } }\n[[algorithms]]\nid = "aerr"\n[[algorithms]]\nid = "aelr"\n')
+
+
+def test_ctrl_c_cancels_the_runs_on_the_learner_and_writes_a_partial_report(watched_learner: str,
+                                                                             shared_oracle_url: str,
+                                                                             tmp_path: Path) -> None:
+    config, out = tmp_path / "long.toml", tmp_path / "out"
+    config.write_text(LONG)
+    budgetlab = Path(sys.executable).with_name("budgetlab")
+    process = subprocess.Popen([str(budgetlab), "compare", str(config), "--out", str(out), "--parallel", "2",
+                                "--learner", watched_learner, "--oracle", shared_oracle_url],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with LearnerClient(watched_learner, token="learner-admin") as admin:
+        deadline = time.monotonic() + 30
+        while not (len(running := [r for r in admin.list() if r.status == "running" and r.progress_examples > 0])
+                   == 2) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(running) == 2, "the two first runs did not start"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+        assert process.returncode == INTERRUPTED, stdout + stderr
+        # Both runs that were going are cancelled on the learner; the two others never started there.
+        assert sorted(r.status for r in admin.list()) == ["cancelled", "cancelled"]
+    assert "partial report" in stderr and "2 run(s) cancelled with their curves so far" in stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["interrupted"].startswith("interrupted during the runs")
+    runs = {(a["label"], r["seed"]): r for a in results["designs"][0]["algorithms"] for r in a["runs"]}
+    for label in ("aerr", "aelr"):
+        started, unstarted = runs[(label, 0)], runs[(label, 1)]
+        assert started["result"]["status"] == "cancelled" and 0 < started["result"]["examples"] < 50_000
+        assert started["result"]["curve"] and started["audit"] == "compliant"
+        assert unstarted["result"]["status"] == "cancelled" and unstarted["result"]["message"] == NOT_STARTED
+    assert "**Partial report: interrupted during the runs" in (out / "report.md").read_text()

@@ -1,0 +1,140 @@
+"""The report's figures and tables say what they show: labelled bands with the table's sd, a zero-predictor line,
+full-information references as levels, log-x when the spans differ a lot, the legend off the data, Ito et al.'s
+k, k' and k1 apart, and only the scores that fit the task, per design and per seed."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from budgetlab.models import Budget, CurvePoint, RunResult
+from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, Design
+from client.grid import RunOutcome
+from client.plots import design_figures
+from client.report import NORMALIZED_MSE, TEST_MSE, ZERO_ONE, metric_columns, write_report
+from client.summary import summarize
+
+ZERO_MSE = {0: 2.0, 1: 2.5, 2: 3.0}  # the zero predictor's test MSE on each seed's test set
+
+
+def points(per_example: int, errors: list[float], seed: int, every: int = 10) -> list[CurvePoint]:
+    return [CurvePoint(examples=every * (i + 1), attributes=every * (i + 1) * per_example, cost=0.0, test_mse=e,
+                       normalized_mse=e / ZERO_MSE[seed], zero_one=0.1) for i, e in enumerate(errors)]
+
+
+def outcome(entry: AlgorithmEntry, seed: int, curve: list[CurvePoint], **more: object) -> RunOutcome:
+    result = RunResult(algorithm=entry.id, dataset="digits-3v5", seed=seed, status="finished", curve=curve,
+                       final=curve[-1], examples=curve[-1].examples, attributes=curve[-1].attributes, wall_time=0.5,
+                       **more)  # type: ignore[arg-type]
+    return RunOutcome(0, entry, seed, result, audit="compliant")
+
+
+AER, RIDGE = AlgorithmEntry(id="aer", label="AER"), AlgorithmEntry(id="ridge", label="Ridge", per_example=64)
+AER_ERRORS = {0: [1.0, 0.8, 0.7], 1: [1.2, 0.9, 0.6], 2: [0.9, 0.85, 0.75]}
+
+
+def design(entries: list[AlgorithmEntry], **more: object) -> Design:
+    return Design(name="test design", description="", dataset=DatasetSpec(name="digits-3v5"),
+                  budget=Budget(per_example=4), algorithms=entries, **more)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def figures() -> dict[str, Figure]:
+    d = design([AER, RIDGE])
+    outcomes = [outcome(AER, s, points(4, AER_ERRORS[s], s)) for s in ZERO_MSE]
+    outcomes += [outcome(RIDGE, s, points(64, [0.5, 0.3, 0.2 + 0.01 * s], s)) for s in ZERO_MSE]
+    return dict(design_figures(d, summarize(0, d, outcomes), metric="test_mse"))
+
+
+def legend(fig: Figure) -> list[str]:
+    return [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_bands_are_labelled_and_use_the_tables_sd(figures: dict[str, Figure]) -> None:
+    fig = figures["examples"]
+    assert "AER: mean ± 1 sd over 3 seeds" in legend(fig)
+    ax = fig.axes[0]
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    for i in range(3):
+        values = [AER_ERRORS[s][i] for s in ZERO_MSE]
+        upper = statistics.fmean(values) + statistics.stdev(values)  # ddof = 1, as the report's tables
+        assert np.isclose(band, upper).any()
+        assert not np.isclose(band, statistics.fmean(values) + statistics.pstdev(values)).any()
+
+
+def test_zero_predictor_line_and_full_information_as_a_level(figures: dict[str, Figure]) -> None:
+    ax = figures["attributes"].axes[0]
+    levels = {tuple(line.get_ydata()): line.get_linestyle() for line in ax.lines if len(set(line.get_ydata())) == 1}
+    zero = statistics.fmean(ZERO_MSE.values())
+    assert any(np.isclose(y[0], zero) and style == ":" for y, style in levels.items())
+    ridge_final = statistics.fmean(0.2 + 0.01 * s for s in ZERO_MSE)
+    assert any(np.isclose(y[0], ridge_final) and style == "--" for y, style in levels.items())
+    texts = legend(figures["attributes"])
+    assert "Ridge: final, after 1,920 attributes (mean of 3 seeds)" in texts and "zero predictor (w = 0)" in texts
+    # No curve of ridge on the attributes axis: the axis spans the budgeted curve (at most 120 attributes).
+    assert ax.get_xlim()[1] < 200
+    # Against examples ridge is a curve like the others.
+    assert "Ridge: mean ± 1 sd over 3 seeds" in legend(figures["examples"])
+
+
+def test_the_legend_is_below_the_axes_never_on_the_data(figures: dict[str, Figure]) -> None:
+    for fig in figures.values():
+        fig.canvas.draw()
+        box, axes = fig.legends[0].get_window_extent(), fig.axes[0].get_window_extent()
+        assert box.y1 <= axes.y0
+
+
+def test_log_x_when_the_spans_differ_a_lot() -> None:
+    wide = AlgorithmEntry(id="aer", label="AER 64", per_example=64)
+    d = design([AER, wide])
+
+    def scale(factor: int, forced: bool | None = None) -> tuple[str, str]:
+        outcomes = [outcome(AER, 0, points(4, [1.0, 0.9], 0)), outcome(wide, 0, points(4 * factor, [0.8, 0.5], 0))]
+        figs = dict(design_figures(d, summarize(0, d, outcomes), metric="test_mse", log_x_axis=forced))
+        return figs["attributes"].axes[0].get_xscale(), figs["examples"].axes[0].get_xscale()
+
+    assert scale(50) == ("log", "linear")  # 80 vs 4,000 attributes, the same examples
+    assert scale(2) == ("linear", "linear")
+    assert scale(2, forced=True) == ("log", "linear") and scale(50, forced=False) == ("linear", "linear")
+
+
+def test_ito_plots_name_k_k_prime_and_k1_apart() -> None:
+    a1, a2 = AlgorithmEntry(id="ito1", label="A1", params={"k": 2}), AlgorithmEntry(id="ito2", label="A2",
+                                                                                     params={"k1": 2})
+    d = design([a1, a2], regret_k=4)
+    outcomes = [outcome(e, 0, [p.model_copy(update={"cumulative_loss": 1.0 + i}) for i, p in
+                               enumerate(points(4, [0.5, 0.4], 0))], resolved_params={**e.params, "radius": 0.9})
+                for e in (a1, a2)]
+    for o in outcomes:
+        o.regret_curve = [0.3, 0.5]
+    figs = dict(design_figures(d, summarize(0, d, outcomes), metric="test_mse"))
+    title = figs["regret"].axes[0].get_title()
+    assert "k′ = 4 attributes observed per round" in title and "regret vs the best k-sparse w, k = 4" in title
+    assert legend(figs["regret"]) == ["A1 (assumes k = 2) (1 seed)", "A2 (k1 = 2) (1 seed)"]
+
+
+def test_tables_show_the_scores_that_fit_the_task(tmp_path: Path) -> None:
+    d = design([AER])
+    plus_minus_one = [outcome(AER, 0, [p.model_copy(update={"normalized_mse": p.test_mse}) for p in
+                                       points(4, [0.9], 0)])]
+    assert metric_columns("classification", summarize(0, d, plus_minus_one)) == [TEST_MSE, ZERO_ONE]
+    assert metric_columns("regression", summarize(0, d, [outcome(AER, 0, points(4, [0.9], 0))])) == [
+        TEST_MSE, NORMALIZED_MSE]
+    config = CompareConfig.model_validate({"title": "regression", "dataset": {"name": "diabetes"},
+                                           "seeds": [0, 1, 2], "algorithms": [{"id": "aer", "label": "AER"}]})
+    regression = Design(name="regression", description="", dataset=DatasetSpec(name="diabetes"),
+                        budget=Budget(per_example=4), algorithms=[AER])
+    outcomes = [outcome(AER, s, points(4, AER_ERRORS[s], s)) for s in ZERO_MSE]
+    write_report(tmp_path, config, [regression], outcomes, mode="test")
+    report = (tmp_path / "report.md").read_text()
+    header = next(line for line in report.splitlines() if line.startswith("| algorithm | per example"))
+    assert "normalized MSE" in header and "0-1" not in header
+    assert "| algorithm | seed | status | test MSE | normalized MSE | attributes paid |" in report
+    assert "| AER | 2 | finished | 0.75 | 0.25 | 120 | 30 | 0.5 | compliant |" in report
+    with (tmp_path / "curves.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 3 * 3
