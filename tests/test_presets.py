@@ -59,7 +59,8 @@ def test_quick_preset_runs_with_a_section_per_design(name: str, tmp_path: Path) 
         assert claim["verdict"] in {"holds", "fails", "not run", "no result"}
         assert f"| {claim['claim']} ({claim['source']}; " in report
         if claim["verdict"] in ("fails", "no result"):
-            assert f"- {claim['claim']} ({claim['source']}, {claim['design']}): the paper has" in report
+            where = ", ".join(x for x in (claim["source"], claim["design"]) if x)
+            assert f"- {claim['claim']} ({where}): the paper has" in report
     assert "Claims" in result.output and "verdict" in result.output
     if name == THROUGH_SERVICES:
         audits = {r["audit"] for d in results["designs"] for a in d["algorithms"] for r in a["runs"]}
