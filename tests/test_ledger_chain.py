@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from budgetlab.engine import Event, Observations
-from budgetlab.ledger import GENESIS, Chain, contains_receipt, rows_of_links, verify_chain
+from budgetlab.ledger import (
+    GENESIS,
+    Chain,
+    contains_receipt,
+    link_digest,
+    observe_header,
+    pack_cells,
+    rows_of_links,
+    value_tags,
+    verify_chain,
+)
 
 # Floats whose repr is easy to get wrong: negative zero, subnormals, long mantissas, integral values.
 EXAMPLES = [0, 0, 7, 123456789012, 3]
@@ -82,3 +92,17 @@ def test_a_receipt_is_found_only_at_its_own_link() -> None:
     assert contains_receipt(rows, 4, rows[2]["hash"])  # the link of rows 2-3 ends at row 3
     assert not contains_receipt(rows, 3, rows[2]["hash"])
     assert not contains_receipt(rows, 8, rows[2]["hash"])
+
+
+def test_the_bulk_path_writes_what_link_digest_and_pack_cells_define() -> None:
+    chain = Chain("s3", 1, 10, "ab" * 32).record([Observations(EXAMPLES, ATTRIBUTES, VALUES, COSTS)])
+    prev = bytes.fromhex("ab" * 32)
+    first = 0
+    for link, cells in zip(chain.links, chain.cells, strict=True):
+        n = link[6]
+        attributes, values = ATTRIBUTES[first : first + n], VALUES[first : first + n]
+        seqs = list(range(10 + first, 10 + first + n))
+        digest = link_digest(prev, observe_header("s3", link[1], link[3], n), attributes, values)
+        tags = value_tags(seqs, [link[3]] * n, attributes, values)
+        assert link[-1] == digest and cells[-1] == pack_cells(attributes, values, tags)
+        prev, first = digest, first + n
