@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from budgetlab.ledger import canonical_json
+from budgetlab.ledger import ChainCheck, canonical_json
 
 GENESIS = "0" * 64
 EMPTY_PAYLOAD = "{}"
@@ -41,15 +40,6 @@ def canonical(
 
 def chain_hash(prev_hash: str, content: str) -> str:
     return hashlib.sha256(f"{prev_hash}\n{content}".encode()).hexdigest()
-
-
-@dataclass
-class ChainCheck:
-    ok: bool
-    rows: int
-    head: str
-    first_bad_seq: int | None = None
-    reason: str = ""
 
 
 def verify_chain(session_id: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:

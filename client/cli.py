@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from budgetlab.models import Budget, ParamValue, Receipt, RunCreate
+from client.config import parse_value
 from client.runs_cli import runs_app
 
 app = typer.Typer(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
@@ -61,16 +62,6 @@ def fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def parse_value(text: str) -> ParamValue:
-    lowered = text.lower()
-    if lowered in {"true", "false"}:
-        return lowered == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
 
 
 def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, ParamValue]:

@@ -250,3 +250,16 @@ def resolve_designs(config: CompareConfig) -> list[Design]:
             designs.append(Design(name=spec.name, description=spec.description,
                                   dataset=dataset, budget=budget, algorithms=entries, regret_k=regret_k))
     return designs
+
+
+def parse_value(text: str) -> ParamValue:
+    """A parameter value typed from its text on a command line: true/false, an int, a float, else the text."""
+    lowered = text.lower()
+    if lowered in {"true", "false"}:
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text

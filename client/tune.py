@@ -26,7 +26,7 @@ from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.local_session import LocalSession
 from budgetlab.models import COMPLETED_RUN_STATUSES, Budget, ExamplePart, ParamValue, RunCreate
 from budgetlab.oracle_client import OracleClient
-from client.config import AlgorithmEntry, CompareConfig, Design, TuneSpec
+from client.config import AlgorithmEntry, CompareConfig, Design, TuneSpec, parse_value
 from client.grid import Job, RunOutcome, execute
 from learner.algorithms import ParamError, get_algorithm
 from learner.test_time import top_k_attributes
@@ -76,18 +76,9 @@ def parse_tune_option(text: str) -> tuple[str, str, list[ParamValue]]:
     algorithm, colon, name = target.rpartition(":")
     if not sep or not colon or not algorithm or not name or not values:
         raise TuneError(f"--tune {text!r} is not ALGORITHM:PARAM=V1,V2,...")
-    return algorithm.strip(), name.strip(), [_value(v.strip()) for v in values.split(",") if v.strip()]
+    return algorithm.strip(), name.strip(), [parse_value(v.strip()) for v in values.split(",") if v.strip()]
 
 
-def _value(text: str) -> ParamValue:
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
 
 
 def with_tune_options(config: CompareConfig, options: list[str], folds: int | None) -> CompareConfig:

@@ -41,11 +41,12 @@ def wait_healthy(url: str, timeout: float = 60.0, process: subprocess.Popen | No
 
 
 @contextmanager
-def serve_in_thread(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """Serve an ASGI app with a real uvicorn server on a pre-bound loopback socket (no port race)."""
+def serve_in_thread(app, **options: Any) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """Serve an ASGI app with a real uvicorn server on a pre-bound loopback socket (no port race); ``options`` go to
+    ``uvicorn.Config`` (e.g. ``ws="none"``: a server that cannot upgrade to WebSocket)."""
     sock = bound_socket()
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", **options))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-import uvicorn
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -23,7 +19,7 @@ from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 from server.app import create_app
 from server.config import Settings
-from tests.servers import bound_socket, wait_healthy
+from tests.servers import serve_in_thread
 
 DATASET = "sparse-gaussian"
 PARAMS = {"d": 30, "n_train": 300, "n_test": 50, "s_plus": 3, "s_minus": 3}
@@ -79,26 +75,10 @@ def test_the_stream_answers_bad_messages_with_4xx_and_refuses_a_wrong_token(orac
                         legacy=True, open_timeout=10)
 
 
-@contextmanager
-def oracle_without_websockets(database: Path) -> Iterator[str]:
-    """The real oracle behind a server that cannot upgrade to WebSocket (as behind a proxy that does not)."""
-    app = create_app(Settings(database_url=f"sqlite:///{database}"))
-    sock = bound_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", ws="none"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    try:
-        wait_healthy(url)
-        yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
-
 def test_the_sdk_falls_back_to_http_when_the_oracle_offers_no_stream(tmp_path: Path) -> None:
-    with oracle_without_websockets(tmp_path / "ledger.db") as url, OracleClient(url) as client:
+    # The real oracle behind a server that cannot upgrade to WebSocket (as behind a proxy that does not).
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'ledger.db'}"))
+    with serve_in_thread(app, ws="none") as url, OracleClient(url) as client:
         s = client.open_session(DATASET, dataset_params=PARAMS, budget={"per_example": 2}, seed=1)
         first = s.step([0, 1])
         assert s.transport == "http" and first.receipt is not None and len(first.values) == 2
