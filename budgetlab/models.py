@@ -588,8 +588,11 @@ class RunResult(BaseModel):
     params: dict[str, ParamValue] = Field(default_factory=dict, description="the parameters the run was given")
     resolved_params: dict[str, ParamValue | None] = Field(
         default_factory=dict, description="every parameter's value in effect (step size, radius, ...: the given ones "
-                                          "and the theoretical defaults the algorithm resolved); None where the "
-                                          "algorithm chooses it as it goes (e.g. adaptively, or by cross-validation)")
+                                          "and the theoretical defaults the algorithm resolved; a cross-validated "
+                                          "α as last chosen); where a parameter has no one value over the run, the "
+                                          "name of its rule ('adaptive', 'running'), which the algorithm accepts "
+                                          "back: running again with these parameters and seed gives the same run",
+        examples=[{"B": 2.236, "eta": 0.00042, "lambda_scale": "adaptive"}])
     seed: int = Field(description="the run's seed", examples=[0])
     status: RunStatus = Field(description="how the run ended; finished and budget_exhausted completed",
                               examples=["budget_exhausted"])

@@ -46,14 +46,16 @@ from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 THEOREM_LAMBDA_FACTOR = 8.0
 # Lemma 4's sum_t G_t / λ_t + λ_{T+1} / 2 is smallest for λ_t = 2 sqrt(sum_{s<=t} G_s).
 ADAPTIVE_LAMBDA_FACTOR = 2.0
-LAMBDA_RULES = ("adaptive", "theorem")
+ADAPTIVE = "adaptive"
+LAMBDA_RULES = (ADAPTIVE, "theorem")
 LAMBDA_PARAMS: dict[str, tuple[ParamValue | None, str]] = {
     "lambda_rule": (
-        "adaptive",
+        ADAPTIVE,
         "adaptive: λ_t = 2 sqrt(sum_{s<t} ||ĝ_s||²) (Lemma 4's optimum with the realised gradients); "
         "theorem: Theorem 2's 8 sqrt(t / C_{d,k',k1})",
     ),
-    "lambda_scale": (None, "fix λ_t = lambda_scale * sqrt(t) instead (overrides lambda_rule)"),
+    "lambda_scale": (None, "fix λ_t = lambda_scale * sqrt(t) instead (overrides lambda_rule); 'adaptive' asks for "
+                     "the adaptive rule, and is what a run under it records"),
 }
 
 
@@ -152,15 +154,22 @@ class LambdaSchedule:
 
 def lambda_schedule(algorithm: Algorithm, theorem_scale: float, rule: str = "lambda_rule",
                     scale: str = "lambda_scale") -> LambdaSchedule:
-    """The schedule the parameters ``rule`` and ``scale`` ask for; ``theorem_scale`` is the theorem's factor."""
+    """The schedule the parameters ``rule`` and ``scale`` ask for; ``theorem_scale`` is the theorem's factor.
+
+    ``scale`` is written back as the factor in effect, or ``ADAPTIVE`` for the adaptive rule, which has none.
+    """
     fixed, chosen = algorithm.config[scale], algorithm.config[rule]
     if chosen not in LAMBDA_RULES:
         raise ParamError(f"{algorithm.id}: {rule} must be one of {', '.join(LAMBDA_RULES)}, got {chosen!r}")
-    if fixed is not None:
-        if float(fixed) <= 0:
-            raise ParamError(f"{algorithm.id}: {scale} must be positive, got {fixed}")
-        return LambdaSchedule(float(fixed))
-    return LambdaSchedule(theorem_scale if chosen == "theorem" else None)
+    if fixed is None:
+        fixed = ADAPTIVE if chosen == ADAPTIVE else theorem_scale
+    if fixed == ADAPTIVE:
+        algorithm.config[scale] = ADAPTIVE
+        return LambdaSchedule(None)
+    if float(fixed) <= 0:
+        raise ParamError(f"{algorithm.id}: {scale} must be positive, got {fixed}")
+    algorithm.config[scale] = float(fixed)
+    return LambdaSchedule(float(fixed))
 
 
 def int_param(algorithm: Algorithm, name: str, value: ParamValue | None, default: int) -> int:
@@ -188,6 +197,7 @@ class DualAveragingLearner(Algorithm):
     protocol = "online"
     needs_scale = True
     min_budget = 2  # estimator (6) needs every pair of attributes observable together
+    rules = {"lambda_scale": ADAPTIVE}
     params: dict[str, tuple[ParamValue | None, str]] = {
         "k": (None, "sparsity k of the comparator (default k' - 2, the largest Algorithm 1 supports)"),
         **LAMBDA_PARAMS,
@@ -201,6 +211,7 @@ class DualAveragingLearner(Algorithm):
         self.sparsity = int_param(self, "k", self.config["k"], self.k_prime - 2)
         if self.sparsity < 0:
             raise ParamError(f"{self.id}: the sparsity k must be >= 0, got {self.sparsity}")
+        self.config["k"] = self.sparsity
         self.k1 = self.top_count()
         if not 0 <= self.k1 <= self.k_prime:
             raise ParamError(f"{self.id}: k1 must be in 0..{self.k_prime}, got {self.k1}")

@@ -2,12 +2,25 @@
 
 Cesa-Bianchi et al.'s Theorem 12 and Hazan & Koren's theorems assume |y| <= B and compare with the
 predictors ||w|| <= B; training labels are free in the limited-attribute setting, so the default B is
-the largest |y| seen so far (it only grows, and the ball with it).
+the largest |y| seen so far (it only grows, and the ball with it). A step size derived from it is recomputed as
+it grows. Neither has one value over a run: ``config`` records them as ``RUNNING``, which they accept back.
 """
 
 from __future__ import annotations
 
-from learner.algorithms.base import ParamError
+from learner.algorithms.base import Algorithm, ParamError
+
+RUNNING = "running"
+
+
+def given_or_running(algorithm: Algorithm, name: str) -> float | None:
+    """The parameter ``name`` as a number, or None for its running default (recorded in ``config`` as RUNNING)."""
+    value = algorithm.config[name]
+    if value is None or value == RUNNING:
+        algorithm.config[name] = RUNNING
+        return None
+    algorithm.config[name] = float(value)
+    return float(value)
 
 
 class LabelBound:

@@ -101,6 +101,10 @@ class Algorithm(ABC):
     min_budget: ClassVar[int] = 1
     # name -> (default, description); a default of None means "the paper's theoretical choice".
     params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {}
+    # Parameters whose default is a rule applied as the run goes, with no one value (a running maximum, an
+    # adaptive schedule): name -> the rule's name. ``config`` records that name for them and they accept it back,
+    # so the resolved parameters of a run reproduce it.
+    rules: ClassVar[dict[str, str]] = {}
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
         unknown = sorted(set(params) - set(self.params))
@@ -120,6 +124,8 @@ class Algorithm(ABC):
         self.bias = 0.0
 
     def _coerce(self, name: str, value: ParamValue) -> ParamValue:
+        if name in self.rules and value == self.rules[name]:
+            return value
         default = self.params[name][0]
         try:
             if isinstance(default, bool):

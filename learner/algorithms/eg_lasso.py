@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from budgetlab.models import ParamValue
-from learner.algorithms._label_bound import LabelBound
+from learner.algorithms._label_bound import RUNNING, LabelBound, given_or_running
 from learner.algorithms._row_buffer import dense_row
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.ridge import FULL_INFORMATION, require_full_budget
@@ -40,16 +40,18 @@ class EGLasso(Algorithm):
     algorithm = "EG± (Kivinen & Warmuth 1997)"
     protocol = "batch"
     budget_kind = "full"
+    rules = {"radius": RUNNING, "eta": RUNNING}
     params = {
-        "radius": (None, "L1 radius B; default the largest |y| seen so far"),
-        "eta": (None, "constant step size; default sqrt(log(2d)/(5m))/G with G = 2(B·max||x||_∞ + max|y|)·max||x||_∞"),
+        "radius": (None, "L1 radius B; default 'running': the largest |y| seen so far"),
+        "eta": (None, "constant step size; default 'running': sqrt(log(2d)/(5m))/G with G = 2(B·max||x||_∞ + "
+                "max|y|)·max||x||_∞ over the examples seen so far"),
     }
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
         super().__init__(problem, seed, **params)
         require_full_budget(problem, self.id)
-        self.radius = LabelBound(None if self.config["radius"] is None else float(self.config["radius"]))
-        self.eta = None if self.config["eta"] is None else float(self.config["eta"])
+        self.radius = LabelBound(given_or_running(self, "radius"))
+        self.eta = given_or_running(self, "eta")
         if self.eta is not None and self.eta <= 0:
             raise ParamError(f"eta must be positive, got {self.eta}")
         self.horizon = max(problem.n_examples, 1)

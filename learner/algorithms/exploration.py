@@ -91,6 +91,7 @@ class Exploration(Algorithm):
         self.eta = resolve_eta(self.config["eta"], problem)
         self.config["eta"] = self.eta
         self.s = resolve_sparsity(self.config["s"], budget)
+        self.config["s"] = self.s
         self.batch = int(self.config["batch"])
         if self.eta <= 0 or self.batch < 1:
             raise ParamError("eta must be positive and batch at least 1")

@@ -55,6 +55,7 @@ class Hybrid(Algorithm):
         shared = {name: self.config[name] for name in ("eta", "s", "batch") if self.config[name] is not None}
         self.exploration = Exploration(problem, seed, **shared)
         self.exploitation = ExploitationPhase(problem.d, self.exploration.eta, self.exploration.batch)
+        self.config.update(eta=self.exploration.eta, s=self.exploration.s)
         alpha = float(self.config["alpha"])
         if not 0 < alpha < 1:
             raise ParamError(f"alpha must be in (0, 1), got {alpha}")
@@ -66,6 +67,7 @@ class Hybrid(Algorithm):
         self.exploitation_updates = max(1, t_tilde) if given is None else int(given)
         if self.exploration_updates < 1 or self.exploitation_updates < 1:
             raise ParamError("each stage needs at least one Exploration and one Exploitation update")
+        self.config["exploitation_updates"] = self.exploitation_updates
         self.base_batch = self.exploration.batch
         self.stage = 0
         self._begin_stage(np.zeros(problem.d))

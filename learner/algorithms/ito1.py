@@ -41,6 +41,7 @@ class Ito1(DualAveragingLearner):
                 f"ito1 needs 0 <= k1 <= k' - 2 = {self.k_prime - 2} (Algorithm 1 observes two uniform extras), got "
                 f"k1={k1}; lower k or k1, or raise the per-example budget k'"
             )
+        self.config["k1"] = k1
         return k1
 
     def lambda_k1(self) -> int:

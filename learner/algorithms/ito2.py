@@ -42,6 +42,7 @@ import numpy as np
 
 from budgetlab.models import ParamValue
 from learner.algorithms._ito import (
+    ADAPTIVE,
     LAMBDA_PARAMS,
     THEOREM_LAMBDA_FACTOR,
     ObservePlan,
@@ -71,11 +72,12 @@ class Ito2(Algorithm):
     protocol = "online"
     needs_scale = True
     min_budget = 2  # the square rounds' estimate (6) needs every pair of attributes observable together
+    rules = {"lambda_scale": ADAPTIVE, "prediction_lambda_scale": ADAPTIVE}
     params: dict[str, tuple[ParamValue | None, str]] = {
         "k1": (0, "largest |w_s| observed surely on the square rounds t = s², at most k' - 2 (0: uniform, Thm 6)"),
         **LAMBDA_PARAMS,
         "prediction_lambda_scale": (None, "fix λ̃_t = prediction_lambda_scale * sqrt(t) for w̃_t (overrides "
-                                    "lambda_rule for the predictor)"),
+                                    "lambda_rule for the predictor); 'adaptive' as for lambda_scale"),
         "radius": (None, "the iterates stay in ||w|| <= radius; default the declared ||w*||_2 bound, at least "
                    "max|y| / max||x||_2 (the paper's ||w*|| <= 1 for ||x|| <= 1, |y| <= 1)"),
     }
@@ -86,6 +88,7 @@ class Ito2(Algorithm):
         self.k1 = int_param(self, "k1", self.config["k1"], 0)
         if not 0 <= self.k1 <= self.k_prime - 2:
             raise ParamError(f"{self.id} needs 0 <= k1 <= k' - 2 = {self.k_prime - 2}, got k1={self.k1}")
+        self.config["k1"] = self.k1
         x_sq = problem.scale.max_norm2**2  # the theorems' λ on w for data outside the unit ball (see ``_ito``)
         self.lambdas = lambda_schedule(
             self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.k1)) * x_sq)

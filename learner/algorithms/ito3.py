@@ -45,6 +45,7 @@ class Ito3(Ito2):
         self.l1 = 1.0 / (4 * problem.d) if l1 is None else float(l1)
         if self.l1 < 0:
             raise ParamError(f"ito3: l1 must be >= 0, got {self.l1}")
+        self.config["l1"] = self.l1
 
     def l1_weight(self) -> float:
         return self.l1

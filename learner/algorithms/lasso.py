@@ -78,6 +78,7 @@ class Lasso(Algorithm):
                 cv = LassoCV(alphas=N_ALPHAS, eps=PATH_EPS, cv=min(FOLDS, n), tol=CV_TOLERANCE, fit_intercept=False,
                              max_iter=MAX_ITERATIONS).fit(self.rows.X, self.rows.y)
                 self.schedule.chose(cv.alpha_, n)
+                self.config["alpha"] = self.schedule.alpha
                 self.model.set_params(alpha=float(cv.alpha_))
                 self.model.coef_ = cv.coef_.copy()  # the warm start of the next refit
                 self._w = cv.coef_.astype(float)

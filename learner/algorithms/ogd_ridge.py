@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from budgetlab.models import ParamValue
-from learner.algorithms._label_bound import LabelBound
+from learner.algorithms._label_bound import RUNNING, LabelBound, given_or_running
 from learner.algorithms._row_buffer import dense_row
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.ridge import FULL_INFORMATION, require_full_budget
@@ -37,16 +37,18 @@ class OGDRidge(Algorithm):
     algorithm = "Online gradient descent (Zinkevich 2003)"
     protocol = "batch"
     budget_kind = "full"
+    rules = {"radius": RUNNING, "eta": RUNNING}
     params = {
-        "radius": (None, "L2 radius B; default the largest |y| seen so far"),
-        "eta": (None, "constant step size; default 2B/(G√m) with G = 2(B·max||x||_2 + max|y|)·max||x||_2"),
+        "radius": (None, "L2 radius B; default 'running': the largest |y| seen so far"),
+        "eta": (None, "constant step size; default 'running': 2B/(G√m) with G = 2(B·max||x||_2 + max|y|)·max||x||_2 "
+                "over the examples seen so far"),
     }
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
         super().__init__(problem, seed, **params)
         require_full_budget(problem, self.id)
-        self.radius = LabelBound(None if self.config["radius"] is None else float(self.config["radius"]))
-        self.eta = None if self.config["eta"] is None else float(self.config["eta"])
+        self.radius = LabelBound(given_or_running(self, "radius"))
+        self.eta = given_or_running(self, "eta")
         if self.eta is not None and self.eta <= 0:
             raise ParamError(f"eta must be positive, got {self.eta}")
         self.horizon = max(problem.n_examples, 1)

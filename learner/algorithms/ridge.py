@@ -12,7 +12,8 @@ Choices the papers leave open (they tune α by 10-fold cross-validation):
   then ran on prefixes of the training set, α is not re-tuned at every refit: it is cross-validated on the
   examples seen so far whenever their number has doubled since the last time (``CrossValidationSchedule``,
   from 3 examples on; before that the fit is the zero predictor), and every refit in between uses the last
-  α chosen. A fixed ``alpha`` skips the cross-validation.
+  α chosen. A fixed ``alpha`` skips the cross-validation. ``config`` records the last α chosen: given as a fixed
+  ``alpha``, it refits the run's final predictor.
 - No intercept: like the papers' predictors, x ↦ <w, x>.
 - The fit is redone lazily, when ``weights`` is read after new examples arrived; the rows seen are kept
   in one growing matrix (full information means the learner may keep them).
@@ -96,6 +97,7 @@ class Ridge(Algorithm):
             if self.alpha is None and self.schedule.due(n):
                 model = RidgeCV(alphas=ALPHAS, fit_intercept=False).fit(self.rows.X, self.rows.y)
                 self.schedule.chose(model.alpha_, n)
+                self.config["alpha"] = self.schedule.alpha
                 self._w = np.asarray(model.coef_, dtype=float)
             else:
                 alpha = self.alpha if self.alpha is not None else self.schedule.alpha
