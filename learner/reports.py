@@ -32,63 +32,91 @@ SUMMARY_METRICS = ("test_mse", "normalized_mse", "zero_one", "attributes", "exam
 
 
 class Stat(BaseModel):
-    mean: float
-    std: float = 0.0
-    n: int = 0
+    """A metric over the completed runs of one algorithm, one value per seed."""
+
+    mean: float = Field(description="the mean over the seeds", examples=[0.6289])
+    std: float = Field(0.0, description="their standard deviation, ddof = 1 (0 for a single seed)",
+                       examples=[0.0412])
+    n: int = Field(0, description="how many seeds (completed runs) it is over", examples=[5])
 
 
 class ClaimRow(BaseModel):
-    claim: str = ""
-    source: str = ""
-    design: str = ""
-    paper: str = ""
-    ours: str = ""
-    verdict: str = ""
+    """One claim of a paper, checked against the comparison's results (the report's claims table)."""
+
+    claim: str = Field("", description="the paper's words, shortened",
+                       examples=["AELR below AER at equal attributes paid"])
+    source: str = Field("", description="where in the paper", examples=["Fig. 1"])
+    design: str = Field("", description="the design (or group of designs) it is checked on",
+                        examples=["MNIST subset, 3 vs 5"])
+    paper: str = Field("", description="the paper's figure as printed", examples=["AELR < AER over the whole budget"])
+    ours: str = Field("", description="what this comparison measured, in words",
+                      examples=["AELR 0.412 < AER 0.587"])
+    verdict: str = Field("", description="holds, fails, not run (no design for it) or no result (no completed run)",
+                         examples=["holds"])
 
 
 class AlgorithmRow(BaseModel):
     """One algorithm of a design, over its seeds (mean and sd as the report computes them)."""
 
-    label: str
-    id: str
-    per_example: int | None = None
-    summary: dict[str, Stat | None] = Field(default_factory=dict)
-    runs: int = 0
-    completed: int = 0
+    label: str = Field(description="its name in the report (the config's label, else its id)", examples=["AELR"])
+    id: str = Field(description="the algorithm's id", examples=["aelr"])
+    per_example: int | None = Field(None, description="its local budget k: its own, else the design's (null: no "
+                                                      "local limit)", examples=[4])
+    summary: dict[str, Stat | None] = Field(
+        default_factory=dict, description="final test_mse, normalized_mse, zero_one, attributes and examples over "
+                                          "the completed runs; null where no run completed",
+        examples=[{"test_mse": {"mean": 1.2034, "std": 0.0412, "n": 5}, "zero_one": None}])
+    runs: int = Field(0, description="runs of it in the comparison (one per seed)", examples=[5])
+    completed: int = Field(0, description="of those, the ones that finished or exhausted their budget", examples=[5])
 
 
 class DesignReport(BaseModel):
-    name: str
-    description: str = ""
-    dataset: str = ""
-    dataset_params: dict[str, Any] = Field(default_factory=dict)
-    budget: dict[str, Any] = Field(default_factory=dict)
+    """One design of a comparison: a dataset and a budget, the algorithms run on it, its plots."""
+
+    name: str = Field(description="the design's name", examples=["power-law attributes, d = 100"])
+    description: str = Field("", description="what it is, in words", examples=["Fig. 2 of Hazan & Koren (2012)"])
+    dataset: str = Field("", description="the dataset's name", examples=["powerlaw"])
+    dataset_params: dict[str, Any] = Field(default_factory=dict, description="the dataset's parameters",
+                                           examples=[{"d": 100}])
+    budget: dict[str, Any] = Field(default_factory=dict, description="its budget (the fields of Budget)",
+                                   examples=[{"per_example": 4, "total": None, "costs": None, "label_cost": 0.0,
+                                              "part": None}])
     plots: list[str] = Field(default_factory=list, description="URLs of the design's plots")
-    algorithms: list[AlgorithmRow] = Field(default_factory=list)
+    algorithms: list[AlgorithmRow] = Field(default_factory=list, description="each algorithm over its seeds")
 
 
 class ReportSummary(BaseModel):
+    """One comparison in the listing: its title, when it was written, how many runs completed and claims held."""
+
     name: str = Field(..., description="the report's folder under the reports directory")
-    title: str
-    mode: str = ""
-    preset: str | None = None
-    written_at: datetime
-    wall_time: float = 0.0
-    runs: int = 0
-    completed: int = 0
-    claims: int = 0
-    claims_held: int = 0
+    title: str = Field(description="the comparison's title (its folder's name if it has none)",
+                       examples=["Hazan & Koren 2012, Figure 1: AELR and AER with k = 4 vs offline lasso"])
+    mode: str = Field("", description="where its runs ran: in-process, or which learner and oracle",
+                      examples=["learner http://127.0.0.1:8001, oracle http://127.0.0.1:8000"])
+    preset: str | None = Field(None, description="the preset it ran, if any", examples=["hazan-koren-fig1"])
+    written_at: datetime = Field(description="when its results.json was last written (UTC)",
+                                 examples=["2025-01-31T09:45:00Z"])
+    wall_time: float = Field(0.0, description="seconds the comparison took", examples=[672.4])
+    runs: int = Field(0, description="runs over every design, algorithm and seed", examples=[30])
+    completed: int = Field(0, description="of those, the ones that finished or exhausted their budget",
+                           examples=[30])
+    claims: int = Field(0, description="the paper's claims it checks", examples=[3])
+    claims_held: int = Field(0, description="of those, the ones that hold", examples=[2])
     report: str = Field(..., description="path of its report.md on the learner's machine")
 
 
 class ReportDetail(ReportSummary):
-    claim_rows: list[ClaimRow] = Field(default_factory=list)
-    designs: list[DesignReport] = Field(default_factory=list)
+    """One comparison in full: its claims table and, per design, its plots and per-algorithm results."""
+
+    claim_rows: list[ClaimRow] = Field(default_factory=list, description="the claims table")
+    designs: list[DesignReport] = Field(default_factory=list, description="its designs, in the config's order")
 
 
 class ReportList(BaseModel):
+    """The comparisons under the learner's reports directory, newest first."""
+
     directory: str = Field(..., description=f"where the learner looks ({REPORTS_ENV})")
-    reports: list[ReportSummary]
+    reports: list[ReportSummary] = Field(description="one per folder holding a readable results.json, newest first")
 
 
 def reports_dir() -> Path:

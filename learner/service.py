@@ -14,7 +14,7 @@ from typing import Annotated
 import httpx
 from fastapi import FastAPI, Path, Query
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from budgetlab.errors import LearnerError, OracleError, OracleUnavailable, SessionBusy
 from budgetlab.http_errors import install_error_handlers
@@ -41,7 +41,7 @@ def errors(*codes: int) -> dict[int | str, dict[str, type[BaseModel]]]:
 
 
 class Health(BaseModel):
-    status: str = "ok"
+    status: str = Field("ok", description="'ok' while the learner answers")
 
 
 def validate(request: RunCreate) -> None:
