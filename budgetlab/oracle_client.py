@@ -11,6 +11,8 @@ Each endpoint is described once, as a ``Call``; the sync and async clients only 
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,7 +20,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from budgetlab.errors import OracleUnavailable, oracle_refusal
+from budgetlab.errors import OracleUnavailable, SessionBusy, oracle_refusal
 from budgetlab.models import (
     AuditReport,
     Budget,
@@ -44,6 +46,14 @@ from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_asy
 
 # Answers of the requests that may record something in the ledger, and so carry a receipt.
 C = TypeVar("C", NextResponse, StepResponse, ObserveResponse, ObserveBatchResponse, LabelResponse, PredictResponse)
+# A session request refused ``busy`` (its lock was not free within the oracle's lock timeout; nothing was done) is
+# sent again this many times, after the Retry-After the oracle gave, capped: a run survives a burst of contention.
+BUSY_RETRIES = 3
+MAX_BUSY_WAIT = 5.0
+
+
+def _busy_wait(exc: SessionBusy) -> float:
+    return min(exc.retry_after if exc.retry_after is not None else 1.0, MAX_BUSY_WAIT)
 
 DEFAULT_ORACLE_URL = "http://127.0.0.1:8000"
 # A busy session (503 with Retry-After) is a refusal: nothing was done, so a retry is safe.
@@ -144,7 +154,18 @@ class OracleSession:
         return "websocket" if self._stream is not None else "http"
 
     def _send(self, call: Call[M]) -> M:
-        """Over the session's stream when the oracle offers one (opened at the first request), else HTTP."""
+        """Over the session's stream when the oracle offers one (opened at the first request), else HTTP; a
+        ``busy`` refusal (nothing was done) is tried again after its Retry-After, ``busy_retries`` times."""
+        for attempt in range(self._client.busy_retries + 1):
+            try:
+                return self._send_once(call)
+            except SessionBusy as exc:
+                if attempt == self._client.busy_retries:
+                    raise
+                time.sleep(_busy_wait(exc))
+        raise AssertionError("unreachable")
+
+    def _send_once(self, call: Call[M]) -> M:
         if self._streams and self._stream is None:
             self._stream = self._client.open_stream(self.id, self.token)
             self._streams = self._stream is not None
@@ -221,12 +242,15 @@ class OracleClient(ServiceClient):
     service = ORACLE
 
     def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
-                 transport: httpx.BaseTransport | None = None, stream: bool = True) -> None:
+                 transport: httpx.BaseTransport | None = None, stream: bool = True,
+                 busy_retries: int = BUSY_RETRIES) -> None:
         """``stream``: drive sessions over their WebSocket when the oracle offers one (one connection each, no
-        HTTP round per request); False keeps every request on plain HTTP."""
+        HTTP round per request); False keeps every request on plain HTTP. ``busy_retries``: how many times a
+        session request refused ``busy`` is sent again (0: raise ``SessionBusy`` at once)."""
         super().__init__(base_url, timeout=timeout, transport=transport)
         self.admin_token = admin_token
         self.timeout = timeout
+        self.busy_retries = busy_retries
         # A custom httpx transport (tests, proxies) is a choice of transport: the stream would bypass it.
         self.streams = stream and transport is None
         self._open_streams: list[SessionStream] = []
@@ -301,6 +325,16 @@ class AsyncOracleSession:
         return "websocket" if self._stream is not None else "http"
 
     async def _send(self, call: Call[M]) -> M:
+        for attempt in range(self._client.busy_retries + 1):
+            try:
+                return await self._send_once(call)
+            except SessionBusy as exc:
+                if attempt == self._client.busy_retries:
+                    raise
+                await asyncio.sleep(_busy_wait(exc))
+        raise AssertionError("unreachable")
+
+    async def _send_once(self, call: Call[M]) -> M:
         if self._streams and self._stream is None:
             self._stream = await self._client.open_stream(self.id, self.token)
             self._streams = self._stream is not None
@@ -371,10 +405,12 @@ class AsyncOracleClient(AsyncServiceClient):
     service = ORACLE
 
     def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None, stream: bool = True) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, stream: bool = True,
+                 busy_retries: int = BUSY_RETRIES) -> None:
         super().__init__(base_url, timeout=timeout, transport=transport)
         self.admin_token = admin_token
         self.timeout = timeout
+        self.busy_retries = busy_retries
         self.streams = stream and transport is None
         self._open_streams: list[AsyncSessionStream] = []
 

@@ -12,6 +12,8 @@ import httpx
 import psycopg
 import pytest
 
+from budgetlab.errors import SessionBusy
+from budgetlab.oracle_client import OracleClient
 from server.app import create_app
 from server.config import Settings
 from tests.servers import serve_in_thread
@@ -21,7 +23,7 @@ PARAMS = {"d": 8, "n_train": 30, "n_test": 10, "s_plus": 2, "s_minus": 2}
 
 
 def hold_sqlite_lock(url: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False)
     conn.execute("BEGIN IMMEDIATE")
     return conn
 
@@ -97,3 +99,28 @@ def test_a_session_whose_dataset_was_removed_is_refused_not_a_500(sqlite_url: st
         other = http.post("/v1/sessions", json={"dataset": "sparse-gaussian"}).json()["id"]
         closed = http.post("/v1/admin/close-idle?idle_seconds=0", headers=admin)
         assert closed.status_code == 200 and closed.json()["closed"] == [other]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["websocket", "http"])
+def test_the_sdk_sends_a_busy_request_again_and_it_is_charged_once(sqlite_url: str, stream: bool) -> None:
+    """A request refused busy did nothing, so the SDK sends it again after Retry-After (``busy_retries`` times);
+    with no retries left it raises ``SessionBusy``."""
+    app = create_app(Settings(database_url=sqlite_url, lock_timeout=LOCK_TIMEOUT))
+    with serve_in_thread(app) as url, OracleClient(url, stream=stream) as client, \
+            OracleClient(url, stream=stream, busy_retries=0) as impatient:
+        s = client.open_session("sparse-gaussian", dataset_params=PARAMS, budget={"per_example": 3}, seed=1)
+        s.step([0])
+        hurried = impatient.session(s.id, s.token)
+        holder = hold_sqlite_lock(sqlite_url)
+        with pytest.raises(SessionBusy):
+            hurried.step([1])
+        release = threading.Timer(1.2, holder.rollback)
+        release.start()
+        try:
+            answer = s.step([1, 2])  # busy at first (lock timeout 0.5 s), then answered once the lock is free
+        finally:
+            release.join()
+            holder.close()
+        assert answer.example == 1 and answer.charged == 2.0
+        info = s.get()
+        assert (info.spent.examples_issued, info.spent.attributes) == (2, 3) and s.audit().compliant
