@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.linear_model import Lasso as SklearnLasso
+from sklearn.linear_model import LassoCV, RidgeCV
 
 from budgetlab.datasets.base import Dataset
 from budgetlab.models import Budget
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms.eg_lasso import EGLasso
-from learner.algorithms.lasso import Lasso
+from learner.algorithms.lasso import CV_TOLERANCE, MAX_ITERATIONS, N_ALPHAS, PATH_EPS, Lasso
 from learner.algorithms.ogd_ridge import OGDRidge
-from learner.algorithms.ridge import Ridge
+from learner.algorithms.ridge import ALPHAS, Ridge
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 
@@ -63,6 +64,54 @@ def test_lasso_matches_scikit_learn_on_the_rows_seen() -> None:
     direct = SklearnLasso(alpha=0.02, fit_intercept=False, tol=1e-10, max_iter=100_000)
     np.testing.assert_allclose(lasso.weights, direct.fit(dataset.X[:1500], dataset.y[:1500]).coef_, atol=1e-4)
     assert np.count_nonzero(np.abs(lasso.weights) > 1e-8) <= 4  # the L1 penalty zeroes most irrelevant weights
+
+
+def noisy_data(n: int, d: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Noise larger than the signal, so that cross-validation chooses α inside its grid, not at an end."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, X @ np.resize(W_STAR, d) + 3.0 * rng.standard_normal(n)
+
+
+def test_ridge_cross_validates_alpha_like_ridgecv_each_time_the_examples_double() -> None:
+    X, y = noisy_data(800)
+    ridge = Ridge(Problem(d=8, k=8, n_examples=800))
+
+    def ridgecv(n: int) -> RidgeCV:
+        return RidgeCV(alphas=ALPHAS, fit_intercept=False).fit(X[:n], y[:n])
+
+    seen = 0
+    for n in (6, 200, 399, 400):  # 6 <= d: RidgeCV's own Gram mode; then the leave-one-out errors from XᵀX
+        feed(ridge, X[seen:n], y[seen:n])
+        seen = n
+        weights = ridge.weights
+        tuned_at = {6: 6, 200: 200, 399: 200, 400: 400}[n]  # 399 < 2 x 200: the α chosen at 200 is kept
+        chosen = ridgecv(tuned_at).alpha_
+        assert ridge.config["alpha"] == chosen
+        expected = np.linalg.solve(X[:n].T @ X[:n] + chosen * np.eye(8), X[:n].T @ y[:n])
+        np.testing.assert_allclose(weights, expected, atol=1e-9)
+    assert ALPHAS[0] < ridgecv(200).alpha_ != ridgecv(400).alpha_ < ALPHAS[-1]  # the checks above can tell α apart
+
+
+def test_lasso_cross_validates_alpha_like_lassocv_each_time_the_examples_double() -> None:
+    X, y = noisy_data(800, d=30)
+    lasso = Lasso(Problem(d=30, k=30, n_examples=800))
+
+    def lassocv(n: int) -> float:
+        return LassoCV(alphas=N_ALPHAS, eps=PATH_EPS, cv=min(10, n), tol=CV_TOLERANCE, fit_intercept=False,
+                       max_iter=MAX_ITERATIONS).fit(X[:n], y[:n]).alpha_
+
+    seen = 0
+    for n, tuned_at in ((7, 7), (200, 200), (399, 200), (400, 400)):
+        feed(lasso, X[seen:n], y[seen:n])
+        seen = n
+        weights = lasso.weights
+        chosen = lassocv(tuned_at)
+        assert lasso.config["alpha"] == pytest.approx(chosen, rel=1e-12)
+        direct = SklearnLasso(alpha=chosen, fit_intercept=False, tol=1e-10, max_iter=100_000).fit(X[:n], y[:n])
+        np.testing.assert_allclose(weights, direct.coef_, atol=1e-3)
+    assert lassocv(200) != lassocv(400)
+    assert 0 < np.count_nonzero(lasso.weights) < 30
 
 
 def test_ogd_ridge_steps_projects_and_averages() -> None:
