@@ -6,8 +6,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 from tests.servers import learner_server, oracle_server
+
+# Each xdist worker, and each service a test starts, is one of several processes sharing the cores: a BLAS that
+# spreads one product over every core then spins against the others (a 784 x 784 eigvalsh took 3.7 s instead of
+# 0.15 s). One BLAS thread per process, here and in the processes tests start (they inherit the environment).
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+threadpool_limits(1)
 
 
 @pytest.fixture(autouse=True)
