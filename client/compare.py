@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from budgetlab.errors import OracleUnavailable, Unavailable
 from budgetlab.models import COMPLETED_RUN_STATUSES
@@ -45,8 +46,10 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     ``RUNS_FAILED``, ``INTERRUPTED``). Problems with the config or the services go to ``fail``."""
     if list_presets:
         for name, cfg in presets().items():
-            console.print(f"[bold]{name}[/]  ({cfg.expected_time or 'run time not stated'}; --quick under a minute)"
-                          f"\n    {cfg.title}", soft_wrap=True)
+            # Preset texts name config sections ("[tune]"): printed as text, not as rich markup.
+            time_text = escape(cfg.expected_time or "run time not stated")
+            console.print(f"[bold]{name}[/]  ({time_text}; --quick under a minute)\n    {escape(cfg.title)}",
+                          soft_wrap=True)
         return 0
     if (config is None) == (preset is None):
         fail("give a CONFIG.toml or --preset NAME (see --list)")
