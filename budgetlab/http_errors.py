@@ -6,6 +6,7 @@ bodies and by the in-process oracle for the same models, so both refuse bad inpu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from budgetlab.errors import OracleError, Refused
 from budgetlab.models import ErrorBody, Remaining
@@ -66,3 +68,17 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 413: "too_large"}
         return error_response(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail))
+
+
+class JsonHttpProtocol(HttpToolsProtocol):
+    """uvicorn's fast (httptools) HTTP protocol, whose refusal of a request it cannot parse (a control character
+    in a header, a malformed request line) is JSON like every other refusal, not uvicorn's plain text."""
+
+    def send_400_response(self, msg: str) -> None:
+        body = json.dumps(error_body("bad_request", f"the HTTP request is malformed: {msg}")).encode()
+        head = [b"HTTP/1.1 400 Bad Request\r\n"]
+        head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
+        head += [b"content-type: application/json\r\n", b"content-length: %d\r\n" % len(body),
+                 b"connection: close\r\n\r\n"]
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()

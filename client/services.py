@@ -31,6 +31,8 @@ import uvicorn
 from uvicorn.importer import import_from_string
 from uvicorn.supervisors import Multiprocess
 
+from budgetlab.http_errors import JsonHttpProtocol
+
 HEALTH_TIMEOUT = 60.0
 STARTUP_FAILURE = 3  # uvicorn's exit code when the app did not start
 BUDGETLAB = (sys.executable, "-m", "client.cli")
@@ -126,7 +128,7 @@ def serve(app: str, sock: socket.socket, *, workers: int = 1, ws_max_size: int |
     factory: str | WorkerApp = WorkerApp(app, os.getpid()) if workers > 1 else app
     more = {} if ws_max_size is None else {"ws_max_size": ws_max_size}
     config = uvicorn.Config(factory, factory=True, host=host, port=port, workers=workers, log_level="warning",
-                            **more)
+                            http=JsonHttpProtocol, **more)
     try:
         if workers > 1:
             if "target" in inspect.signature(Multiprocess).parameters:  # uvicorn before the process manager rework

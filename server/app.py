@@ -12,12 +12,13 @@ from pydantic import BaseModel, Field
 from budgetlab.bearer import bearer_token
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.http_errors import install_error_handlers
-from budgetlab.models import ErrorBody
+from budgetlab.models import ErrorBody, ObserveBatchRequest
 from server import dashboard
 from server.config import Settings
 from server.db import make_engine, upgrade
 from server.deps import Admin, Service
 from server.limits import RequestLimits
+from server.raw_bodies import add_components
 from server.routers import datasets, sessions, stream
 from server.sessions import SessionService
 
@@ -72,6 +73,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.include_router(sessions.router)
     app.include_router(stream.router)
     app.include_router(dashboard.router)
+    add_components(app, [ObserveBatchRequest])
     return app
 
 

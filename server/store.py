@@ -32,6 +32,7 @@ from sqlalchemy import Engine, Table
 
 from budgetlab.errors import Refused, SessionBusy
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, rows_of_links, unpack_cells
+from server.checkpoint import WRITER_BACKSTOP_PAGES, Checkpointer
 from server.tables import Cells, Link, SessionRecord
 
 SESSIONS: Table = SessionRecord.__table__  # type: ignore[assignment]
@@ -127,6 +128,7 @@ class Database:
         self.lock_timeout = lock_timeout
         self._idle: deque[Any] = deque()
         self._gate = threading.Lock() if self.sql.sqlite else None
+        self._checkpointer = Checkpointer(self._connect_raw) if self.sql.sqlite else None
 
     @contextmanager
     def write(self, *, wait: bool = True) -> Iterator[Any]:
@@ -150,6 +152,8 @@ class Database:
                 yield cursor
         finally:
             self._gate.release()
+        assert self._checkpointer is not None
+        self._checkpointer.wrote()
 
     @contextmanager
     def read(self) -> Iterator[Any]:
@@ -200,10 +204,16 @@ class Database:
         try:
             return self._idle.pop()
         except IndexError:
-            conn = self.engine.raw_connection()
-            # Detached, the connection is ours: SQLAlchemy's pool neither counts nor resets it.
-            conn.detach()
+            conn = self._connect_raw()
+            if self.sql.sqlite:  # the checkpointer's thread copies the log back, outside the write lock
+                conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_BACKSTOP_PAGES}")
             return conn
+
+    def _connect_raw(self) -> Any:
+        conn = self.engine.raw_connection()
+        # Detached, the connection is ours: SQLAlchemy's pool neither counts nor resets it.
+        conn.detach()
+        return conn
 
     def _checkin(self, conn: Any) -> None:
         if len(self._idle) < IDLE_CONNECTIONS:
@@ -221,6 +231,8 @@ class Database:
             conn.close()
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         while self._idle:
             self._idle.pop().close()
 

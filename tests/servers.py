@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from budgetlab.http_errors import JsonHttpProtocol
 from client.services import listen, service
 
 
@@ -46,7 +47,7 @@ def serve_in_thread(app, **options: Any) -> Iterator[str]:  # type: ignore[no-un
     ``uvicorn.Config`` (e.g. ``ws="none"``: a server that cannot upgrade to WebSocket)."""
     sock = bound_socket()
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", **options))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", http=JsonHttpProtocol, **options))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"

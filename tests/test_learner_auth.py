@@ -83,12 +83,15 @@ BAD_BEARERS: list[tuple[str, dict[str, str | bytes]]] = [
 
 
 @pytest.mark.parametrize(("case", "headers"), BAD_BEARERS, ids=[c for c, _ in BAD_BEARERS])
-def test_a_missing_malformed_or_unknown_bearer_is_a_401_on_every_run_endpoint(learner: tuple[str, Path], case: str,
-                                                                               headers: dict) -> None:
+def test_a_missing_malformed_or_unknown_bearer_is_refused_on_every_run_endpoint(
+        learner: tuple[str, Path], case: str, headers: dict) -> None:
     url = learner[0]
     for method, path in (("GET", "/v1/runs"), ("POST", "/v1/runs"), ("GET", "/v1/runs/abc"),
                          ("GET", "/v1/runs/abc/audit"), ("DELETE", "/v1/runs/abc")):
         r = httpx.request(method, f"{url}{path}", headers=headers, json=RUN if method == "POST" else None)
+        if case == "control character":  # not a valid HTTP header value: the HTTP parser refuses it, in JSON too
+            assert (r.status_code, r.json()["error"]) == (400, "bad_request"), (method, path, r.text)
+            continue
         assert r.status_code == 401, (case, method, path, r.text)
         assert r.json()["error"] == "unauthorized" and r.json()["detail"]
 

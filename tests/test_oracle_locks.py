@@ -7,15 +7,20 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
 
 from budgetlab.errors import SessionBusy
+from budgetlab.models import ObserveRequest, SessionCreate
 from budgetlab.oracle_client import OracleClient
 from server.app import create_app
+from server.checkpoint import PERIOD, WRITER_BACKSTOP_PAGES
 from server.config import Settings
+from server.db import make_engine, upgrade
+from server.sessions import SessionService
 from tests.servers import serve_in_thread
 
 LOCK_TIMEOUT = 0.5
@@ -124,3 +129,28 @@ def test_the_sdk_sends_a_busy_request_again_and_it_is_charged_once(sqlite_url: s
         assert answer.example == 1 and answer.charged == 2.0
         info = s.get()
         assert (info.spent.examples_issued, info.spent.attributes) == (2, 3) and s.audit().compliant
+
+
+def test_the_log_is_checkpointed_by_a_thread_of_its_own_not_inside_a_write(tmp_path: Path) -> None:
+    """SQLite copies the write-ahead log back into the database in the oracle's checkpoint thread, soon after the
+    writes: a writer's own commit would do it only past the backstop, holding up every request queued behind it."""
+
+    path = tmp_path / "ledger.db"
+    upgrade(f"sqlite:///{path}")
+    service = SessionService(make_engine(f"sqlite:///{path}"))
+    try:
+        created = service.create(SessionCreate(dataset="sparse-gaussian", order="pool",
+                                               dataset_params={"d": 200, "n_train": 2000, "n_test": 10}))
+        with service.db.write() as cursor:
+            assert cursor.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WRITER_BACKSTOP_PAGES
+        time.sleep(3 * PERIOD)
+        before = path.stat().st_size
+        for first in range(0, 2000, 100):  # 400,000 values: about 6 MB of log, past SQLite's default 1,000 pages
+            items = [ObserveRequest(example=e, attributes=list(range(200))) for e in range(first, first + 100)]
+            service.observe_batch(created.id, created.token, items)
+        deadline = time.monotonic() + 10
+        while path.stat().st_size < before + (5 << 20) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert path.stat().st_size >= before + (5 << 20), "the values never reached the database file"
+    finally:
+        service.close_connections()

@@ -8,9 +8,10 @@ import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from budgetlab.ledger import ROW_FIELDS, canonical_json
 from budgetlab.models import (
@@ -36,6 +37,7 @@ from budgetlab.models import (
     StepResponse,
 )
 from server.deps import Service, Token
+from server.raw_bodies import documented, parsed
 from server.sessions import export_header, promptly
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -131,10 +133,17 @@ async def observe(session_id: SessionId, body: ObserveRequest, sessions: Service
 
 
 @router.post("/{session_id}/observe/batch", response_model=ObserveBatchResponse,
-             responses=refusals(*OBSERVE, (422, "duplicate_example: an example is listed twice")))
-def observe_batch(session_id: SessionId, body: ObserveBatchRequest, sessions: Service, token: Token) -> Response:
+             responses=refusals(*OBSERVE, (422, "duplicate_example: an example is listed twice")),
+             openapi_extra=documented(ObserveBatchRequest))
+async def observe_batch(session_id: SessionId, request: Request, sessions: Service, token: Token) -> Response:
     """Pay for attributes of many examples in one all-or-nothing request."""
-    return serialized(sessions.observe_batch(session_id, token, body.items))
+    raw = await request.body()
+
+    def run() -> Response:  # parsing a big body included: none of it on the event loop (server.raw_bodies)
+        body = parsed(ObserveBatchRequest, raw)
+        return serialized(sessions.observe_batch(session_id, token, body.items))
+
+    return await run_in_threadpool(run)
 
 
 @router.post("/{session_id}/label", response_model=LabelResponse,
