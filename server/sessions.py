@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ from budgetlab import engine as rules
 from budgetlab.audit import audit_rows
 from budgetlab.datasets import DatasetError
 from budgetlab.engine import Counters, Outcome, Runtime, SessionConfig
-from budgetlab.errors import OracleError
+from budgetlab.errors import OracleError, SessionBusy
 from budgetlab.ledger import FORMAT, GENESIS, Chain
 from budgetlab.models import (
     AuditReport,
@@ -51,7 +52,7 @@ from budgetlab.models import (
 )
 from server.db import DEFAULT_LOCK_TIMEOUT
 from server.runtimes import RuntimeCache
-from server.store import COUNTER_COLUMNS, Database, NotNow
+from server.store import BUSY, COUNTER_COLUMNS, Database, GateHeld, NotNow
 
 A = TypeVar("A")
 # Set while a step runs on the event loop (``promptly``): it must then raise NotNow rather than wait.
@@ -317,16 +318,27 @@ async def promptly(call: Callable[..., A], *args: Any) -> A:
     else on the thread pool.
 
     A small SQLite write whose lock is free this instant takes a fraction of a millisecond: running it in
-    place saves the two thread hops that cost more than the write itself. Anything that would wait (the lock
-    is held, PostgreSQL's locks, a dataset to load) goes to the thread pool, so the loop never blocks on it.
+    place saves the two thread hops that cost more than the write itself. When another write of this worker
+    holds the lock, the step waits for it on the loop (which goes on serving others meanwhile) and runs in place
+    as soon as it commits; not freed within the lock timeout, it is 503 ``busy``. Anything else that would wait
+    (another process holds SQLite's lock, PostgreSQL's locks, a dataset to load) goes to the thread pool, so the
+    loop never blocks on it.
     """
-    reset = _PROMPT.set(True)
-    try:
-        return call(*args)
-    except NotNow:
-        pass
-    finally:
-        _PROMPT.reset(reset)
+    deadline: float | None = None
+    while True:
+        reset = _PROMPT.set(True)
+        try:
+            return call(*args)
+        except GateHeld as held:
+            database = held.database
+        except NotNow:
+            break
+        finally:
+            _PROMPT.reset(reset)
+        now = time.monotonic()
+        deadline = deadline or now + database.lock_timeout
+        if not await database.released(deadline - now):
+            raise SessionBusy(BUSY)
     return await run_in_threadpool(call, *args)
 
 

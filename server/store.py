@@ -18,6 +18,7 @@ Both are blocking calls: the endpoints that use them run on the thread pool, nev
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
@@ -59,6 +60,14 @@ IDLE_CONNECTIONS = 8
 
 class NotNow(Exception):  # noqa: N818 - a signal, not an error: the caller goes on the thread pool instead
     """A write that would have to wait (another writer holds the lock, or a dataset must be loaded first)."""
+
+
+class GateHeld(NotNow):
+    """Another write of this process holds the SQLite gate: ``database.released()`` says when it is free."""
+
+    def __init__(self, database: Database) -> None:
+        super().__init__()
+        self.database = database
 
 
 def _identity(value: Any) -> Any:
@@ -128,6 +137,9 @@ class Database:
         self.lock_timeout = lock_timeout
         self._idle: deque[Any] = deque()
         self._gate = threading.Lock() if self.sql.sqlite else None
+        # Event-loop waiters for the gate (``released``): woken as soon as it is released, without a thread.
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._waiters_lock = threading.Lock()
         self._checkpointer = Checkpointer(self._connect_raw) if self.sql.sqlite else None
 
     @contextmanager
@@ -145,15 +157,41 @@ class Database:
             return
         if not self._gate.acquire(timeout=self.lock_timeout if wait else 0):
             if not wait:
-                raise NotNow
+                raise GateHeld(self)
             raise SessionBusy(BUSY)
         try:
             with self._transaction(write=True, wait=wait) as cursor:
                 yield cursor
         finally:
             self._gate.release()
+            self._wake_waiters()
         assert self._checkpointer is not None
         self._checkpointer.wrote()
+
+    async def released(self, timeout: float) -> bool:
+        """Wait on the event loop, at most ``timeout`` seconds, until the gate is free: True if it is.
+
+        A small write that found the gate held waits here rather than on a worker thread: it is then retried in
+        place the moment the write before it commits, without two thread hops and a contended GIL."""
+        assert self._gate is not None
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._waiters_lock:
+            self._waiters.append((loop, future))
+        if not self._gate.locked():  # released before this waiter was listed
+            return True
+        try:
+            await asyncio.wait_for(future, max(timeout, 0.0))
+        except TimeoutError:
+            return not self._gate.locked()
+        return True
+
+    def _wake_waiters(self) -> None:
+        with self._waiters_lock:
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, future)
 
     @contextmanager
     def read(self) -> Iterator[Any]:
@@ -318,6 +356,11 @@ class Database:
         cursor.execute(self.sql.open_sessions)
         decode: Callable[[Any], Any] = self.sql.result["last_active"]
         return [(sid, decode(t) if isinstance(t, str) else t) for sid, t in cursor.fetchall()]
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -154,3 +154,48 @@ def test_the_log_is_checkpointed_by_a_thread_of_its_own_not_inside_a_write(tmp_p
         assert path.stat().st_size >= before + (5 << 20), "the values never reached the database file"
     finally:
         service.close_connections()
+
+
+@pytest.mark.parametrize("hold", [0.3, 3 * LOCK_TIMEOUT])
+def test_a_small_write_behind_another_write_of_the_worker_waits_on_the_loop(sqlite_url: str, hold: float) -> None:
+    """While another write of the same worker holds the gate (as a big batch does), a small observe waits for it
+    without a thread and without holding up the worker: it is answered right after the gate is freed, or 503 busy
+    if that takes longer than the lock timeout, having charged nothing."""
+    app = create_app(Settings(database_url=sqlite_url, lock_timeout=LOCK_TIMEOUT))
+    service: SessionService = app.state.sessions
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        created = http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": PARAMS,
+                                                   "order": "pool", "budget": {"per_example": 3}}).json()
+        sid, headers = created["id"], {"Authorization": f"Bearer {created['token']}"}
+        assert http.post(f"/v1/sessions/{sid}/observe", headers=headers,
+                         json={"example": 0, "attributes": [1]}).status_code == 200
+        holding = threading.Event()
+
+        def hold_the_gate() -> None:
+            with service.db.write():
+                holding.set()
+                time.sleep(hold)
+
+        holder = threading.Thread(target=hold_the_gate)
+        holder.start()
+        assert holding.wait(10)
+        waiting: dict[str, httpx.Response] = {}
+        writer = threading.Thread(target=lambda: waiting.update(r=http.post(
+            f"/v1/sessions/{sid}/observe", headers=headers, json={"example": 1, "attributes": [2]})))
+        writer.start()
+        time.sleep(0.05)
+        with httpx.Client(base_url=url, timeout=30) as other:
+            health_started = time.monotonic()
+            assert other.get("/healthz").status_code == 200
+            assert time.monotonic() - health_started < 0.2, "the waiting write held up the worker"
+        writer.join(timeout=30)
+        holder.join(timeout=30)
+        answered = waiting["r"]
+        spent = http.get(f"/v1/sessions/{sid}", headers=headers).json()["spent"]["attributes"]
+        if hold < LOCK_TIMEOUT:
+            assert answered.status_code == 200, answered.text
+            assert spent == 2
+        else:
+            assert answered.status_code == 503 and answered.json()["error"] == "busy", answered.text
+            assert spent == 1
+        assert http.get(f"/v1/sessions/{sid}/audit", headers=headers).json()["compliant"]
