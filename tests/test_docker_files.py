@@ -95,3 +95,13 @@ def test_dockerfile_copies_every_package_the_distribution_installs() -> None:
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     copied = set(re.findall(r"^COPY (\S+) \./\1\s*$", (ROOT / "Dockerfile").read_text(), flags=re.M))
     assert {p.rstrip("*") for p in packages} <= copied
+
+
+def test_the_dashboards_link_each_other_at_the_ports_the_host_sees() -> None:
+    """Inside the network the learner calls the oracle by its service name; a browser on the host cannot, so
+    the pages' links use the published ports."""
+    services = compose()["services"]
+    oracle_port = services["oracle"]["ports"][0].split(":")[0]
+    learner_port = services["learner"]["ports"][0].split(":")[0]
+    assert services["oracle"]["environment"]["BUDGETLAB_LEARNER_URL"] == f"http://localhost:{learner_port}"
+    assert services["learner"]["environment"]["BUDGETLAB_ORACLE_PUBLIC_URL"] == f"http://localhost:{oracle_port}"
