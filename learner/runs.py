@@ -10,12 +10,15 @@ ends, closes the oracle sessions it opened.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.models import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
@@ -71,8 +74,21 @@ class Run:
                        result=self.result, curve=list(self.curve), message=self.message)
 
 
+def share_blas_threads(max_running: int) -> int:
+    """Limit this process's BLAS to its share of the cores among ``max_running`` runs; returns the limit.
+
+    Runs are threads of one process, and a BLAS product may use every core: four runs at once on two cores would
+    spin eight threads against each other. The limit never raises one already set (``OPENBLAS_NUM_THREADS``)."""
+    current = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    share = max(1, (os.cpu_count() or 1) // max_running)
+    limit = min([share, *current])
+    threadpool_limits(limit, user_api="blas")
+    return limit
+
+
 class RunManager:
     def __init__(self, store: RunStore, *, max_running: int, retained: int) -> None:
+        share_blas_threads(max_running)
         self.store = store
         self.retained = retained
         self.live: dict[str, Run] = {}
