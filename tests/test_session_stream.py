@@ -19,6 +19,7 @@ from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 from server.app import create_app
 from server.config import Settings
+from server.routers.stream import BIG_MESSAGE
 from tests.servers import serve_in_thread
 
 DATASET = "sparse-gaussian"
@@ -73,6 +74,35 @@ def test_the_stream_answers_bad_messages_with_4xx_and_refuses_a_wrong_token(orac
             with pytest.raises(InvalidStatus):
                 connect(stream_url(oracle_url, s.id), additional_headers={"Authorization": f"Bearer {token}"},
                         legacy=True, open_timeout=10)
+
+
+def test_a_big_message_gets_the_answer_and_the_refusals_http_gives(oracle_url: str) -> None:
+    """A message past BIG_MESSAGE is handled whole on the thread pool: the same answers, the same refusals."""
+    pool = {"d": 100, "n_train": 400, "n_test": 10}
+    items = [{"example": e, "attributes": list(range(100))} for e in range(200)]
+    batch = json.dumps({"op": "observe_batch", "body": {"items": items}})
+    assert len(batch) >= BIG_MESSAGE
+    with OracleClient(oracle_url) as client, OracleClient(oracle_url, stream=False) as http:
+        s = client.open_session(DATASET, dataset_params=pool, order="pool", seed=2)
+        over_http = http.open_session(DATASET, dataset_params=pool, order="pool", seed=2)
+        with connect(stream_url(oracle_url, s.id), additional_headers={"Authorization": f"Bearer {s.token}"},
+                     legacy=True) as ws:
+            padding = " " * BIG_MESSAGE
+            for message, status, error in [("not json" + padding, 400, "invalid_message"),
+                                            (json.dumps({"op": "teleport", "body": padding}), 400, "unknown_op"),
+                                            (json.dumps({"op": "observe_batch", "body": {"items": items + items}}),
+                                             422, "duplicate_example")]:
+                ws.send(message)
+                code, _, body = ws.recv(timeout=30).partition(" ")
+                assert (int(code), json.loads(body)["error"]) == (status, error), message[:40]
+            ws.send(batch)
+            code, _, body = ws.recv(timeout=30).partition(" ")
+        assert code == "200"
+        answer = json.loads(body)
+        expected = over_http.observe_batch([(i["example"], i["attributes"]) for i in items]).model_dump(mode="json")
+        assert [i["values"] for i in answer["items"]] == [i["values"] for i in expected["items"]]
+        assert answer["fresh"] == expected["fresh"] == 20_000
+        assert s.audit().compliant
 
 
 def test_the_sdk_falls_back_to_http_when_the_oracle_offers_no_stream(tmp_path: Path) -> None:

@@ -36,6 +36,9 @@ from budgetlab.models import (
 from server.sessions import SessionService, promptly
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+# From this many characters on, a message is parsed on the thread pool: a step's is a few dozen, a 10,000-cell
+# observe_batch's about 40,000, whose json.loads alone holds the event loop for a third of a millisecond.
+BIG_MESSAGE = 16_384
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,31 @@ def _refused(exc: Refused) -> str:
 
 
 async def answer(sessions: SessionService, session_id: str, token: str, message: str) -> str:
-    """The reply to one message, as ``"STATUS BODY"``; never raises for anything a client sends."""
+    """The reply to one message, as ``"STATUS BODY"``; never raises for anything a client sends.
+
+    Only a small step's message is read, checked and answered on the event loop (``promptly``). Any other is
+    handled whole on the thread pool, a big ``observe_batch`` message's parsing and its answer's JSON included,
+    so the worker's other requests do not wait behind them."""
+    if len(message) >= BIG_MESSAGE:
+        return await run_in_threadpool(_answer_here, sessions, session_id, token, message)
+    parsed = _parse(message)
+    if isinstance(parsed, str):
+        return parsed
+    op, body = parsed
+    if not op.prompt:
+        return await run_in_threadpool(_reply, op, sessions, session_id, token, body)
+    try:
+        request = None if op.request is None else op.request.model_validate(body or {})
+        result = await promptly(op.call, sessions, session_id, token, request)
+    except ValidationError as exc:
+        return _refused(invalid_request(exc))
+    except Refused as exc:
+        return _refused(exc)
+    return f"200 {result.model_dump_json()}"
+
+
+def _parse(message: str) -> tuple[Op, Any] | str:
+    """The message's operation and raw body, or the refusal of a message that names none."""
     try:
         request = json.loads(message)
     except ValueError:
@@ -81,17 +108,23 @@ async def answer(sessions: SessionService, session_id: str, token: str, message:
     op = OPS.get(request.get("op")) if isinstance(request, dict) else None
     if op is None:
         return _error(400, {"error": "unknown_op", "detail": f"op must be one of {', '.join(OPS)}"})
+    return op, request.get("body")
+
+
+def _reply(op: Op, sessions: SessionService, session_id: str, token: str, body: Any) -> str:
+    """Validate, call and serialise, blocking (on the thread pool)."""
     try:
-        body = None if op.request is None else op.request.model_validate(request.get("body") or {})
-        if op.prompt:
-            result = await promptly(op.call, sessions, session_id, token, body)
-        else:
-            result = await run_in_threadpool(op.call, sessions, session_id, token, body)
+        request = None if op.request is None else op.request.model_validate(body or {})
+        return f"200 {op.call(sessions, session_id, token, request).model_dump_json()}"
     except ValidationError as exc:
         return _refused(invalid_request(exc))
     except Refused as exc:
         return _refused(exc)
-    return f"200 {result.model_dump_json()}"
+
+
+def _answer_here(sessions: SessionService, session_id: str, token: str, message: str) -> str:
+    parsed = _parse(message)
+    return parsed if isinstance(parsed, str) else _reply(parsed[0], sessions, session_id, token, parsed[1])
 
 
 @router.websocket("/{session_id}/stream")
