@@ -27,6 +27,16 @@ LOCK_TIMEOUT = 0.5
 PARAMS = {"d": 8, "n_train": 30, "n_test": 10, "s_plus": 2, "s_minus": 2}
 
 
+def session_with_one_value(http: httpx.Client) -> tuple[str, dict[str, str]]:
+    """A pool session (3 attributes per example) that has paid for one value; its id and auth header."""
+    created = http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": PARAMS,
+                                               "order": "pool", "budget": {"per_example": 3}}).json()
+    sid, headers = created["id"], {"Authorization": f"Bearer {created['token']}"}
+    assert http.post(f"/v1/sessions/{sid}/observe", headers=headers,
+                     json={"example": 0, "attributes": [1]}).status_code == 200
+    return sid, headers
+
+
 def hold_sqlite_lock(url: str) -> sqlite3.Connection:
     conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False)
     conn.execute("BEGIN IMMEDIATE")
@@ -45,11 +55,7 @@ def test_a_held_lock_gives_503_busy_while_reads_and_health_answer(backend: str,
     database_url = request.getfixturevalue(f"{backend}_url")
     app = create_app(Settings(database_url=database_url, admin_token="admin", lock_timeout=LOCK_TIMEOUT))
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
-        created = http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": PARAMS,
-                                                   "order": "pool", "budget": {"per_example": 3}}).json()
-        sid, headers = created["id"], {"Authorization": f"Bearer {created['token']}"}
-        assert http.post(f"/v1/sessions/{sid}/observe", headers=headers,
-                         json={"example": 0, "attributes": [1]}).status_code == 200
+        sid, headers = session_with_one_value(http)
 
         holder = hold_sqlite_lock(database_url) if backend == "sqlite" else hold_postgres_row(database_url, sid)
         try:
@@ -164,11 +170,7 @@ def test_a_small_write_behind_another_write_of_the_worker_waits_on_the_loop(sqli
     app = create_app(Settings(database_url=sqlite_url, lock_timeout=LOCK_TIMEOUT))
     service: SessionService = app.state.sessions
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
-        created = http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": PARAMS,
-                                                   "order": "pool", "budget": {"per_example": 3}}).json()
-        sid, headers = created["id"], {"Authorization": f"Bearer {created['token']}"}
-        assert http.post(f"/v1/sessions/{sid}/observe", headers=headers,
-                         json={"example": 0, "attributes": [1]}).status_code == 200
+        sid, headers = session_with_one_value(http)
         holding = threading.Event()
 
         def hold_the_gate() -> None:
