@@ -15,12 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
 from budgetlab.learner_client import POLL_SECONDS, LearnerClient
-from budgetlab.models import ParamValue, RunCreate, RunInfo, RunResult
+from budgetlab.models import COMPLETED_RUN_STATUSES, ParamValue, RunCreate, RunInfo, RunResult
 from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
 from learner.algorithms import get_algorithm
 from learner.regret import best_sparse, stream_arrays
@@ -87,12 +88,36 @@ def failed_result(request: RunCreate, message: str, status: str = "failed") -> R
                      params=request.params, seed=request.seed, status=status, message=message)  # type: ignore[arg-type]
 
 
+class GridBars:
+    """A grid's progress: one bar for all its runs, and one for each run while it goes.
+
+    A run's bar goes when the run ends (one that did not complete leaves a line saying how it ended): rich draws
+    every bar again on each update, so a grid of 1,880 runs that kept a bar each spent its time drawing them."""
+
+    def __init__(self, bars: Progress, runs: int) -> None:
+        self.bars = bars
+        self.all = bars.add_task("all runs", total=runs, info="")
+
+    def start(self, label: str, total: int | None) -> TaskID:
+        return self.bars.add_task(label, total=total, info="")
+
+    def show(self, task: TaskID, completed: int, total: int | None, info: str) -> None:
+        self.bars.update(task, completed=completed, total=total, info=info)
+
+    def end(self, task: TaskID, label: str, result: RunResult) -> None:
+        self.bars.remove_task(task)
+        self.bars.advance(self.all)
+        if result.status not in COMPLETED_RUN_STATUSES:
+            self.bars.console.print(f"{escape(label)}: {result.status} {escape(result.message[:100])}",
+                                    soft_wrap=True)
+
+
 @contextmanager
-def progress_bars(console: Console, enabled: bool) -> Iterator[Progress]:
+def progress_bars(console: Console, enabled: bool, runs: int) -> Iterator[GridBars]:
     bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console, disable=not enabled)
     with bars:
-        yield bars
+        yield GridBars(bars, runs)
 
 
 def _label(job: Job, designs: list[Design]) -> str:
@@ -116,15 +141,15 @@ def gather(cells: list[Future[RunOutcome]], jobs: list[Job], stop: Callable[[], 
                            for cell, job in zip(cells, jobs, strict=True)]) from None
 
 
-def run_local(jobs: list[Job], designs: list[Design], *, parallel: int, bars: Progress) -> list[RunOutcome]:
+def run_local(jobs: list[Job], designs: list[Design], *, parallel: int, bars: GridBars) -> list[RunOutcome]:
     """Every job in-process on its own LocalOracle, ``parallel`` at a time."""
     cancel = threading.Event()
 
     def one(job: Job) -> RunOutcome:
-        task = bars.add_task(_label(job, designs), total=job.request.max_examples, info="")
-        result = execute_local(job.request, lambda done, total, info: bars.update(task, completed=done, total=total,
-                                                                                   info=info), cancel)
-        bars.update(task, info=result.status)
+        label = _label(job, designs)
+        task = bars.start(label, job.request.max_examples)
+        result = execute_local(job.request, lambda done, total, info: bars.show(task, done, total, info), cancel)
+        bars.end(task, label, result)
         return RunOutcome(job.design, job.entry, job.seed, result, audit="local (no ledger)")
 
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
@@ -148,7 +173,7 @@ def execute_local(request: RunCreate, report: Callable[[int, int, str], None],
         return failed_result(request, f"{type(exc).__name__}: {exc}")
 
 
-def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, parallel: int, bars: Progress,
+def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, parallel: int, bars: GridBars,
                 run_timeout: float) -> list[RunOutcome]:
     """Every job through the learner service, ``parallel`` at a time, each followed until it ends and audited.
 
@@ -168,18 +193,19 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
                 cancel_quietly(learner, run_id)
 
         def one(job: Job) -> RunOutcome:
-            task = bars.add_task(_label(job, designs), total=job.request.max_examples, info="")
+            label = _label(job, designs)
+            task = bars.start(label, job.request.max_examples)
 
             def show(info: RunInfo) -> None:
-                bars.update(task, completed=info.progress_examples, total=info.max_examples,
-                            info=f"attrs {info.progress_attributes} {info.status}")
+                bars.show(task, info.progress_examples, info.max_examples,
+                          f"attrs {info.progress_attributes} {info.status}")
 
             try:
                 run_id = learner.start(job.request).id
             except LearnerError as exc:
-                message = f"{exc.error}: {exc.detail}"
-                bars.update(task, info=f"failed: {message[:60]}")
-                refused = RunOutcome(job.design, job.entry, job.seed, failed_result(job.request, message))
+                refused = RunOutcome(job.design, job.entry, job.seed,
+                                     failed_result(job.request, f"{exc.error}: {exc.detail}"))
+                bars.end(task, label, refused.result)
                 audit_outcome(learner, refused)
                 return refused
             with lock:
@@ -199,6 +225,7 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
             if late:
                 result.message = f"{late} ({result.message})" if result.message else late
             outcome = RunOutcome(job.design, job.entry, job.seed, result, run_id=run_id)
+            bars.end(task, label, result)
             audit_outcome(learner, outcome)
             return outcome
 
@@ -271,7 +298,7 @@ def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
 def execute(jobs: list[Job], designs: list[Design], *, local: bool, learner_url: str | None, parallel: int,
             console: Console, run_timeout: float, show_progress: bool = True) -> list[RunOutcome]:
     """The jobs in-process (``local``) or through the learner service, in job order."""
-    with progress_bars(console, show_progress) as bars:
+    with progress_bars(console, show_progress, len(jobs)) as bars:
         if local:
             return run_local(jobs, designs, parallel=parallel, bars=bars)
         assert learner_url is not None

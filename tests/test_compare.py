@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import platform
 import signal
@@ -17,13 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sklearn
+from rich.console import Console
 from typer.testing import CliRunner
 
 from budgetlab.learner_client import LearnerClient
-from budgetlab.models import Budget
+from budgetlab.models import Budget, RunResult
 from client.cli import app
 from client.compare import INTERRUPTED, RUNS_FAILED
-from client.grid import NOT_STARTED
+from client.grid import NOT_STARTED, progress_bars
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 from tests.servers import learner_server
@@ -243,3 +245,19 @@ def test_ctrl_c_cancels_the_runs_on_the_learner_and_writes_a_partial_report(watc
         assert started["result"]["curve"] and started["audit"] == "compliant"
         assert unstarted["result"]["status"] == "cancelled" and unstarted["result"]["message"] == NOT_STARTED
     assert "**Partial report: interrupted during the runs" in (out / "report.md").read_text()
+
+
+def test_a_grid_keeps_a_bar_for_the_runs_going_only_and_says_how_failed_ones_ended() -> None:
+    """rich draws every bar on each update: a bar per run kept for 1,880 runs made drawing the grid's work."""
+    out = io.StringIO()
+    with progress_bars(Console(file=out, width=200), enabled=True, runs=300) as bars:
+        for i in range(300):
+            task = bars.start(f"run {i}", 10)
+            bars.show(task, 10, 10, "attrs 40")
+            status = "failed" if i == 7 else "finished"
+            bars.end(task, f"run {i}", RunResult(algorithm="aer", dataset="d", seed=i, status=status,
+                                                 message="oracle said no" if i == 7 else ""))
+        assert [t.description for t in bars.bars.tasks] == ["all runs"]
+        assert bars.bars.tasks[0].completed == 300
+    assert "run 7: failed oracle said no" in out.getvalue()
+    assert "run 8:" not in out.getvalue()
