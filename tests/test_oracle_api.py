@@ -13,7 +13,9 @@ from budgetlab.datasets import load_dataset
 from budgetlab.datasets.base import stream_order
 from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.evaluation import evaluate_weights
+from budgetlab.models import ObserveBatchResponse
 from budgetlab.oracle_client import OracleClient
+from server.routers.sessions import serialized, serialized_batch
 
 DATASET = "sparse-gaussian"
 PARAMS = {"d": 20, "n_train": 300, "n_test": 100, "s_plus": 5, "s_minus": 5}
@@ -330,3 +332,14 @@ def test_observe_on_driver_sql_reads_back_through_sqlalchemy(backend: str, reque
         assert (once["charged"], again["charged"], again["label"]) == (1.0, 0.0, once["label"])
         assert_error(httpx.post(f"{url}/v1/sessions/{sid}/label", headers=h, json={"example": 5}), 402)
         assert httpx.get(f"{url}/v1/sessions/{sid}/audit", headers=h).json()["compliant"]
+
+
+@pytest.mark.parametrize("receipt", [None, {"rows": 12, "head": "ab" * 32}])
+def test_a_batch_answer_serialised_an_item_at_a_time_is_the_same_json(receipt: dict | None) -> None:
+    answer = ObserveBatchResponse.model_validate({
+        "items": [{"example": 3, "attributes": [0, 7], "values": [0.5, -1e-300]},
+                  {"example": 4, "attributes": [2], "values": [float(np.float32(0.1))]}],
+        "charged": 3.0, "fresh": 3, "spent": 7.5, "remaining": {"total": 12.5, "per_example": 4, "example": 4,
+                                                                 "example_attributes": 3},
+        "receipt": receipt})
+    assert serialized_batch(answer).body == serialized(answer).body
