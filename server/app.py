@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import FastAPI, Query
@@ -14,6 +16,7 @@ from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.http_errors import install_error_handlers
 from budgetlab.models import ErrorBody, ObserveBatchRequest
 from server import dashboard
+from server.batch_process import BatchProcess
 from server.config import Settings
 from server.db import make_engine, upgrade
 from server.deps import Admin, Service
@@ -43,16 +46,29 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     cache_limits(CACHE_ENTRIES, settings.dataset_cache_bytes)
     if migrate:
         upgrade(settings.database_url)
+    engine = make_engine(settings.database_url, settings.lock_timeout)
+    caps = {"max_cells": settings.max_cells, "max_examples": settings.max_examples}
+    batches = BatchProcess(settings.database_url, settings.lock_timeout, caps) if settings.batch_process else None
+    service = SessionService(engine, settings.lock_timeout, **caps, batch_process=batches)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if batches is not None:
+            batches.start()
+        yield
+        if batches is not None:
+            batches.close()
+        service.close_connections()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="budgetlab feature oracle",
         version="1",
         description="Hosts datasets and charges per attribute under local, global and test-time budgets. "
         "Every value sent has a ledger row, committed before the answer.",
     )
     app.state.settings = settings
-    engine = make_engine(settings.database_url, settings.lock_timeout)
-    app.state.sessions = SessionService(engine, settings.lock_timeout, max_cells=settings.max_cells,
-                                        max_examples=settings.max_examples)
+    app.state.sessions = service
     install_error_handlers(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
 

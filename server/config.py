@@ -39,3 +39,6 @@ class Settings:
     max_examples: int = field(default_factory=lambda: _env_int("BUDGETLAB_MAX_EXAMPLES", MAX_EXAMPLES))
     # In-memory dataset arrays kept by each worker's dataset cache (memory-mapped user datasets count nothing).
     dataset_cache_bytes: int = field(default_factory=lambda: _env_int("BUDGETLAB_DATASET_CACHE_BYTES", CACHE_BYTES))
+    # Work big observe/batch requests out in a process of the worker's own (server.batch_process), so that they
+    # do not slow the worker's other requests down; 0 does it in the worker.
+    batch_process: bool = field(default_factory=lambda: os.environ.get("BUDGETLAB_BATCH_PROCESS", "1") != "0")

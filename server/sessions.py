@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Engine
@@ -38,6 +38,7 @@ from budgetlab.models import (
     LedgerRow,
     MomentsResponse,
     NextResponse,
+    ObserveBatchRequest,
     ObserveBatchResponse,
     ObserveRequest,
     ObserveResponse,
@@ -71,6 +72,25 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True)
+class Prepared(Generic[A]):
+    """A step worked out on a snapshot, outside the write lock: stored as it is if the session is still where the
+    snapshot saw it (``before``: counters, ledger rows, chain head; every write that changes anything moves them).
+    ``answer`` is the answer's model, or from the batch process its JSON."""
+
+    before: tuple[Counters, int, str]
+    counters: Counters
+    chain: Chain
+    answer: A
+    recorded: bool
+
+
+class BatchPreparer(Protocol):
+    """Works out big batches elsewhere (``server.batch_process``); None: the caller must do it itself."""
+
+    def prepare(self, session_id: str, token: str, raw: bytes) -> Prepared[bytes] | None: ...
+
+
 @dataclass
 class Loaded:
     """A session row, read in a transaction: its counters, chain head and (cached) runtime."""
@@ -102,9 +122,11 @@ class StoredPaid:
 
 class SessionService:
     def __init__(self, engine: Engine, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, *,
-                 max_cells: int = rules.MAX_CELLS, max_examples: int = rules.MAX_EXAMPLES) -> None:
+                 max_cells: int = rules.MAX_CELLS, max_examples: int = rules.MAX_EXAMPLES,
+                 batch_process: BatchPreparer | None = None) -> None:
         self.db = Database(engine, lock_timeout)
         self.caps = {"max_cells": max_cells, "max_examples": max_examples}
+        self.batch_process = batch_process
         self._runtimes = RuntimeCache()
 
     def close_connections(self) -> None:
@@ -147,41 +169,40 @@ class SessionService:
 
     # --- the two ways a step runs ---------------------------------------------------------------------
 
+    def _prepare(self, session_id: str, token: str | None, step: Step[A]) -> Prepared[A] | None:
+        """``step`` worked out on a snapshot of the session, outside the write lock, hashing included (None if it
+        is refused there: the locked state gives the refusal)."""
+        db = self.db
+        with db.read() as cursor:
+            snap = self._load(cursor, session_id, token, lock=False)
+            try:
+                outcome = step(self._runtime(snap.row), snap.counters, StoredPaid(db, cursor, snap.key))
+            except OracleError:
+                return None
+        chain = Chain(session_id, snap.key, snap.ledger_rows, snap.head_hash).record(outcome.events)
+        return Prepared((snap.counters, snap.ledger_rows, snap.head_hash), outcome.counters, chain, outcome.answer,
+                        bool(outcome.events))
+
     def _write(self, session_id: str, token: str | None, step: Step[A], *,
-               prepare: bool = False) -> tuple[A, Loaded, Runtime]:
+               prepared: Prepared[Any] | None = None) -> tuple[A, Loaded, Runtime]:
         """Run ``step`` on the locked session and store its outcome; returns the answer and the session after it.
 
-        With ``prepare`` (big requests), the step runs first on a snapshot, outside the write lock, hashing
-        included; under the lock only the inserts remain, provided the session has not moved meanwhile (its
-        counters and chain head are unchanged). Otherwise, and after any refusal, it runs again under the lock,
-        so the answer is always the one the locked state gives.
+        Given what ``_prepare`` worked out (big requests), only the inserts remain under the lock, provided the
+        session has not moved meanwhile (its counters and chain head are unchanged). Otherwise the step runs
+        under the lock, so the answer is always the one the locked state gives.
         """
         db = self.db
-        prepared: tuple[Loaded, Outcome[A], Chain] | None = None
-        if prepare and _PROMPT.get():
-            raise NotNow
-        if prepare:
-            with db.read() as cursor:
-                snap = self._load(cursor, session_id, token, lock=False)
-                try:
-                    outcome = step(self._runtime(snap.row), snap.counters, StoredPaid(db, cursor, snap.key))
-                except OracleError:
-                    outcome = None
-            if outcome is not None:
-                prepared = snap, outcome, Chain(session_id, snap.key, snap.ledger_rows, snap.head_hash).record(
-                    outcome.events)
         with db.write(wait=not _PROMPT.get()) as cursor:
             loaded = self._load(cursor, session_id, token, lock=True)
             rt = self._runtime(loaded.row)
-            if prepared is not None and _unmoved(prepared[0], loaded):
-                outcome, chain = prepared[1], prepared[2]
+            if prepared is not None and prepared.before == (loaded.counters, loaded.ledger_rows, loaded.head_hash):
+                answer, c, chain, recorded = prepared.answer, prepared.counters, prepared.chain, prepared.recorded
             else:
                 outcome = step(rt, loaded.counters, StoredPaid(db, cursor, loaded.key))
                 chain = Chain(session_id, loaded.key, loaded.ledger_rows, loaded.head_hash).record(outcome.events)
-            c = outcome.counters
+                answer, c, recorded = outcome.answer, outcome.counters, bool(outcome.events)
             db.append(cursor, session_id, chain, [getattr(c, name) for name in COUNTER_COLUMNS], now=_now())
-        answer = outcome.answer
-        if outcome.events and isinstance(answer, BaseModel) and "receipt" in type(answer).model_fields:
+        if recorded and isinstance(answer, BaseModel) and "receipt" in type(answer).model_fields:
             answer.receipt = Receipt(rows=chain.seq, head=chain.head)
         after = Loaded(session_id, loaded.key, c, chain.seq, chain.head, loaded.row)
         return answer, after, rt
@@ -255,8 +276,32 @@ class SessionService:
         return self._write(session_id, token, lambda rt, c, paid: rules.observe_one(rt, c, paid, request))[0]
 
     def observe_batch(self, session_id: str, token: str, items: list[ObserveRequest]) -> ObserveBatchResponse:
+        step = _observe_step(items)
         big = sum(len(item.attributes) for item in items) >= PREPARE_CELLS
-        return self._write(session_id, token, lambda rt, c, paid: rules.observe(rt, c, paid, items), prepare=big)[0]
+        return self._write(session_id, token, step, prepared=self._prepare(session_id, token, step) if big else None)[0]
+
+    def observe_batch_json(self, session_id: str, token: str, items: list[ObserveRequest], raw: bytes) -> bytes:
+        """``observe_batch``'s answer as JSON, the same bytes; a big one prepared in the batch process if there is
+        one (``server.batch_process``), which is sent the request's ``raw`` body rather than its parsed items."""
+        step = _observe_step(items)
+        big = sum(len(item.attributes) for item in items) >= PREPARE_CELLS
+        prepared: Prepared[Any] | None = None
+        if big and self.batch_process is not None:
+            prepared = self.batch_process.prepare(session_id, token, raw)
+        if big and prepared is None:
+            prepared = self._prepare(session_id, token, step)
+        answer = self._write(session_id, token, step, prepared=prepared)[0]
+        return answer if isinstance(answer, bytes) else batch_json(answer)
+
+    def prepare_batch(self, session_id: str, token: str, raw: bytes) -> Prepared[bytes] | None:
+        """In the batch process: a batch worked out on a snapshot, its answer (receipt included) as JSON."""
+        items = ObserveBatchRequest.model_validate_json(raw).items
+        prepared = self._prepare(session_id, token, _observe_step(items))
+        if prepared is None:
+            return None
+        answer, chain = prepared.answer, prepared.chain
+        answer.receipt = Receipt(rows=chain.seq, head=chain.head)
+        return replace(prepared, answer=batch_json(answer))
 
     def step(self, session_id: str, token: str, request: StepRequest) -> StepResponse:
         return self._write(session_id, token, lambda rt, c, paid: rules.step(rt, c, request))[0]
@@ -342,9 +387,16 @@ async def promptly(call: Callable[..., A], *args: Any) -> A:
     return await run_in_threadpool(call, *args)
 
 
-def _unmoved(before: Loaded, now: Loaded) -> bool:
-    """Whether a session is where a snapshot saw it: every write that changes anything moves these."""
-    return (before.counters, before.ledger_rows, before.head_hash) == (now.counters, now.ledger_rows, now.head_hash)
+def _observe_step(items: list[ObserveRequest]) -> Step[ObserveBatchResponse]:
+    return lambda rt, c, paid: rules.observe(rt, c, paid, items)
+
+
+def batch_json(answer: ObserveBatchResponse) -> bytes:
+    """``answer.model_dump_json()``, the same bytes, an item at a time: the JSON of 10,000 values in one call holds
+    the GIL for half a millisecond, during which no other request of the worker moves; between items it can."""
+    rest = answer.model_dump_json(exclude={"items"})
+    items = ",".join([item.model_dump_json() for item in answer.items])
+    return f'{{"items":[{items}],{rest[1:]}'.encode()
 
 
 def export_header(session_id: str) -> dict[str, Any]:

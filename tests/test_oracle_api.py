@@ -15,7 +15,8 @@ from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.evaluation import evaluate_weights
 from budgetlab.models import ObserveBatchResponse
 from budgetlab.oracle_client import OracleClient
-from server.routers.sessions import serialized, serialized_batch
+from server.routers.sessions import serialized
+from server.sessions import batch_json
 
 DATASET = "sparse-gaussian"
 PARAMS = {"d": 20, "n_train": 300, "n_test": 100, "s_plus": 5, "s_minus": 5}
@@ -342,4 +343,4 @@ def test_a_batch_answer_serialised_an_item_at_a_time_is_the_same_json(receipt: d
         "charged": 3.0, "fresh": 3, "spent": 7.5, "remaining": {"total": 12.5, "per_example": 4, "example": 4,
                                                                  "example_attributes": 3},
         "receipt": receipt})
-    assert serialized_batch(answer).body == serialized(answer).body
+    assert batch_json(answer) == serialized(answer).body

@@ -1,0 +1,138 @@
+"""Big batches worked out in the worker's batch process: the same answers and ledger rows as in the worker, the
+locked state's answer when the session moved meanwhile, and no process left behind when its worker is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from budgetlab import engine as rules
+from budgetlab.models import ObserveBatchRequest, ObserveRequest, SessionCreate
+from client.services import announced_url, wait_healthy
+from server.batch_process import BatchProcess
+from server.db import make_engine, upgrade
+from server.sessions import SessionService
+
+CAPS = {"max_cells": 100_000, "max_examples": 5_000}
+POOL = {"dataset": "sparse-gaussian", "order": "pool", "seed": 4,
+        "dataset_params": {"d": 60, "n_train": 400, "n_test": 10}}
+BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
+
+
+def service(tmp_path: Path, name: str, batches: BatchProcess | None = None) -> tuple[SessionService, str]:
+    url = f"sqlite:///{tmp_path / name}.db"
+    upgrade(url)
+    return SessionService(make_engine(url), 5.0, **CAPS, batch_process=batches), url
+
+
+def batch(first: int, attributes: range) -> bytes:
+    return json.dumps({"items": [{"example": e, "attributes": list(attributes)}
+                                 for e in range(first, first + 30)]}).encode()
+
+
+def answered(svc: SessionService, session: tuple[str, str], raw: bytes) -> dict:
+    items = ObserveBatchRequest.model_validate_json(raw).items
+    answer = json.loads(svc.observe_batch_json(*session, items, raw))
+    answer.pop("receipt")  # its head hashes the session's random id
+    return answer
+
+
+def test_the_batch_process_answers_and_records_what_the_worker_would(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'with.db'}"
+    upgrade(url)
+    batches = BatchProcess(url, 5.0, CAPS)
+    try:
+        with_process = SessionService(make_engine(url), 5.0, **CAPS, batch_process=batches)
+        in_worker, _ = service(tmp_path, "without")
+        batches.start()
+        assert batches.ready(timeout=60)
+        sessions = [(s.id, s.token) for s in (svc.create(SessionCreate.model_validate(POOL))
+                                            for svc in (with_process, in_worker))]
+        # Fresh cells, then a batch half of whose cells are paid already (free, answered from the ledger).
+        for raw in (batch(0, range(40)), batch(15, range(20, 60))):
+            assert batches.prepare(*sessions[0], raw) is not None  # the process does prepare it
+            assert answered(with_process, sessions[0], raw) == answered(in_worker, sessions[1], raw)
+        for svc, (sid, token) in zip((with_process, in_worker), sessions, strict=True):
+            report = svc.audit(sid, token)
+            assert report.compliant and report.attributes_recomputed == 30 * 40 + 15 * 40 + 15 * 20
+        values = [[(r["example"], r["attribute"], r["value"]) for r in svc.iter_ledger(*s) if r["kind"] == "observe"]
+                  for svc, s in zip((with_process, in_worker), sessions, strict=True)]
+        assert values[0] == values[1]
+    finally:
+        batches.close()
+
+
+def test_a_batch_prepared_before_the_session_moved_gets_the_locked_states_answer(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'moved.db'}"
+    upgrade(url)
+    batches = BatchProcess(url, 5.0, CAPS)
+    try:
+        svc = SessionService(make_engine(url), 5.0, **CAPS, batch_process=batches)
+        batches.start()
+        assert batches.ready(timeout=60)
+        created = svc.create(SessionCreate.model_validate(POOL))
+        raw = batch(0, range(40))
+        stale = batches.prepare(created.id, created.token, raw)
+        assert stale is not None and json.loads(stale.answer)["charged"] == 30 * 40
+        svc.observe(created.id, created.token, ObserveRequest(example=0, attributes=[0, 1, 2]))  # the session moves
+        items = ObserveBatchRequest.model_validate_json(raw).items
+        answer = svc._write(created.id, created.token, lambda rt, c, paid: rules.observe(rt, c, paid, items),
+                            prepared=stale)[0]
+        assert answer.charged == 30 * 40 - 3  # the three cells paid meanwhile were free
+        report = svc.audit(created.id, created.token)
+        assert report.compliant and report.attributes_recomputed == 30 * 40
+    finally:
+        batches.close()
+
+
+def spawned_children(pid: int) -> list[int]:
+    """multiprocessing's spawned processes whose parent is ``pid`` (the batch process, not its resource tracker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"spawn_main" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_the_batch_process_ends_when_its_worker_is_killed(tmp_path: Path) -> None:
+    args = ["serve", "oracle", "--port", "0"]
+    log = tmp_path / "oracle.log"
+    with log.open("w") as sink:
+        oracle = subprocess.Popen([BUDGETLAB, *args], stdout=sink, stderr=subprocess.STDOUT, cwd=tmp_path,
+                                  env={**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'ledger.db'}"})
+    try:
+        deadline = time.monotonic() + 60
+        url = announced_url(args, oracle, log, deadline)
+        wait_healthy(url, oracle, log, deadline)
+        created = httpx.post(f"{url}/v1/sessions", json=POOL, timeout=30).json()
+        answer = httpx.post(f"{url}/v1/sessions/{created['id']}/observe/batch", content=batch(0, range(60)),
+                            headers={"Authorization": f"Bearer {created['token']}",
+                                     "content-type": "application/json"}, timeout=30)
+        assert answer.status_code == 200 and answer.json()["fresh"] == 30 * 60
+        while not spawned_children(oracle.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (batch_process,) = spawned_children(oracle.pid)
+    finally:
+        oracle.send_signal(signal.SIGKILL)
+        oracle.wait(timeout=10)
+    gone = time.monotonic() + 5
+    while Path(f"/proc/{batch_process}").exists() and time.monotonic() < gone:
+        time.sleep(0.05)
+    state = Path(f"/proc/{batch_process}/stat")
+    assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z", "the batch process outlived it"
