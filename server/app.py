@@ -53,8 +53,6 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if batches is not None:
-            batches.start()
         yield
         if batches is not None:
             batches.close()

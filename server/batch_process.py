@@ -5,9 +5,9 @@ JSON: about 3 ms) shares the GIL with every other request of the worker and roug
 runs. The batch process does that work on a snapshot of the session (``SessionService.prepare_batch``) and hands
 back the ledger rows to insert and the answer's bytes; the worker then only inserts them under the write lock, if
 the session has not moved meanwhile, and otherwise does the whole step itself under the lock, as without this
-process. The process starts with the app (or with the worker's first big batch when the app's lifespan does not
-run); until it is ready, and whenever it fails, batches are worked out in the worker as before. It exits when its
-worker does, however that ends.
+process. The process starts with the worker's first big batch (a worker that never gets one, as most in the
+tests, never pays its second of start-up); until it is ready, and whenever it fails, batches are worked out in the
+worker as before. It exits when its worker does, however that ends.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class BatchProcess:
         self._ready = threading.Event()
 
     def start(self) -> None:
-        """Start the process now rather than with the first big batch (its start-up takes a core for a second)."""
+        """Start the process now rather than with the first big batch."""
         self._started()
 
     def ready(self, timeout: float) -> bool:
