@@ -47,7 +47,7 @@ class Op:
     whether it is a small step that may run in place when it needs no wait (see ``promptly``)."""
 
     request: type[BaseModel] | None
-    call: Callable[[SessionService, str, str, Any], BaseModel]
+    call: Callable[[SessionService, str, str, Any], BaseModel | bytes]
     prompt: bool = False
 
 
@@ -56,7 +56,9 @@ OPS: dict[str, Op] = {
     "next": Op(None, lambda s, sid, token, _: s.next(sid, token), prompt=True),
     "step": Op(StepRequest, lambda s, sid, token, body: s.step(sid, token, body), prompt=True),
     "observe": Op(ObserveRequest, lambda s, sid, token, body: s.observe(sid, token, body), prompt=True),
-    "observe_batch": Op(ObserveBatchRequest, lambda s, sid, token, body: s.observe_batch(sid, token, body.items)),
+    # As JSON, and a big one through the batch process, as over HTTP (SessionService.observe_batch_json).
+    "observe_batch": Op(ObserveBatchRequest, lambda s, sid, token, body: s.observe_batch_json(
+        sid, token, body.items, body.model_dump_json().encode())),
     "label": Op(LabelRequest, lambda s, sid, token, body: s.label(sid, token, body), prompt=True),
     "predict": Op(PredictRequest, lambda s, sid, token, body: s.predict(sid, token, body), prompt=True),
     "evaluate": Op(EvaluateRequest, lambda s, sid, token, body: s.evaluate(sid, token, body)),
@@ -115,7 +117,8 @@ def _reply(op: Op, sessions: SessionService, session_id: str, token: str, body: 
     """Validate, call and serialise, blocking (on the thread pool)."""
     try:
         request = None if op.request is None else op.request.model_validate(body or {})
-        return f"200 {op.call(sessions, session_id, token, request).model_dump_json()}"
+        answer = op.call(sessions, session_id, token, request)
+        return f"200 {answer.decode() if isinstance(answer, bytes) else answer.model_dump_json()}"
     except ValidationError as exc:
         return _refused(invalid_request(exc))
     except Refused as exc:
