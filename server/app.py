@@ -48,7 +48,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         upgrade(settings.database_url)
     engine = make_engine(settings.database_url, settings.lock_timeout)
     caps = {"max_cells": settings.max_cells, "max_examples": settings.max_examples}
-    batches = BatchProcess(settings.database_url, settings.lock_timeout, caps) if settings.batch_process else None
+    batches = (BatchProcess(settings.database_url, settings.lock_timeout, caps, settings.dataset_cache_bytes)
+               if settings.batch_process else None)
     service = SessionService(engine, settings.lock_timeout, **caps, batch_process=batches)
 
     @asynccontextmanager

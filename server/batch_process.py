@@ -20,6 +20,7 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
+from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits
 from server.db import make_engine
 from server.sessions import Prepared, SessionService
 
@@ -32,9 +33,11 @@ WATCH_PERIOD = 0.5
 _service: SessionService | None = None
 
 
-def _start(database_url: str, lock_timeout: float, caps: dict[str, int], worker: int) -> None:
-    """In the batch process: the session service it prepares with, and a watch on the worker that started it."""
+def _start(database_url: str, lock_timeout: float, caps: dict[str, int], cache_bytes: int, worker: int) -> None:
+    """In the batch process: the session service it prepares with (its dataset cache bounded as the worker's),
+    and a watch on the worker that started it."""
     global _service
+    cache_limits(CACHE_ENTRIES, cache_bytes)
     _service = SessionService(make_engine(database_url, lock_timeout), lock_timeout, **caps)
 
     def watch() -> None:
@@ -57,8 +60,9 @@ def _prepare(session_id: str, token: str, raw: bytes) -> Prepared[bytes] | None:
 class BatchProcess:
     """The worker's side: ``prepare`` a batch in the batch process, or None when the worker must do it itself."""
 
-    def __init__(self, database_url: str, lock_timeout: float, caps: dict[str, int]) -> None:
-        self._args = (database_url, lock_timeout, caps, os.getpid())
+    def __init__(self, database_url: str, lock_timeout: float, caps: dict[str, int],
+                 cache_bytes: int = CACHE_BYTES) -> None:
+        self._args = (database_url, lock_timeout, caps, cache_bytes, os.getpid())
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._ready = threading.Event()
