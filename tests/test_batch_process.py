@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -27,10 +28,23 @@ POOL = {"dataset": "sparse-gaussian", "order": "pool", "seed": 4,
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
 
 
-def service(tmp_path: Path, name: str, batches: BatchProcess | None = None) -> tuple[SessionService, str]:
+def service(tmp_path: Path, name: str, batches: bool = False) -> tuple[SessionService, BatchProcess | None]:
+    """A session service on a fresh SQLite ledger; with ``batches``, its batch process started and ready."""
     url = f"sqlite:///{tmp_path / name}.db"
     upgrade(url)
-    return SessionService(make_engine(url), 5.0, **CAPS, batch_process=batches), url
+    process = BatchProcess(url, 5.0, CAPS) if batches else None
+    if process is not None:
+        process.start()
+        assert process.ready(timeout=60)
+    return SessionService(make_engine(url), 5.0, **CAPS, batch_process=process), process
+
+
+@pytest.fixture
+def with_process(tmp_path: Path) -> Iterator[tuple[SessionService, BatchProcess]]:
+    svc, process = service(tmp_path, "with", batches=True)
+    assert process is not None
+    yield svc, process
+    process.close()
 
 
 def batch(first: int, attributes: range) -> bytes:
@@ -45,52 +59,38 @@ def answered(svc: SessionService, session: tuple[str, str], raw: bytes) -> dict:
     return answer
 
 
-def test_the_batch_process_answers_and_records_what_the_worker_would(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'with.db'}"
-    upgrade(url)
-    batches = BatchProcess(url, 5.0, CAPS)
-    try:
-        with_process = SessionService(make_engine(url), 5.0, **CAPS, batch_process=batches)
-        in_worker, _ = service(tmp_path, "without")
-        batches.start()
-        assert batches.ready(timeout=60)
-        sessions = [(s.id, s.token) for s in (svc.create(SessionCreate.model_validate(POOL))
-                                            for svc in (with_process, in_worker))]
-        # Fresh cells, then a batch half of whose cells are paid already (free, answered from the ledger).
-        for raw in (batch(0, range(40)), batch(15, range(20, 60))):
-            assert batches.prepare(*sessions[0], raw) is not None  # the process does prepare it
-            assert answered(with_process, sessions[0], raw) == answered(in_worker, sessions[1], raw)
-        for svc, (sid, token) in zip((with_process, in_worker), sessions, strict=True):
-            report = svc.audit(sid, token)
-            assert report.compliant and report.attributes_recomputed == 30 * 40 + 15 * 40 + 15 * 20
-        values = [[(r["example"], r["attribute"], r["value"]) for r in svc.iter_ledger(*s) if r["kind"] == "observe"]
-                  for svc, s in zip((with_process, in_worker), sessions, strict=True)]
-        assert values[0] == values[1]
-    finally:
-        batches.close()
+def test_the_batch_process_answers_and_records_what_the_worker_would(
+        tmp_path: Path, with_process: tuple[SessionService, BatchProcess]) -> None:
+    in_process, batches = with_process
+    in_worker, _ = service(tmp_path, "without")
+    sessions = [(s.id, s.token) for s in (svc.create(SessionCreate.model_validate(POOL))
+                                        for svc in (in_process, in_worker))]
+    # Fresh cells, then a batch half of whose cells are paid already (free, answered from the ledger).
+    for raw in (batch(0, range(40)), batch(15, range(20, 60))):
+        assert batches.prepare(*sessions[0], raw) is not None  # the process does prepare it
+        assert answered(in_process, sessions[0], raw) == answered(in_worker, sessions[1], raw)
+    for svc, (sid, token) in zip((in_process, in_worker), sessions, strict=True):
+        report = svc.audit(sid, token)
+        assert report.compliant and report.attributes_recomputed == 30 * 40 + 15 * 40 + 15 * 20
+    values = [[(r["example"], r["attribute"], r["value"]) for r in svc.iter_ledger(*s) if r["kind"] == "observe"]
+              for svc, s in zip((in_process, in_worker), sessions, strict=True)]
+    assert values[0] == values[1]
 
 
-def test_a_batch_prepared_before_the_session_moved_gets_the_locked_states_answer(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'moved.db'}"
-    upgrade(url)
-    batches = BatchProcess(url, 5.0, CAPS)
-    try:
-        svc = SessionService(make_engine(url), 5.0, **CAPS, batch_process=batches)
-        batches.start()
-        assert batches.ready(timeout=60)
-        created = svc.create(SessionCreate.model_validate(POOL))
-        raw = batch(0, range(40))
-        stale = batches.prepare(created.id, created.token, raw)
-        assert stale is not None and json.loads(stale.answer)["charged"] == 30 * 40
-        svc.observe(created.id, created.token, ObserveRequest(example=0, attributes=[0, 1, 2]))  # the session moves
-        items = ObserveBatchRequest.model_validate_json(raw).items
-        answer = svc._write(created.id, created.token, lambda rt, c, paid: rules.observe(rt, c, paid, items),
-                            prepared=stale)[0]
-        assert answer.charged == 30 * 40 - 3  # the three cells paid meanwhile were free
-        report = svc.audit(created.id, created.token)
-        assert report.compliant and report.attributes_recomputed == 30 * 40
-    finally:
-        batches.close()
+def test_a_batch_prepared_before_the_session_moved_gets_the_locked_states_answer(
+        with_process: tuple[SessionService, BatchProcess]) -> None:
+    svc, batches = with_process
+    created = svc.create(SessionCreate.model_validate(POOL))
+    raw = batch(0, range(40))
+    stale = batches.prepare(created.id, created.token, raw)
+    assert stale is not None and json.loads(stale.answer)["charged"] == 30 * 40
+    svc.observe(created.id, created.token, ObserveRequest(example=0, attributes=[0, 1, 2]))  # the session moves
+    items = ObserveBatchRequest.model_validate_json(raw).items
+    answer = svc._write(created.id, created.token, lambda rt, c, paid: rules.observe(rt, c, paid, items),
+                        prepared=stale)[0]
+    assert answer.charged == 30 * 40 - 3  # the three cells paid meanwhile were free
+    report = svc.audit(created.id, created.token)
+    assert report.compliant and report.attributes_recomputed == 30 * 40
 
 
 def spawned_children(pid: int) -> list[int]:
