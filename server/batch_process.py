@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits
@@ -81,10 +82,12 @@ class BatchProcess:
             return None
         try:
             return pool.submit(_prepare, session_id, token, raw).result(timeout=RESULT_TIMEOUT)
-        except Exception:  # noqa: BLE001 - any failure there: the worker prepares the batch itself, and a new process starts
+        except (BrokenProcessPool, TimeoutError):  # the process died or is wedged: a new one starts
             log.exception("the batch process failed; starting a new one")
             self._restart(pool)
-            return None
+        except Exception:  # noqa: BLE001 - a bug in preparing this batch: the worker works it out itself
+            log.exception("the batch process could not prepare a batch")
+        return None
 
     def close(self) -> None:
         with self._lock:

@@ -275,11 +275,6 @@ class SessionService:
     def observe(self, session_id: str, token: str, request: ObserveRequest) -> ObserveResponse:
         return self._write(session_id, token, lambda rt, c, paid: rules.observe_one(rt, c, paid, request))[0]
 
-    def observe_batch(self, session_id: str, token: str, items: list[ObserveRequest]) -> ObserveBatchResponse:
-        step = _observe_step(items)
-        big = sum(len(item.attributes) for item in items) >= PREPARE_CELLS
-        return self._write(session_id, token, step, prepared=self._prepare(session_id, token, step) if big else None)[0]
-
     def observe_batch_json(self, session_id: str, token: str, items: list[ObserveRequest], raw: bytes) -> bytes:
         """``observe_batch``'s answer as JSON, the same bytes; a big one prepared in the batch process if there is
         one (``server.batch_process``), which is sent the request's ``raw`` body rather than its parsed items."""
@@ -294,9 +289,13 @@ class SessionService:
         return answer if isinstance(answer, bytes) else batch_json(answer)
 
     def prepare_batch(self, session_id: str, token: str, raw: bytes) -> Prepared[bytes] | None:
-        """In the batch process: a batch worked out on a snapshot, its answer (receipt included) as JSON."""
+        """In the batch process: a batch worked out on a snapshot, its answer (receipt included) as JSON; None
+        when it is refused there (an unknown session, a wrong token: the worker answers the refusal)."""
         items = ObserveBatchRequest.model_validate_json(raw).items
-        prepared = self._prepare(session_id, token, _observe_step(items))
+        try:
+            prepared = self._prepare(session_id, token, _observe_step(items))
+        except OracleError:
+            return None
         if prepared is None:
             return None
         answer, chain = prepared.answer, prepared.chain

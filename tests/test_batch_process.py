@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from budgetlab import engine as rules
+from budgetlab.errors import OracleError
 from budgetlab.models import ObserveBatchRequest, ObserveRequest, SessionCreate
 from client.services import announced_url, wait_healthy
 from server.batch_process import BatchProcess
@@ -75,6 +76,23 @@ def test_the_batch_process_answers_and_records_what_the_worker_would(
     values = [[(r["example"], r["attribute"], r["value"]) for r in svc.iter_ledger(*s) if r["kind"] == "observe"]
               for svc, s in zip((in_process, in_worker), sessions, strict=True)]
     assert values[0] == values[1]
+
+
+def test_a_batch_refused_in_the_batch_process_leaves_the_refusal_to_the_worker(
+        with_process: tuple[SessionService, BatchProcess]) -> None:
+    """A wrong token or an unknown session is refused by the worker (404, nothing charged); the batch process
+    neither answers it nor is restarted for it."""
+    svc, batches = with_process
+    created = svc.create(SessionCreate.model_validate(POOL))
+    raw = batch(0, range(40))
+    items = ObserveBatchRequest.model_validate_json(raw).items
+    for session_id, token in ((created.id, "wrong"), ("nosuchsession", created.token)):
+        assert batches.prepare(session_id, token, raw) is None
+        with pytest.raises(OracleError) as refused:
+            svc.observe_batch_json(session_id, token, items, raw)
+        assert refused.value.status == 404
+    assert batches.ready(timeout=0) and batches.prepare(created.id, created.token, raw) is not None
+    assert svc.audit(created.id, created.token).attributes_recomputed == 0
 
 
 def test_a_batch_prepared_before_the_session_moved_gets_the_locked_states_answer(

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from budgetlab.errors import SessionBusy
-from budgetlab.models import ObserveRequest, SessionCreate
+from budgetlab.models import ObserveBatchRequest, ObserveRequest, SessionCreate
 from budgetlab.oracle_client import OracleClient
 from server.app import create_app
 from server.checkpoint import WRITER_BACKSTOP_PAGES
@@ -152,7 +152,8 @@ def test_the_log_is_checkpointed_by_a_thread_of_its_own_not_inside_a_write(tmp_p
         before = path.stat().st_size  # the session's few rows: far below the 5 MB looked for
         for first in range(0, 2000, 100):  # 400,000 values: about 6 MB of log, past SQLite's default 1,000 pages
             items = [ObserveRequest(example=e, attributes=list(range(200))) for e in range(first, first + 100)]
-            service.observe_batch(created.id, created.token, items)
+            service.observe_batch_json(created.id, created.token, items,
+                                       ObserveBatchRequest(items=items).model_dump_json().encode())
         deadline = time.monotonic() + 10
         while path.stat().st_size < before + (5 << 20) and time.monotonic() < deadline:
             time.sleep(0.05)
