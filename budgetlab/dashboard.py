@@ -1,12 +1,9 @@
-"""What the two services' live dashboards share on the server side: their pages and files, and event streams.
+"""What the two services' live dashboards share on the server side: their event streams.
 
-Each service serves its page at ``/`` and its files at ``/dashboard/{name}``, from its own ``static`` folder
-and then from ``budgetlab/static`` (the JavaScript and styles both pages use). Nothing is built and nothing is
-fetched from elsewhere: the files ship inside the package, so a dashboard works offline.
-
-Updates are server-sent events (``text/event-stream``): a stream polls what it shows every ``interval`` seconds
-(on the thread pool: the services' database calls block) and sends an event only when something changed, and a
-comment now and then so that proxies keep the connection open. The pages read the stream with ``fetch``, not
+The pages themselves are the top floor's (``client.dashboards``); the services answer them with JSON and these
+streams. Updates are server-sent events (``text/event-stream``): a stream polls what it shows every ``interval``
+seconds (on the thread pool: the services' database calls block) and sends an event only when something changed,
+and a comment now and then so that proxies keep the connection open. The pages read the stream with ``fetch``, not
 ``EventSource``, so that their bearer tokens travel in headers, never in URLs (which servers log). A stream ends
 when its server begins to stop: uvicorn waits for every response to finish before it exits, so an open page would
 otherwise keep a stopped service (Ctrl-C, SIGTERM) running for as long as the page stays open.
@@ -19,39 +16,18 @@ import json
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path as FilePath
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Path, Request
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi import Request
+from fastapi.responses import StreamingResponse
 
 from budgetlab.errors import Refused
 
-STATIC = FilePath(__file__).parent / "static"
-MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 NO_CACHE = {"Cache-Control": "no-cache"}
 # A comment line this often keeps idle connections open through proxies that drop silent ones.
 KEEPALIVE_SECONDS = 15.0
 # What a poll sends: (event name, JSON-able data) pairs, nothing when nothing changed.
 Events = list[tuple[str, Any]]
-
-
-def page_router(static: FilePath, page: str) -> APIRouter:
-    """``GET /`` (the page ``static/page``) and ``GET /dashboard/{name}`` (its files, then the shared ones)."""
-    router = APIRouter(include_in_schema=False)
-
-    @router.get("/")
-    def index() -> FileResponse:
-        return FileResponse(static / page, media_type="text/html", headers=NO_CACHE)
-
-    @router.get("/dashboard/{name}")
-    def asset(name: Annotated[str, Path(pattern=r"^[a-z0-9][a-z0-9-]*\.(js|css|svg)$")]) -> FileResponse:
-        for folder in (static, STATIC):
-            if (folder / name).is_file():
-                return FileResponse(folder / name, media_type=MEDIA_TYPES[(folder / name).suffix], headers=NO_CACHE)
-        raise Refused(404, "not_found", f"the dashboard has no file {name}")
-
-    return router
 
 
 def sse(event: str, data: Any) -> str:

@@ -119,7 +119,8 @@ def serve_oracle(
     print(announcement("oracle", sock, f", ledger: {url}"), file=sys.stderr, flush=True)
     # A stream message far past the body limit is cut off by uvicorn before it is read (the app answers 413 to
     # one a little past it); the margin is for the message's envelope around a body.
-    serve("server.app:app_from_env", sock, workers=workers, ws_max_size=Settings().max_body_bytes + (64 << 10))
+    serve("client.dashboards:oracle_app_from_env", sock, workers=workers,
+          ws_max_size=Settings().max_body_bytes + (64 << 10))
 
 
 @serve_app.command("learner")
@@ -132,7 +133,7 @@ def serve_learner(
 
     sock = _listen(host, port)
     print(announcement("learner", sock), file=sys.stderr, flush=True)
-    serve("learner.service:create_app", sock)
+    serve("client.dashboards:learner_app_from_env", sock)
 
 
 # --- datasets ------------------------------------------------------------------------------------

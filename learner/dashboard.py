@@ -1,5 +1,5 @@
-"""The learner's live dashboard: its page at ``/``, the caller's runs with their learning curves as they grow, and
-past comparisons (``learner.reports``).
+"""What the learner's live dashboard asks of it: the caller's runs with their learning curves as they grow, and past
+comparisons (``learner.reports``). The page itself is the top floor's (``client.dashboards``).
 
 The page is a client of the learner's public API like any other: it gets a caller token from ``POST /v1/callers``
 (or is given one, the admin's for instance), starts runs with ``POST /v1/runs`` and cancels them with
@@ -13,7 +13,6 @@ curve, which happens once more when the run ends). The page links to the oracle'
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -22,7 +21,7 @@ from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from budgetlab.dashboard import Events, event_stream, page_router
+from budgetlab.dashboard import Events, event_stream
 from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.models import FINAL_RUN_STATUSES, DatasetList, ErrorBody
 from budgetlab.oracle_client import AsyncOracleClient
@@ -32,14 +31,12 @@ from learner.reports import REPORTS_ENV, ReportDetail, ReportList, Reports, repo
 from learner.runs import RunManager
 from learner.store import RunStore
 
-STATIC = Path(__file__).parent / "static"
 ORACLE_PUBLIC_ENV = "BUDGETLAB_ORACLE_PUBLIC_URL"
 POLL_SECONDS = 0.5
 DATASETS_TIMEOUT = 10.0
 REPORTS = Reports()
 
 router = APIRouter(tags=["dashboard"])
-router.include_router(page_router(STATIC, "learner.html"))
 ReportName = Annotated[str, PathParam(min_length=1, max_length=128)]
 
 

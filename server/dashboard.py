@@ -1,4 +1,5 @@
-"""The oracle's live dashboard: its page at ``/``, its sessions, and the tail of one session's ledger as it grows.
+"""What the oracle's live dashboard asks of it: its sessions, and the tail of one session's ledger as it grows (the page
+itself is the top floor's, ``client.dashboards``).
 
 Who sees what (``server.session_overview`` says what a session shows without its token):
 
@@ -21,7 +22,6 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from budgetlab.bearer import B64TOKEN, bearer_token
-from budgetlab.dashboard import Events, event_stream, page_router
+from budgetlab.dashboard import Events, event_stream
 from budgetlab.errors import OracleError
 from budgetlab.models import ErrorBody, SessionInfo
 from server.config import Settings
@@ -38,7 +38,6 @@ from server.deps import ADMIN_SCHEME, Credentials
 from server.session_overview import LinkSummary, Overview, SessionCounts, SessionSummary
 from server.sessions import SessionService
 
-STATIC = Path(__file__).parent / "static"
 LEARNER_URL_ENV = "BUDGETLAB_LEARNER_URL"
 POLL_SECONDS = 0.5
 # A followed ledger starts with its last TAIL rows (links without the token); a viewer more than BATCH behind
@@ -50,7 +49,6 @@ PAIR = re.compile(rf"([A-Za-z0-9_-]{{1,64}}):({B64TOKEN.pattern})")
 _overview_lock = threading.Lock()
 
 router = APIRouter(tags=["dashboard"])
-router.include_router(page_router(STATIC, "oracle.html"))
 Limit = Annotated[int, Query(ge=1, le=500, description="sessions listed to the admin, newest first")]
 
 

@@ -62,20 +62,24 @@ def serve_in_thread(app, **options: Any) -> Iterator[str]:  # type: ignore[no-un
 
 @contextmanager
 def oracle_server(database_url: str) -> Iterator[str]:
+    from client.dashboards import with_page
     from server.app import create_app
     from server.config import Settings
 
-    with serve_in_thread(create_app(Settings(database_url=database_url, admin_token="admin-secret"))) as url:
+    app = with_page(create_app(Settings(database_url=database_url, admin_token="admin-secret")), "oracle.html")
+    with serve_in_thread(app) as url:
         yield url
 
 
 @contextmanager
 def learner_server(database_url: str, oracle_url: str, **settings: Any) -> Iterator[str]:
     """The learner on its own database, allowed to use ``oracle_url`` (and ``settings``' other oracles)."""
+    from client.dashboards import with_page
     from learner.service import create_app
     from learner.settings import LearnerSettings
 
-    app = create_app(LearnerSettings(database_url=database_url, oracle_url=oracle_url, **settings))
+    app = with_page(create_app(LearnerSettings(database_url=database_url, oracle_url=oracle_url, **settings)),
+                    "learner.html")
     with serve_in_thread(app) as url:
         yield url
 

@@ -332,7 +332,7 @@ def test_the_learner_lists_its_oracle_s_datasets_for_the_run_form(learner: str, 
 
 # --- both pages ----------------------------------------------------------------------------------------------
 
-STATIC = [ROOT / "budgetlab" / "static", ROOT / "server" / "static", ROOT / "learner" / "static"]
+STATIC = [ROOT / "client" / "static"]
 
 
 def test_the_pages_load_nothing_from_outside_the_package_and_ship_with_it() -> None:

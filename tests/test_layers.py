@@ -235,6 +235,15 @@ def test_no_module_is_in_an_import_cycle() -> None:
         + describe_cycles(edges)
 
 
+def test_the_dashboards_pages_are_the_top_floor_s() -> None:
+    """DESIGN.md puts the dashboards' pages on the top floor: the services below answer them with JSON and events."""
+    pages = {".html", ".js", ".css"}
+    below = [f.relative_to(ROOT) for package in ("budgetlab", "server", "learner")
+             for f in (ROOT / package).rglob("*") if f.suffix in pages]
+    assert not below, f"pages below the top floor: {below}"
+    assert {"oracle.html", "learner.html"} <= {f.name for f in (ROOT / "client" / "static").iterdir()}
+
+
 # --- the checker itself, on small fake trees -----------------------------------------------------
 
 

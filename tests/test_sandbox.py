@@ -98,6 +98,8 @@ def test_sigterm_stops_the_oracle_and_the_learner_as_ctrl_c_does(tmp_path: Path)
         assert len(urls) == 2, "".join(lines)
         services = children(process.pid)
         assert len(services) == 2 and all(httpx.get(f"{url}/healthz").status_code == 200 for url in urls)
+        pages = [httpx.get(f"{url}/").text for url in urls]  # each service's dashboard, from the top floor
+        assert 'src="/dashboard/oracle.js"' in pages[0] and 'src="/dashboard/learner.js"' in pages[1]
         process.send_signal(signal.SIGTERM)
         rest = process.communicate(timeout=30)[0]
     finally:
