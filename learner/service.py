@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 from budgetlab.errors import LearnerError, OracleError, OracleUnavailable, SessionBusy
 from budgetlab.http_errors import install_error_handlers
 from budgetlab.learner_models import CallerToken, RunPage
+from budgetlab.limits import RequestLimits
 from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo, RunStatus
 from budgetlab.oracle_client import OracleClient
 from learner import dashboard
@@ -95,6 +96,8 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
                               "Get a caller token from POST /v1/callers and send it as a bearer token: a caller "
                               "sees and cancels only its own runs.")
     install_error_handlers(app)
+    app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes,
+                       setting="BUDGETLAB_LEARNER_MAX_BODY_BYTES")
     app.state.settings = settings
     app.state.runs = manager
     app.state.callers = Callers(store, settings.admin_token)
@@ -119,7 +122,7 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
         return app.state.callers.issue()
 
     @app.post("/v1/runs", status_code=201, response_model=RunInfo, tags=["runs"],
-              responses=errors(401, 422, 502, 503))
+              responses=errors(401, 413, 422, 502, 503))
     def start_run(request: RunCreate, caller: CurrentCaller) -> RunInfo:
         """Open an oracle session for the run and queue it; it starts when the pool has room."""
         request = request.model_copy(update={"oracle_url": oracles.resolve(request.oracle_url)})

@@ -35,9 +35,13 @@ class LearnerSettings:
     max_running: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_MAX_RUNNING", 4))
     # Ended runs kept in memory for fast reads; older ones are read back from the database.
     retained_runs: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_RETAINED_RUNS", 100))
+    # A request body: a run's request is a few hundred bytes, so 1 MiB leaves room for any real one (413 above).
+    max_body_bytes: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_MAX_BODY_BYTES", 1 << 20))
 
     def __post_init__(self) -> None:
         if self.max_running < 1:
             raise ValueError("BUDGETLAB_LEARNER_MAX_RUNNING must be at least 1")
+        if self.max_body_bytes < 1:
+            raise ValueError("BUDGETLAB_LEARNER_MAX_BODY_BYTES must be at least 1")
         if self.retained_runs < 0:
             raise ValueError("BUDGETLAB_LEARNER_RETAINED_RUNS cannot be negative")

@@ -14,13 +14,13 @@ from pydantic import BaseModel, Field
 from budgetlab.bearer import bearer_token
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.http_errors import install_error_handlers
+from budgetlab.limits import RequestLimits
 from budgetlab.models import ErrorBody, ObserveBatchRequest
 from server import dashboard
 from server.batch_process import BatchProcess
 from server.config import Settings
 from server.db import make_engine, upgrade
 from server.deps import Admin, Service
-from server.limits import RequestLimits
 from server.raw_bodies import add_components
 from server.routers import datasets, sessions, stream
 from server.sessions import SessionService
@@ -69,7 +69,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.state.settings = settings
     app.state.sessions = service
     install_error_handlers(app)
-    app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES")
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     def healthz() -> Health:

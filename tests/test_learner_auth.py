@@ -133,3 +133,37 @@ def test_openapi_declares_an_http_bearer_scheme_on_the_run_routes(learner: tuple
             assert secured == path.startswith("/v1/runs"), (method, path)
             if secured:
                 assert "401" in operation["responses"], (method, path)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def learner_on(request: pytest.FixtureRequest, shared_oracle_url: str, tmp_path: Path) -> Iterator[str]:
+    """A learner on each database: PostgreSQL's text cannot hold a NUL, which once made a run id with one a 500."""
+    url = (request.getfixturevalue("postgres_url") if request.param == "postgresql"
+           else f"sqlite:///{tmp_path / 'runs.db'}")
+    with learner_server(url, shared_oracle_url, admin_token=ADMIN) as learner_url:
+        yield learner_url
+
+
+def test_a_run_id_with_a_control_character_is_a_422_on_every_database(learner_on: str) -> None:
+    _, auth = new_caller(learner_on)
+    run_id = httpx.post(f"{learner_on}/v1/runs", json=RUN, headers=auth).json()["id"]
+    for char in ("%00", "%01", "%1f", "%7f", "%C2%85"):
+        for method, suffix in (("GET", ""), ("GET", "/audit"), ("DELETE", "")):
+            r = httpx.request(method, f"{learner_on}/v1/runs/ab{char}cd{suffix}", headers=auth)
+            assert r.status_code == 422, (char, method, suffix, r.text)
+            assert r.json()["error"] == "invalid_request" and "control character" in r.json()["detail"]
+        r = httpx.get(f"{learner_on}/v1/dashboard/comparisons/ab{char}cd")
+        assert r.status_code == 422, (char, r.text)
+    assert httpx.get(f"{learner_on}/v1/runs/{run_id}", headers=auth).json()["status"] in {"queued", "running"}, \
+        "a refused request changed the run"
+    httpx.delete(f"{learner_on}/v1/runs/{run_id}", headers=auth)
+
+
+def test_a_body_past_the_learners_limit_is_a_413_and_starts_nothing(learner: tuple[str, Path]) -> None:
+    url = learner[0]
+    _, auth = new_caller(url)
+    huge = {**RUN, "params": {"padding": "x" * (2 << 20)}}
+    r = httpx.post(f"{url}/v1/runs", json=huge, headers=auth)
+    assert r.status_code == 413, r.text
+    assert r.json()["error"] == "too_large" and "BUDGETLAB_LEARNER_MAX_BODY_BYTES" in r.json()["detail"]
+    assert httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"] == []

@@ -1,12 +1,13 @@
-"""What a request may be before any of it is read: an ASGI middleware in front of the whole oracle.
+"""What a request may be before any of it is read: an ASGI middleware in front of a whole service (the oracle and
+the learner each install it, with their own body limit).
 
 - A body larger than ``max_body_bytes`` is a 413 ``too_large``: at once when its ``Content-Length`` says so
   (nothing of it is read; the server discards it), and for a body without one (chunked) as soon as the bytes
   received pass the bound, so at most that much is ever held.
 - A session-stream message larger than that is answered in place as the 413 an HTTP request would get, and
   never reaches the handler. (``budgetlab serve`` also has uvicorn refuse far larger frames before reading them.)
-- A path with a control character (a NUL in a session id, say) is a 422: no id the oracle issues has one, and
-  PostgreSQL's text cannot even hold a NUL.
+- A path with a control character (a NUL in a session or run id, say) is a 422: no id either service issues has one,
+  and PostgreSQL's text cannot even hold a NUL.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from budgetlab.http_errors import INVALID_REQUEST, error_body
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _too_large(limit: int) -> dict[str, Any]:
-    return error_body("too_large", f"the request body is larger than this oracle's limit of {limit} bytes "
-                                   "(BUDGETLAB_MAX_BODY_BYTES)")
+def _too_large(limit: int, setting: str) -> dict[str, Any]:
+    return error_body("too_large", f"the request body is larger than this service's limit of {limit} bytes ({setting})")
 
 
 async def _refuse_http(send: Send, status: int, body: dict[str, Any]) -> None:
@@ -35,9 +35,10 @@ async def _refuse_http(send: Send, status: int, body: dict[str, Any]) -> None:
 
 
 class RequestLimits:
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, setting: str) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.setting = setting  # the environment variable that sets the limit, named in the refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -56,14 +57,14 @@ class RequestLimits:
             return
         length, chunked = _framing(scope)
         if length is not None and length > self.max_body_bytes:
-            await _refuse_http(send, 413, _too_large(self.max_body_bytes))
+            await _refuse_http(send, 413, _too_large(self.max_body_bytes, self.setting))
             return
         if not chunked:  # no body, or one the server delivers only up to its Content-Length: nothing to count
             await self.app(scope, receive, send)
             return
         body = await self._read_bounded(receive)
         if body is None:
-            await _refuse_http(send, 413, _too_large(self.max_body_bytes))
+            await _refuse_http(send, 413, _too_large(self.max_body_bytes, self.setting))
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -84,7 +85,7 @@ class RequestLimits:
                 return b"".join(chunks)
 
     def _bounded_messages(self, receive: Receive, send: Send) -> Receive:
-        limit = self.max_body_bytes
+        limit, setting = self.max_body_bytes, self.setting
 
         async def bounded() -> Message:
             while True:
@@ -99,7 +100,7 @@ class RequestLimits:
                 if size <= limit:
                     return message
                 # The stream answers each message in order, "STATUS BODY": this one as HTTP would.
-                await send({"type": "websocket.send", "text": f"413 {json.dumps(_too_large(limit))}"})
+                await send({"type": "websocket.send", "text": f"413 {json.dumps(_too_large(limit, setting))}"})
 
         return bounded
 
