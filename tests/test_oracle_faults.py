@@ -28,7 +28,7 @@ import pytest
 from client.services import announced_url, wait_healthy
 
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
-KILLS = 1
+KILLS = 3
 CLIENTS = 4
 D = 20
 POOL = {"dataset": "sparse-gaussian", "order": "pool", "budget": {"per_example": 6},
