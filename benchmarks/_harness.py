@@ -133,6 +133,24 @@ def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | Non
         log.close()
 
 
+@contextmanager
+def learner_process(workdir: Path, oracle_url: str, timeout: float = 90.0) -> Iterator[str]:
+    """``budgetlab serve learner`` on a free loopback port, using ``oracle_url``, its runs in SQLite under ``workdir``;
+    yields its URL."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "ORACLE_URL": oracle_url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / 'runs.db'}"}
+    log_path = workdir / "learner.log"
+    log = log_path.open("wb")
+    args = ["serve", "learner", "--port", "0"]
+    process = subprocess.Popen([*budgetlab_command(), *args], env=env, cwd=workdir, stdout=log,
+                               stderr=subprocess.STDOUT)
+    try:
+        with running(process, args, log_path, time.monotonic() + timeout) as url:
+            yield url
+    finally:
+        log.close()
+
+
 def free_disk(path: Path) -> int:
     return shutil.disk_usage(path).free
 
@@ -155,3 +173,36 @@ def process_memory(pid: int) -> dict[str, float]:
     if "VmRSS" not in figures:
         raise RuntimeError(f"cannot read the memory of process {pid}: install psutil or run on Linux")
     return figures
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below ``pid`` (the oracle's batch process, a worker master's workers), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                # The parent is the 2nd field after the command, which is in parentheses and may hold spaces.
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def tree_memory(pid: int) -> dict[str, float]:
+    """``process_memory`` of a process plus every process below it (summed per key): what a service costs the
+    machine, the oracle's batch process included. Summed peaks are an upper bound of the tree's peak."""
+    total: dict[str, float] = {}
+    for member in [pid, *descendants(pid)]:
+        try:
+            figures = process_memory(member)
+        except (RuntimeError, OSError):  # a child that exited meanwhile
+            continue
+        for key, value in figures.items():
+            total[key] = total.get(key, 0.0) + value
+    return total

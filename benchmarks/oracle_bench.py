@@ -21,14 +21,16 @@ hash-chained ledger rows:
   progress, however the worker schedules it; on PostgreSQL (``--postgres URL``) sessions lock their own rows.
 - ledger size: a full-information run (every attribute of every example, one ``step`` each) on a fresh
   SQLite ledger; bytes on disk per observed value. Target: <= 64 B. Then its NDJSON and CSV exports over
-  HTTP, rows per second. Target: >= 50,000 rows/s.
+  HTTP, rows per second (with ``--postgres``, the same run's exports on PostgreSQL too). Target: >= 50,000 rows/s.
 - memory-mapped dataset: a 1,000,000 x 1,000 float32 matrix plus a target column (4 GB) written as NPY
   in chunks, added through the admin API, then random attributes of random examples observed for a
   while; the oracle process's VmRSS must stay below 300 MB. With too little free disk for the file and
   the oracle's stored copy, the row count is scaled down and a note says so.
 - memory under attack (issue 14): the peak RSS (VmHWM) of a fresh oracle with its default limits after 50 MB
   bodies; after an ``observe/batch`` of 10,000 x 500 cells and the largest ones the caps allow (and how long those
-  take); after 16 sessions on distinct seeds of a 10^8-cell power-law dataset. Target: each < 1 GB.
+  take); after 16 sessions on distinct seeds of a 10^8-cell power-law dataset; after 50 learner runs (a real
+  ``budgetlab serve learner``) on distinct seeds of it. The RSS is the oracle's and its children's (the batch
+  process), summed. Target: each < 1 GB.
 
 Usage: ``python benchmarks/oracle_bench.py [--json] [--smoke]``.
 """
@@ -47,10 +49,12 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from _harness import ADMIN_TOKEN, Report, arguments, free_disk, oracle_process, process_memory, progress
+from _harness import ADMIN_TOKEN, Report, arguments, free_disk, learner_process, oracle_process, progress, tree_memory
 
 from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES
+from budgetlab.learner_client import LearnerClient
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, unpack_cells
+from budgetlab.models import Budget, RunCreate
 from budgetlab.oracle_client import OracleClient
 from server.db import upgrade
 
@@ -323,31 +327,39 @@ def raw_sqlite_rate(path: Path, batches: list[tuple[list[tuple], list[tuple]]], 
 # --- bytes on disk per observed value ------------------------------------------------------------------
 
 
-def ledger_bytes(workdir: Path, sizes: Sizes, report: Report) -> None:
-    """A full-information run (every attribute of every example, one ``step`` each) on a fresh SQLite ledger:
-    the database's bytes on disk, after a checkpoint, per observed value. Gaussian values, so no value is
-    stored in fewer than 8 bytes."""
-    progress("ledger bytes per value ...")
+def full_information_run(url: str, sizes: Sizes, report: Report, prefix: str) -> tuple[int, float]:
+    """Every attribute of every example, one ``step`` each, then the session's NDJSON and CSV exports over HTTP
+    (rows per second); the values observed and the seconds the steps took."""
     d = SMALL_D
     params = {"d": d, "n_train": sizes.full_info_examples, "n_test": 100}
-    with oracle_process(workdir / "bytes") as oracle:
-        before = _checkpointed_size(oracle.database)
-        with OracleClient(oracle.url) as sdk:
-            session = sdk.open_session("sparse-gaussian", dataset_params=params)
-            everything = list(range(d))
-            start = time.perf_counter()
-            for _ in range(params["n_train"]):
-                session.step(everything)
-            seconds = time.perf_counter() - start
-            values = session.get().spent.attributes
-            if not session.audit().compliant:
-                raise RuntimeError("the full-information ledger does not audit as compliant")
-            rows = session.get().ledger_rows
+    with OracleClient(url) as sdk:
+        session = sdk.open_session("sparse-gaussian", dataset_params=params)
+        everything = list(range(d))
+        start = time.perf_counter()
+        for _ in range(params["n_train"]):
+            session.step(everything)
+        seconds = time.perf_counter() - start
+        values = session.get().spent.attributes
+        if not session.audit().compliant:
+            raise RuntimeError("the full-information ledger does not audit as compliant")
+        rows = session.get().ledger_rows
+        with tempfile.TemporaryDirectory(prefix="budgetlab-export-") as exports:
             for fmt in ("ndjson", "csv"):
                 start = time.perf_counter()
-                session.export_ledger(workdir / f"export.{fmt}", format=fmt)
+                session.export_ledger(Path(exports) / f"export.{fmt}", format=fmt)
                 rate = rows / (time.perf_counter() - start)
-                report.add(f"export_{fmt}_rows_per_s", rate, "rows/s", f">= {EXPORT_TARGET:,}", rate >= EXPORT_TARGET)
+                report.add(f"{prefix}_{fmt}_rows_per_s", rate, "rows/s", f">= {EXPORT_TARGET:,}",
+                           rate >= EXPORT_TARGET)
+    return values, seconds
+
+
+def ledger_bytes(workdir: Path, sizes: Sizes, report: Report) -> None:
+    """A full-information run on a fresh SQLite ledger: the database's bytes on disk, after a checkpoint, per
+    observed value. Gaussian values, so no value is stored in fewer than 8 bytes."""
+    progress("ledger bytes per value ...")
+    with oracle_process(workdir / "bytes") as oracle:
+        before = _checkpointed_size(oracle.database)
+        values, seconds = full_information_run(oracle.url, sizes, report, "export")
         size = _checkpointed_size(oracle.database) - before
     per_value = size / values
     report.add("full_info_values", values, "values")
@@ -403,7 +415,7 @@ def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report) -> None:
     with oracle_process(workdir / "mapped") as oracle, OracleClient(oracle.url, timeout=3600,
                                                                     admin_token=ADMIN_TOKEN) as sdk:
         pid = oracle.process.pid
-        idle = process_memory(pid)
+        idle = tree_memory(pid)
         progress("adding it through the admin API ...")
         start = time.perf_counter()
         info = sdk.add_dataset(str(source), name="mapped")
@@ -422,7 +434,7 @@ def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report) -> None:
             session.observe(int(examples[requests]), rng.choice(info.d, 5, replace=False).tolist())
             requests += 1
         rate = requests / (time.perf_counter() - start)
-        memory = process_memory(pid)
+        memory = tree_memory(pid)
 
     report.add("mapped_dataset_gb", rows * (sizes.big_attributes + 1) * 4 / 1e9, "GB")
     report.add("mapped_observe_requests_per_s", rate, "req/s")
@@ -446,14 +458,18 @@ class AttackSizes:
     batch_attributes: int
     seeds: int
     seed_params: dict[str, int]
+    learner_runs: int
+    run_examples: int
 
 
 # The issue's attacks: a 50 MB body, one observe/batch of 10,000 x 500 cells, 16 sessions on distinct seeds of a
-# 10^8-cell power-law dataset (198,000 + 2,000 rows of 500 attributes, 100 MB each).
+# 10^8-cell power-law dataset (198,000 + 2,000 rows of 500 attributes, 100 MB each), and 50 learner runs on distinct
+# seeds of that dataset.
 ATTACK_FULL = AttackSizes(body_bytes=50_000_000, batch_examples=10_000, batch_attributes=500, seeds=16,
-                          seed_params={"d": 500, "n_train": 198_000, "n_test": 2_000})
+                          seed_params={"d": 500, "n_train": 198_000, "n_test": 2_000}, learner_runs=50,
+                          run_examples=500)
 ATTACK_SMOKE = AttackSizes(body_bytes=5_000_000, batch_examples=5_001, batch_attributes=20, seeds=3,
-                           seed_params={"d": 50, "n_train": 2_000, "n_test": 100})
+                           seed_params={"d": 50, "n_train": 2_000, "n_test": 100}, learner_runs=4, run_examples=50)
 
 
 def _opened(response: httpx.Response) -> dict:
@@ -483,7 +499,7 @@ def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
                             headers={**headers, "content-type": "application/json"})
         for response in (sized, chunked):
             _refused(response, 413, "too_large")
-        peak = process_memory(oracle.process.pid)["VmHWM"]
+        peak = tree_memory(oracle.process.pid)["VmHWM"]
     report.add("attack_body_peak_rss", peak, "MB", f"< {ATTACK_RSS_TARGET_MB:g}", peak < ATTACK_RSS_TARGET_MB)
 
     progress(f"memory under observe/batch of {sizes.batch_examples:,} x {sizes.batch_attributes} and at the caps ...")
@@ -510,7 +526,7 @@ def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
             start = time.perf_counter()
             ok(http.post(path, json=at_cap, headers=headers))
             seconds.append(time.perf_counter() - start)
-        peak = process_memory(oracle.process.pid)["VmHWM"]
+        peak = tree_memory(oracle.process.pid)["VmHWM"]
     report.add("attack_batch_at_caps_seconds", max(seconds), "s", "<= 1", max(seconds) <= 1.0)
     report.add("attack_batch_peak_rss", peak, "MB", f"< {ATTACK_RSS_TARGET_MB:g}", peak < ATTACK_RSS_TARGET_MB)
 
@@ -520,10 +536,25 @@ def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
         for seed in range(sizes.seeds):
             session = sdk.open_session("powerlaw", dataset_params=sizes.seed_params, order="pool", seed=seed)
             session.observe(0, [0, 1, 2])
-        memory = process_memory(oracle.process.pid)
+        memory = tree_memory(oracle.process.pid)
     report.add("attack_seeds_peak_rss", memory["VmHWM"], "MB", f"< {ATTACK_RSS_TARGET_MB:g}",
                memory["VmHWM"] < ATTACK_RSS_TARGET_MB)
     report.add("attack_seeds_rss_after", memory["VmRSS"], "MB")
+
+    progress(f"memory of {sizes.learner_runs} learner runs on distinct seeds of that dataset ...")
+    with oracle_process(workdir / "attack-runs") as oracle, \
+            learner_process(workdir / "attack-runs-learner", oracle.url) as learner_url, \
+            LearnerClient(learner_url, timeout=600) as learner:
+        runs = [learner.start(RunCreate(dataset="powerlaw", dataset_params=sizes.seed_params, algorithm="aerr",
+                                        budget=Budget(per_example=4), seed=seed, max_examples=sizes.run_examples,
+                                        eval_every=sizes.run_examples))
+                for seed in range(sizes.learner_runs)]
+        ended = [learner.wait(run.id, timeout=1800).status for run in runs]
+        if ended.count("finished") != len(runs):
+            raise RuntimeError(f"learner runs ended {sorted(set(ended))}, not all finished")
+        memory = tree_memory(oracle.process.pid)
+    report.add("attack_runs_peak_rss", memory["VmHWM"], "MB", f"< {ATTACK_RSS_TARGET_MB:g}",
+               memory["VmHWM"] < ATTACK_RSS_TARGET_MB)
 
 
 def main() -> None:
@@ -540,6 +571,8 @@ def main() -> None:
         if args.postgres:
             with oracle_process(workdir / "postgres", database_url=args.postgres) as oracle:
                 head_of_line(oracle.url, sizes, report, prefix="hol_postgres")
+                progress("export rate on PostgreSQL ...")
+                full_information_run(oracle.url, sizes, report, "export_postgres")
         mapped_dataset_memory(workdir, sizes, report)
         attack_memory(workdir, args.smoke, report)
     report.emit(args.json)

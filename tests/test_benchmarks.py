@@ -13,7 +13,9 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 ORACLE_FIGURES = ("observe_p50", "healthz_p50", "observe_to_healthz_p50", "batch_observe_values_per_s",
                   "raw_sqlite_row_per_value_values_per_s", "batch_to_raw_sqlite_row_per_value",
                   "raw_sqlite_packed_values_per_s", "batch_to_raw_sqlite_packed", "hol_busy_to_idle_p99",
-                  "ledger_bytes_per_value", "export_ndjson_rows_per_s", "export_csv_rows_per_s", "mapped_oracle_rss")
+                  "ledger_bytes_per_value", "export_ndjson_rows_per_s", "export_csv_rows_per_s", "mapped_oracle_rss",
+                  "attack_body_peak_rss", "attack_batch_at_caps_seconds", "attack_batch_peak_rss",
+                  "attack_seeds_peak_rss", "attack_runs_peak_rss")
 LEARNER_FIGURES = ("aerr_d1000_examples_per_s", "aelr_d1000_examples_per_s", "aerr_d100000_examples_per_s",
                    "aelr_d100000_examples_per_s", "aerr_mnist_stream_examples_per_s", "aerr_mnist_http_examples_per_s",
                    "aerr_mnist_in_process_examples_per_s", "aerr_mnist_4_runs_at_once_examples_per_s")
@@ -33,7 +35,8 @@ def test_oracle_bench_table_names_every_figure_with_its_verdict() -> None:
     for name in ORACLE_FIGURES:
         assert name in lines, out
     for name in ("observe_to_healthz_p50", "batch_to_raw_sqlite_row_per_value", "hol_busy_to_idle_p99",
-                 "ledger_bytes_per_value", "export_ndjson_rows_per_s", "mapped_oracle_rss"):
+                 "ledger_bytes_per_value", "export_ndjson_rows_per_s", "mapped_oracle_rss", "attack_body_peak_rss",
+                 "attack_batch_peak_rss", "attack_seeds_peak_rss", "attack_runs_peak_rss"):
         assert lines[name].endswith(("PASS", "MISS")), lines[name]
 
 
