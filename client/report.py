@@ -260,7 +260,10 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
                             log_x_axis=config.log_x)
         lines += design_section(design, summaries, [p.name for p in plots], tasks[i])
         lines += tuning_section(config, summaries, [t for t in tunings if t.design == i])
-        designs_json.append({**design_json(design, summaries, [p.name for p in plots]), "task": tasks[i]})
+        # The scores the tables show, so that a reader of results.json (the learner's dashboard) shows the same.
+        metrics = [c.key for c in metric_columns(tasks[i], summaries)]
+        designs_json.append({**design_json(design, summaries, [p.name for p in plots]), "task": tasks[i],
+                             "metrics": metrics})
     (out / "report.md").write_text("\n".join(lines))
     results = {"title": config.title, "mode": mode, "preset": preset, "quick": quick, "wall_time": wall_time,
                "interrupted": interrupted, "provenance": origin,

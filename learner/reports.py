@@ -29,6 +29,9 @@ REPORTS_ENV = "BUDGETLAB_REPORTS_DIR"
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
 PLOT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,200}\.(png|svg)")
 SUMMARY_METRICS = ("test_mse", "normalized_mse", "zero_one", "attributes", "examples")
+# The final scores a design's table may show; results.json names those that fit its task (a report written before
+# it did shows all three).
+SCORES = ("test_mse", "normalized_mse", "zero_one")
 
 
 class Stat(BaseModel):
@@ -81,6 +84,9 @@ class DesignReport(BaseModel):
     budget: dict[str, Any] = Field(default_factory=dict, description="its budget (the fields of Budget)",
                                    examples=[{"per_example": 4, "total": None, "costs": None, "label_cost": 0.0,
                                               "part": None}])
+    metrics: list[str] = Field(default=list(SCORES), description="the final scores that fit the design's task, "
+                               "as its report's table shows them: no 0-1 error for a regression, no normalized MSE "
+                               "where it equals the test MSE (labels ±1)", examples=[["test_mse", "zero_one"]])
     plots: list[str] = Field(default_factory=list, description="URLs of the design's plots")
     algorithms: list[AlgorithmRow] = Field(default_factory=list, description="each algorithm over its seeds")
 
@@ -199,6 +205,7 @@ def parse(name: str, results: dict[str, Any], mtime: float, report: Path) -> Rep
         designs.append(DesignReport(
             name=design.get("name", ""), description=design.get("description") or "", dataset=dataset.get("name", ""),
             dataset_params=dataset.get("params") or {}, budget=design.get("budget") or {},
+            metrics=[m for m in design.get("metrics", SCORES) if m in SCORES],
             plots=[f"/v1/dashboard/comparisons/{name}/plots/{p}" for p in design.get("plots", []) if PLOT.fullmatch(p)],
             algorithms=rows))
     claims = [ClaimRow(**{k: str(v) for k, v in c.items() if k in ClaimRow.model_fields})

@@ -312,6 +312,8 @@ def test_past_comparisons_list_their_claims_and_serve_only_their_own_plots(
     assert design["algorithms"][1]["summary"]["test_mse"] == results["designs"][0]["algorithms"][1]["summary"][
         "test_mse"]
     assert len(design["plots"]) == len(results["designs"][0]["plots"]) == 2
+    # Labels ±1: the normalized MSE is the test MSE, so the table shows it once, as the report does.
+    assert design["metrics"] == results["designs"][0]["metrics"] == ["test_mse", "zero_one"]
     for plot in design["plots"]:
         image = httpx.get(f"{learner}{plot}")
         assert image.status_code == 200 and image.content.startswith(b"\x89PNG")

@@ -151,6 +151,10 @@ def past_comparisons_show_their_claims_and_plots(browser: Any, services: tuple[s
     claims = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] table.claims tbody tr"),
                   "the claims table")
     assert "full information beats four attributes per example" in claims[0].text and "holds" in claims[0].text
+    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR,
+                                                        "details[data-report='demo'] table.scores thead th")]
+    assert headers == ["algorithm", "per example", "test MSE", "0-1 error", "attributes paid", "runs ok"], \
+        "the scores table shows only the scores that fit ±1 labels, as the report's"
     loaded = ("return [...document.querySelectorAll(\"details[data-report='demo'] img\")]"
               ".map(i => i.complete && i.naturalWidth > 100)")
     wait(lambda: js(browser, loaded) == [True, True], "both plots load")

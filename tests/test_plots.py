@@ -5,6 +5,7 @@ k, k' and k1 apart, and only the scores that fit the task, per design and per se
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from pathlib import Path
 
@@ -136,5 +137,7 @@ def test_tables_show_the_scores_that_fit_the_task(tmp_path: Path) -> None:
     assert "normalized MSE" in header and "0-1" not in header
     assert "| algorithm | seed | status | test MSE | normalized MSE | attributes paid |" in report
     assert "| AER | 2 | finished | 0.75 | 0.25 | 120 | 30 | 0.5 | compliant |" in report
+    (written,) = json.loads((tmp_path / "results.json").read_text())["designs"]
+    assert written["metrics"] == ["test_mse", "normalized_mse"]  # what the learner's dashboard shows of it
     with (tmp_path / "curves.csv").open() as f:
         assert len(list(csv.DictReader(f))) == 3 * 3

@@ -9,6 +9,8 @@ const ACTIVE = new Set(["pending", "queued", "running"]);
 const METRICS = {
   normalized_mse: "test MSE ÷ zero predictor's", test_mse: "test MSE", zero_one: "0-1 error",
 };
+// A report table's headers and digits for the scores its design shows (the report's own).
+const SCORES = { test_mse: ["test MSE", 4], normalized_mse: ["normalized MSE", 4], zero_one: ["0-1 error", 3] };
 const $ = (id) => document.getElementById(id);
 
 const state = {
@@ -308,14 +310,13 @@ function reportBody(detail) {
     parts.push(h("h3", {}, design.name), h("p", { class: "hint" },
       `dataset ${design.dataset} (${paramsText(design.dataset_params)}); `
       + `${design.budget.per_example ?? "all"} attributes per example`));
-    parts.push(h("table", {},
-      h("thead", {}, h("tr", {}, ["algorithm", "per example", "test MSE", "normalized MSE", "0-1 error",
+    const scores = design.metrics.filter((m) => m in SCORES);
+    parts.push(h("table", { class: "scores" },
+      h("thead", {}, h("tr", {}, ["algorithm", "per example", ...scores.map((m) => SCORES[m][0]),
         "attributes paid", "runs ok"].map((c) => h("th", {}, c)))),
       h("tbody", {}, design.algorithms.map((a) => h("tr", {},
         h("td", {}, `${a.label} (${a.id})`), h("td", { class: "num" }, a.per_example ?? "all"),
-        h("td", { class: "num" }, statText(a.summary.test_mse)),
-        h("td", { class: "num" }, statText(a.summary.normalized_mse)),
-        h("td", { class: "num" }, statText(a.summary.zero_one, 3)),
+        scores.map((m) => h("td", { class: "num" }, statText(a.summary[m], SCORES[m][1]))),
         h("td", { class: "num" }, statText(a.summary.attributes, 6)),
         h("td", { class: "num" }, `${a.completed}/${a.runs}`))))));
     parts.push(h("div", { class: "report-plots" }, design.plots.map((url) => h("img", { src: url, alt: url,
