@@ -24,11 +24,11 @@ def score_with_test_budget(oracle: Oracle, weights: np.ndarray, bias: float, k: 
     squared = zero = wrong = 0.0
     n = 0
     while n < oracle.n_examples:
+        # The online protocol's floor: two requests per example, the step (next + observe) and the prediction.
         try:
-            example, _ = oracle.next()
+            example, _, values = oracle.step(attributes)
         except StreamExhausted:
             break
-        values = oracle.observe(example, attributes)
         prediction = float(np.dot(w[attributes], values)) + bias
         y = oracle.predict(example, prediction)
         squared += (prediction - y) ** 2

@@ -8,16 +8,19 @@ import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 import pytest
 
 from budgetlab.models import Budget
+from budgetlab.oracle_client import OracleClient
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
-from tests.servers import learner_server, oracle_server
+from learner.test_time import score_with_test_budget, top_k_attributes
+from tests.servers import learner_server, oracle_server, serve_in_thread
 
 GAUSS = {"d": 30, "n_train": 300, "n_test": 100, "s_plus": 3, "s_minus": 2}
 SAME_SEED_CASES = [
@@ -111,6 +114,91 @@ def test_learner_service_runs_several_at_once_and_each_session_is_compliant(shar
         report = audit(learner_url, run_id, auth)
         assert report["compliant"] and report["session_id"] == info["session"], report
         assert report["attributes_recomputed"] == result["attributes"] == info["progress_attributes"] <= 10 * 300
+
+
+class Seen:
+    """An ASGI app behind a record of every HTTP request (method, path) and WebSocket connection (path) it gets."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.http: list[tuple[str, str]] = []
+        self.websockets: list[str] = []
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.http.append((scope["method"], scope["path"]))
+        elif scope["type"] == "websocket":
+            self.websockets.append(scope["path"])
+        await self.app(scope, receive, send)
+
+
+def test_the_learner_services_runs_drive_their_sessions_over_the_websocket(tmp_path: Path) -> None:
+    """Nothing in a run's record names its transport, so the oracle's side is watched: every request of the run's
+    training session and of its test-budget session came over one stream each, none over plain HTTP."""
+    from server.app import create_app
+    from server.config import Settings
+
+    oracle = Seen(create_app(Settings(database_url=f"sqlite:///{tmp_path / 'ledger.db'}")))
+    with serve_in_thread(oracle) as oracle_url, \
+            learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url) as learner_url:
+        auth = caller(learner_url)
+        r = httpx.post(f"{learner_url}/v1/runs", json={
+            "oracle_url": oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS, "algorithm": "aerr",
+            "budget": {"per_example": 5}, "seed": 1, "eval_every": 100, "test_budget": 3,
+        }, headers=auth)
+        assert r.status_code == 201, r.text
+        info = wait_run(learner_url, r.json()["id"], auth)
+        assert info["status"] == "finished", info["message"]
+        assert info["progress_examples"] == 300 and info["result"]["test_budget"]["per_example"] == 3
+        sessions = [info["session"], info["result"]["test_budget"]["session"]]
+        for session in sessions:
+            path = f"/v1/sessions/{session}"
+            assert oracle.websockets.count(f"{path}/stream") == 1
+            # Plain HTTP carried at most the session's close (a DELETE of its own path), none of its requests.
+            assert [call for call in oracle.http if call[1].startswith(f"{path}/")] == []
+        assert sorted(oracle.websockets) == sorted(f"/v1/sessions/{s}/stream" for s in sessions)
+
+
+class CountingTransport(httpx.HTTPTransport):
+    """Plain HTTP that records the path of every request it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return super().handle_request(request)
+
+
+def _scored_in_three_requests(oracle: LocalOracle, weights: np.ndarray, bias: float, k: int) -> tuple[float, ...]:
+    """What scoring on a test budget did before the step request: next, observe, predict for each example."""
+    attributes = top_k_attributes(weights, k)
+    squared = zero = wrong = 0.0
+    for _ in range(oracle.n_examples):
+        example, _ = oracle.next()
+        prediction = float(np.dot(weights[attributes], oracle.observe(example, attributes))) + bias
+        y = oracle.predict(example, prediction)
+        squared, zero, wrong = squared + (prediction - y) ** 2, zero + y**2, wrong + ((prediction >= 0) != (y >= 0))
+    n = oracle.n_examples
+    return squared / n, squared / zero, wrong / n
+
+
+def test_scoring_on_a_test_budget_takes_two_requests_per_example_and_scores_as_before(shared_oracle_url: str) -> None:
+    weights, bias, k = np.linspace(-1.0, 0.8, GAUSS["d"]), 0.1, 3
+    session = {"dataset_params": GAUSS, "split": "test", "protocol": "online", "budget": Budget(per_example=k),
+               "seed": 4}
+    counting = CountingTransport()
+    with OracleClient(shared_oracle_url, transport=counting) as client:
+        remote = HttpOracle(shared_oracle_url, "sparse-gaussian", client=client, **session)  # type: ignore[arg-type]
+        opened = len(counting.paths)
+        score = score_with_test_budget(remote, weights, bias, k)
+        sent = [path.rsplit("/", 1)[1] for path in counting.paths[opened:]]
+    # The online protocol's floor: the step (next + observe) and the prediction, for each of the test examples.
+    assert sent == ["step", "predict"] * GAUSS["n_test"]
+    before = _scored_in_three_requests(LocalOracle("sparse-gaussian", **session), weights, bias, k)  # type: ignore[arg-type]
+    assert (score.mse, score.normalized_mse, score.zero_one) == before and score.session == remote.session_id
+    assert score.mse > 0 and 0 < score.zero_one < 1
 
 
 def test_algorithms_endpoint_lists_every_paper_algorithm_with_parameters(learner_url: str) -> None:

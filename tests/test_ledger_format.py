@@ -3,10 +3,13 @@ step request is ``next`` + ``observe`` in one all-or-nothing request."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -28,6 +31,7 @@ from budgetlab.ledger import (
     value_tags,
 )
 from budgetlab.local_session import LocalSession
+from budgetlab.models import Receipt
 from budgetlab.oracle_client import OracleClient
 from server.db import MIGRATIONS, make_engine
 from server.sessions import SessionService, token_hash
@@ -46,9 +50,8 @@ def _alembic(url: str) -> Config:
     return config
 
 
-def _format1_session(url: str) -> tuple[str, str, list[tuple[int, int, float]]]:
-    """A session written as format 1 wrote it: the 0001 schema, one hex-chained row per value."""
-    command.upgrade(_alembic(url), "0001")
+def _format1_rows() -> tuple[str, list[dict[str, Any]], LocalSession, list[tuple[int, int, float]]]:
+    """A session's ledger as format 1 chained it, one hex-chained row per value (payloads as stored, text)."""
     session = LocalSession.open(DATASET, dataset_params=PARAMS, budget={"per_example": 3, "label_cost": 0.5},
                                 seed=3)
     cells: list[tuple[int, int, float]] = []
@@ -61,7 +64,7 @@ def _format1_session(url: str) -> tuple[str, str, list[tuple[int, int, float]]]:
         for a, v in zip(observed.attributes, observed.values, strict=True):
             rows.append(("observe", nxt.example, a, v, 1.0, {}))
             cells.append((nxt.example, a, v))
-    sid, token = "f1" * 16, "format-one-token"
+    sid = "f1" * 16
     head = ledger_v1.GENESIS
     out = []
     for seq, (kind, example, attribute, value, cost, payload) in enumerate(rows):
@@ -70,6 +73,14 @@ def _format1_session(url: str) -> tuple[str, str, list[tuple[int, int, float]]]:
         out.append({"session_id": sid, "seq": seq, "kind": kind, "example": example, "attribute": attribute,
                     "value": value, "cost": cost, "payload": text, "prev_hash": head, "hash": digest})
         head = digest
+    return sid, out, session, cells
+
+
+def _format1_session(url: str) -> tuple[str, str, list[tuple[int, int, float]]]:
+    """A session written as format 1 wrote it: the 0001 schema, one hex-chained row per value."""
+    command.upgrade(_alembic(url), "0001")
+    sid, out, session, cells = _format1_rows()
+    token, head = "format-one-token", out[-1]["hash"]
     c = session.counters
     now = datetime.now(UTC)
     engine = make_engine(url)
@@ -119,6 +130,70 @@ def test_a_format1_ledger_migrates_and_audits_on_sqlite(tmp_path: Path) -> None:
 @pytest.mark.postgres
 def test_a_format1_ledger_migrates_and_audits_on_postgresql(postgres_url: str) -> None:
     _migrated_session_audits(postgres_url)
+
+
+# --- a format-1 export, verified offline ---------------------------------------------------------------
+
+
+def _format1_export(path: Path, change: Callable[[list[dict[str, Any]]], None] = lambda rows: None) -> Path:
+    """An NDJSON export as the format-1 oracle wrote it (no format line; each row with its payload as an object,
+    then the session's head line), after ``change`` was done to its rows."""
+    sid, rows, session, _ = _format1_rows()
+    c = session.counters
+    head = {"type": "head", "session_id": sid, "rows": len(rows), "head_hash": rows[-1]["hash"],
+            "spent_cost": c.spent_cost, "spent_attributes": c.spent_attributes, "labels": c.labels,
+            "predictions": c.predictions, "status": c.status}
+    rows = [{**row, "payload": json.loads(row["payload"])} for row in rows]
+    change(rows)
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*rows, head]))
+    return path
+
+
+def _alter_value(rows: list[dict[str, Any]]) -> None:
+    assert rows[3]["kind"] == "observe"
+    rows[3]["value"] += 1.0
+
+
+def _delete_row(rows: list[dict[str, Any]]) -> None:
+    del rows[6]
+
+
+def test_a_format1_export_audits_offline(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from client.cli import app
+
+    path = _format1_export(tmp_path / "format1.ndjson")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert "format" not in lines[0]
+    # Format 1 as its oracle hashed it, spelled out here rather than taken from ledger_v1 (the verifier's own).
+    label = lines[1]
+    content = f"{label['session_id']}|1|label|{label['example']}||{label['value']!r}|0.5|{{}}"
+    assert label["hash"] == hashlib.sha256(f"{lines[0]['hash']}\n{content}".encode()).hexdigest()
+    report = audit_ndjson(path.read_text().splitlines())
+    assert report.compliant, report.reasons
+    assert (report.rows, report.attributes_recomputed, report.spent_recomputed, report.labels_recomputed) == (
+        17, 12, 14.0, 4)
+    result = CliRunner().invoke(app, ["audit", str(path)])
+    assert result.exit_code == 0 and "compliant" in result.output and "17 rows" in result.output
+    # A receipt is a format-2 chain head: a format-1 export cannot hold one, and the audit says so.
+    report = audit_ndjson(path.read_text().splitlines(), [Receipt(rows=17, head=GENESIS)])
+    assert not report.compliant and "format-2" in report.reasons[0]
+
+
+@pytest.mark.parametrize(("change", "seq", "what"), [(_alter_value, 3, "altered"), (_delete_row, 6, "missing")])
+def test_the_offline_audit_names_what_was_changed_in_a_format1_export(
+        tmp_path: Path, change: Callable[[list[dict[str, Any]]], None], seq: int, what: str) -> None:
+    from typer.testing import CliRunner
+
+    from client.cli import app
+
+    path = _format1_export(tmp_path / "format1.ndjson", change)
+    report = audit_ndjson(path.read_text().splitlines())
+    assert not report.compliant and report.first_bad_seq == seq
+    assert report.reasons[0].startswith(f"row {seq} ") and what in report.reasons[0]
+    result = CliRunner().invoke(app, ["audit", str(path)])
+    assert result.exit_code == 1 and "NOT compliant" in result.output and f"row {seq} " in result.output
 
 
 # --- receipts -----------------------------------------------------------------------------------------
