@@ -44,7 +44,7 @@ from budgetlab.models import (
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_async_stream, open_stream
 
-# Answers of the requests that may record something in the ledger, and so carry a receipt.
+# Answers of the charging requests, each of which carries a receipt (the session's new chain head).
 C = TypeVar("C", NextResponse, StepResponse, ObserveResponse, ObserveBatchResponse, LabelResponse, PredictResponse)
 # A session request refused ``busy`` (its lock was not free within the oracle's lock timeout; nothing was done) is
 # sent again this many times, after the Retry-After the oracle gave, capped: a run survives a burst of contention.
