@@ -18,6 +18,56 @@ ParamValue = int | float | str | bool
 
 MAX_ATTRIBUTES_PER_REQUEST = 100_000
 
+# Examples of the models that other models hold, for the fields that hold them: the OpenAPI documents show an
+# example of every field (tests/test_openapi.py checks each against its schema).
+SESSION_ID_EXAMPLE = "f396ed88b0c0e8e3d6b3b937b222247e"
+HASH_EXAMPLE = "9c5ef082f04c2d4ab82b42566791accdbb2928a2df3cadaa5608a74301181c5f"
+PART_EXAMPLE = {"start": 0, "stop": 1000, "complement": True}
+BUDGET_EXAMPLE = {"per_example": 4, "total": 20000}
+SPENT_EXAMPLE = {"cost": 812.0, "attributes": 800, "labels": 200, "examples_issued": 200}
+REMAINING_EXAMPLE = {"total": 19188.0, "per_example": 4, "example": 199, "example_attributes": 1}
+RECEIPT_EXAMPLE = {"rows": 5, "head": HASH_EXAMPLE}
+SESSION_INFO_EXAMPLE = {
+    "id": SESSION_ID_EXAMPLE, "dataset": "powerlaw", "dataset_params": {"alpha": -1.0, "scenario": "ridge", "d": 100},
+    "split": "train", "protocol": "batch", "order": "stream", "budget": BUDGET_EXAMPLE, "seed": 0,
+    "n_examples": 20000, "d": 100, "status": "open", "spent": SPENT_EXAMPLE, "remaining": REMAINING_EXAMPLE,
+    "predictions": 0, "cumulative_loss": 0.0, "ledger_rows": 1001,
+    "head_hash": "10da1aa5a5187019109e301fa5fba5d5f03c2eb203906ac3d2d91a43b2fe0c6e",
+    "created_at": "2026-11-23T15:32:02.148551Z"}
+DATASET_PARAM_EXAMPLE = {"name": "alpha", "default": -1.0,
+                         "description": "power-law exponent: u_i = i^alpha (the paper uses 0, -0.5, -1, -2)"}
+DATASET_INFO_EXAMPLE = {
+    "name": "powerlaw", "description": "Power-law Bernoulli attributes (alpha=-1, ridge scenario) with "
+                                       "y = <w*, x> + noise (Kukliansky & Shamir 2015, section 5.1)",
+    "task": "regression", "n_train": 20000, "n_test": 2000, "d": 500, "costs": None,
+    "params": {"alpha": -1.0, "scenario": "ridge", "d": 500}, "accepted_params": [DATASET_PARAM_EXAMPLE],
+    "source": "synthetic: Kukliansky & Shamir (2015), section 5.1"}
+OBSERVED_EXAMPLE = {"example": 1, "attributes": [5, 9], "values": [0.0, 1.0]}
+LEDGER_ROW_EXAMPLE = {"session_id": SESSION_ID_EXAMPLE, "seq": 2, "kind": "observe", "example": 0, "attribute": 3,
+                      "value": 1.0, "cost": 1.0, "payload": {}, "link": 2, "n": 3, "hash": HASH_EXAMPLE,
+                      "tag": -1284593021}
+# (FastAPI leaves null values out of the document's examples: a required field's example is never null here.)
+PARAM_SPEC_EXAMPLE = {"name": "phase1", "default": 0.1,
+                      "description": "share m_1/m of the examples spent estimating the moments (the experiments' "
+                                     "1/10)"}
+ALGORITHM_INFO_EXAMPLE = {
+    "id": "ddaerr-2phase", "name": "Two-Phased DDAERR",
+    "paper": "Kukliansky & Shamir 2015, Attribute Efficient Linear Regression with Data-Dependent Sampling",
+    "algorithm": "Algorithm 2", "protocol": "batch", "budget_kind": "local", "params": [PARAM_SPEC_EXAMPLE],
+    "description": "Two-Phased DDAERR: AERR on m/10 examples while estimating E x², then DDAERR with the estimates."}
+CURVE_POINT_EXAMPLE = {"examples": 500, "attributes": 2000, "cost": 2000.0, "test_mse": 0.8412,
+                       "normalized_mse": 0.4396, "zero_one": 0.213, "cumulative_loss": None}
+TEST_SCORE_EXAMPLE = {"per_example": 4, "mse": 1.2034, "normalized_mse": 0.6289, "zero_one": 0.301,
+                      "session": "9a1c0d7e5b4f4c2e8d6a3b1f0e9c7d5a"}
+RUN_CREATE_EXAMPLE = {"dataset": "powerlaw", "dataset_params": {"d": 100}, "algorithm": "aerr", "params": {"eta": 0.01},
+                      "budget": {"per_example": 4}, "seed": 0, "max_examples": 2000, "test_budget": 4}
+RUN_RESULT_EXAMPLE = {
+    "algorithm": "aerr", "dataset": "powerlaw", "dataset_params": {"alpha": -1.0, "scenario": "ridge", "d": 100},
+    "params": {"eta": 0.01}, "resolved_params": {"B": 2.236, "eta": 0.01}, "seed": 0, "status": "finished",
+    "message": "", "weights": [0.98, -1.02, 0.0, 0.47], "bias": 0.0, "curve": [CURVE_POINT_EXAMPLE],
+    "final": CURVE_POINT_EXAMPLE, "test_budget": TEST_SCORE_EXAMPLE, "session": SESSION_ID_EXAMPLE, "examples": 500,
+    "attributes": 2000, "cost": 2000.0, "cumulative_loss": None, "wall_time": 1.3}
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -36,7 +86,8 @@ class ErrorBody(BaseModel):
         examples=["example 0 would have 5 distinct attributes observed; the local budget is 4 per example "
                   "(2 already observed)"],
     )
-    remaining: Remaining | None = Field(None, description="what is left of the budgets (with budget_exceeded)")
+    remaining: Remaining | None = Field(None, description="what is left of the budgets (with budget_exceeded)",
+                                        examples=[REMAINING_EXAMPLE])
 
 
 # --- datasets -------------------------------------------------------------------------------------
@@ -67,7 +118,8 @@ class DatasetInfo(BaseModel):
     params: dict[str, ParamValue] = Field(default_factory=dict, description="parameters in effect",
                                           examples=[{"alpha": -1.0, "scenario": "ridge", "d": 500}])
     accepted_params: list[DatasetParam] = Field(default_factory=list,
-                                                description="the parameters this dataset accepts, with defaults")
+                                                description="the parameters this dataset accepts, with defaults",
+                                                examples=[[DATASET_PARAM_EXAMPLE]])
     source: str = Field("", description="where the data comes from",
                         examples=["synthetic: Kukliansky & Shamir (2015), section 5.1"])
 
@@ -75,7 +127,8 @@ class DatasetInfo(BaseModel):
 class DatasetList(BaseModel):
     """Every dataset the oracle serves; never a value."""
 
-    datasets: list[DatasetInfo] = Field(description="built-in and user datasets, with their default parameters")
+    datasets: list[DatasetInfo] = Field(description="built-in and user datasets, with their default parameters",
+                                        examples=[[DATASET_INFO_EXAMPLE]])
     families: list[str] = Field(
         default_factory=list, description="parameterised names, e.g. 'mnist-AvB' for any two digits",
         examples=[["mnist-AvB", "fashion-AvB", "digits-AvB"]],
@@ -89,7 +142,7 @@ class ExamplePart(Strict):
     """Positions ``start``..``stop - 1`` of a split's seeded stream order (a validation fold), or, with
     ``complement``, all the other positions in the same order (the training folds beside it)."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"start": 0, "stop": 1000, "complement": True}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [PART_EXAMPLE]})
 
     start: NonNegativeInt = Field(description="first position of the part in the split's stream order",
                                   examples=[0])
@@ -108,7 +161,7 @@ class ExamplePart(Strict):
 class Budget(Strict):
     """Local (per example), global (total cost) and price settings of a session, and which examples it may use."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"per_example": 4, "total": 20000}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [BUDGET_EXAMPLE]})
 
     per_example: NonNegativeInt | None = Field(
         None, description="the local budget k: at most this many distinct attributes of any one example "
@@ -125,7 +178,7 @@ class Budget(Strict):
     label_cost: NonNegativeFloat = Field(0.0, description="cost of revealing a training label", examples=[0.0])
     part: ExamplePart | None = Field(
         None, description="a stream session that may use only this part of its split (tuning: fit and validation "
-                          "folds); None: the whole split"
+                          "folds); None: the whole split", examples=[PART_EXAMPLE],
     )
 
 
@@ -149,7 +202,8 @@ class SessionCreate(Strict):
                                            "prediction before the label is revealed (regret)")
     order: Order = Field("stream", examples=["stream"],
                          description="stream: next issues examples in a seeded order; pool: any example by its id")
-    budget: Budget = Field(default_factory=Budget, description="the local budget k, the global budget K, the costs")
+    budget: Budget = Field(default_factory=Budget, description="the local budget k, the global budget K, the costs",
+                           examples=[BUDGET_EXAMPLE])
     seed: int = Field(0, ge=0, le=2**32 - 1, examples=[0],
                       description="seeds the data of synthetic datasets and the stream order")
 
@@ -192,14 +246,14 @@ class SessionInfo(BaseModel):
     protocol: Protocol = Field(description="batch (labels with next) or online (predict, then the label)",
                                examples=["batch"])
     order: Order = Field(description="stream (next, in a seeded order) or pool (by id)", examples=["stream"])
-    budget: Budget = Field(description="the budgets the session was opened with")
+    budget: Budget = Field(description="the budgets the session was opened with", examples=[BUDGET_EXAMPLE])
     seed: int = Field(description="the seed of the data and the stream order", examples=[0])
     n_examples: int = Field(description="examples the session may use (its split, or its part)", examples=[20000])
     d: int = Field(description="the dimension d: attributes per example", examples=[100])
     status: Literal["open", "closed"] = Field(description="closed: nothing more is charged or served",
                                               examples=["open"])
-    spent: Spent = Field(description="what the session has spent")
-    remaining: Remaining = Field(description="what is left of its budgets")
+    spent: Spent = Field(description="what the session has spent", examples=[SPENT_EXAMPLE])
+    remaining: Remaining = Field(description="what is left of its budgets", examples=[REMAINING_EXAMPLE])
     predictions: int = Field(0, description="predictions committed (online protocol)", examples=[0])
     cumulative_loss: float = Field(0.0, description="sum of the squared losses of the predictions (the regret's "
                                                     "first term)", examples=[0.0])
@@ -217,7 +271,8 @@ class SessionCreated(BaseModel):
                     examples=["f396ed88b0c0e8e3d6b3b937b222247e"])
     token: str = Field(..., description="bearer token of this session; shown once, only its hash is stored",
                        examples=["ooWeI9VTBriWh9YWBQ5fUodVhj8An17IMVs9rqljPmU"])
-    session: SessionInfo = Field(description="the session as GET /v1/sessions/{id} answers it")
+    session: SessionInfo = Field(description="the session as GET /v1/sessions/{id} answers it",
+                                 examples=[SESSION_INFO_EXAMPLE])
 
 
 class Receipt(BaseModel):
@@ -228,7 +283,8 @@ class Receipt(BaseModel):
                       examples=["9c5ef082f04c2d4ab82b42566791accdbb2928a2df3cadaa5608a74301181c5f"])
 
 
-RECEIPT = Field(None, description="the chain head after this request, when it recorded anything (oracle only)")
+RECEIPT = Field(None, description="the chain head after this request, when it recorded anything (oracle only)",
+                examples=[RECEIPT_EXAMPLE])
 
 
 class NextResponse(BaseModel):
@@ -238,7 +294,8 @@ class NextResponse(BaseModel):
     label: float | None = Field(None, description="null in the online protocol and in test sessions",
                                 examples=[-2.0])
     position: int = Field(..., description="how many examples were issued before this one", examples=[0])
-    remaining: Remaining = Field(description="what is left of the budgets, and of this example's local budget k")
+    remaining: Remaining = Field(description="what is left of the budgets, and of this example's local budget k",
+                                 examples=[REMAINING_EXAMPLE])
     receipt: Receipt | None = RECEIPT
 
 
@@ -264,7 +321,8 @@ class ObserveResponse(BaseModel):
     fresh: int = Field(0, description="attributes newly paid for by this request (re-observations are free)",
                        examples=[3])
     spent: float = Field(description="cost units spent by the session, this request included", examples=[3.0])
-    remaining: Remaining = Field(description="what is left of the budgets, and of this example's local budget k")
+    remaining: Remaining = Field(description="what is left of the budgets, and of this example's local budget k",
+                                 examples=[REMAINING_EXAMPLE])
     receipt: Receipt | None = RECEIPT
 
 
@@ -276,7 +334,9 @@ class ObserveBatchRequest(Strict):
     ]})
 
     items: list[ObserveRequest] = Field(..., min_length=1, max_length=MAX_ATTRIBUTES_PER_REQUEST,
-                                        description="one entry per example; an example appears at most once")
+                                        description="one entry per example; an example appears at most once",
+                                        examples=[[{"example": 0, "attributes": [1]},
+                                                   {"example": 1, "attributes": [5, 9]}]])
 
 
 class ObservedValues(BaseModel):
@@ -290,12 +350,13 @@ class ObservedValues(BaseModel):
 class ObserveBatchResponse(BaseModel):
     """The values of every example of the batch, and what they cost together."""
 
-    items: list[ObservedValues] = Field(description="one entry per requested example, in request order")
+    items: list[ObservedValues] = Field(description="one entry per requested example, in request order",
+                                        examples=[[OBSERVED_EXAMPLE]])
     charged: float = Field(description="what this request cost (re-observations are free)", examples=[3.0])
     fresh: int = Field(0, description="attributes newly paid for by this request", examples=[3])
     spent: float = Field(description="cost units spent by the session, this request included", examples=[6.0])
     remaining: Remaining = Field(description="what is left of the budgets, and of the last example's local "
-                                             "budget k")
+                                             "budget k", examples=[REMAINING_EXAMPLE])
     receipt: Receipt | None = RECEIPT
 
 
@@ -321,7 +382,8 @@ class StepResponse(BaseModel):
     charged: float = Field(..., description="what the label and the attributes cost together", examples=[2.0])
     fresh: int = Field(0, description="attributes newly paid for by this request", examples=[2])
     spent: float = Field(description="cost units spent by the session, this request included", examples=[5.0])
-    remaining: Remaining = Field(description="what is left of the budgets, and of this example's local budget k")
+    remaining: Remaining = Field(description="what is left of the budgets, and of this example's local budget k",
+                                 examples=[REMAINING_EXAMPLE])
     receipt: Receipt | None = RECEIPT
 
 
@@ -446,7 +508,7 @@ class LedgerRow(BaseModel):
 class LedgerPage(BaseModel):
     """Rows of a session's ledger in seq order."""
 
-    rows: list[LedgerRow] = Field(description="at most ?limit= rows after ?after=")
+    rows: list[LedgerRow] = Field(description="at most ?limit= rows after ?after=", examples=[[LEDGER_ROW_EXAMPLE]])
     next_after: int | None = Field(None, description="pass as ?after= for the next page; None at the end",
                                    examples=[999])
 
@@ -501,7 +563,7 @@ class AlgorithmInfo(BaseModel):
     budget_kind: Literal["local", "global", "full"] = Field(
         description="local: at most k attributes of each example; global: K attributes in all; full: a "
                     "full-information reference", examples=["local"])
-    params: list[ParamSpec] = Field(description="the parameters it accepts")
+    params: list[ParamSpec] = Field(description="the parameters it accepts", examples=[[PARAM_SPEC_EXAMPLE]])
     description: str = Field("", description="what it does", examples=["Attribute Efficient Ridge Regression: OGD on "
                                                                        "the L2 ball with uniform and w²-weighted "
                                                                        "attribute draws."])
@@ -510,7 +572,7 @@ class AlgorithmInfo(BaseModel):
 class AlgorithmList(BaseModel):
     """Every algorithm the learner runs."""
 
-    algorithms: list[AlgorithmInfo] = Field(description="the algorithms, by id")
+    algorithms: list[AlgorithmInfo] = Field(description="the algorithms, by id", examples=[[ALGORITHM_INFO_EXAMPLE]])
 
 
 class CurvePoint(BaseModel):
@@ -539,10 +601,7 @@ COMPLETED_RUN_STATUSES: frozenset[str] = frozenset({"finished", "budget_exhauste
 class RunCreate(Strict):
     """Run one algorithm on a training session of an oracle, under a budget."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [
-        {"dataset": "powerlaw", "dataset_params": {"d": 100}, "algorithm": "aerr", "params": {"eta": 0.01},
-         "budget": {"per_example": 4}, "seed": 0, "max_examples": 2000, "test_budget": 4},
-    ]})
+    model_config = ConfigDict(json_schema_extra={"examples": [RUN_CREATE_EXAMPLE]})
 
     oracle_url: str | None = Field(None, min_length=1, description="default: the learner's ORACLE_URL",
                                    examples=["http://127.0.0.1:8000"])
@@ -555,7 +614,8 @@ class RunCreate(Strict):
                                           description="the algorithm's parameters; the others take the papers' "
                                                       "defaults")
     budget: Budget = Field(default_factory=Budget, description="the training session's budgets: the local budget k "
-                                                               "(per_example), the global budget K (total)")
+                                                               "(per_example), the global budget K (total)",
+                           examples=[{"per_example": 4}])
     seed: int = Field(0, ge=0, le=2**32 - 1, description="seeds the data, the stream order and the algorithm",
                       examples=[0])
     max_examples: int | None = Field(None, ge=1, description="stop after this many training examples (default: "
@@ -584,8 +644,10 @@ class RunResult(BaseModel):
     algorithm: str = Field(description="the algorithm's id", examples=["aerr"])
     dataset: str = Field(description="the dataset's name", examples=["powerlaw"])
     dataset_params: dict[str, ParamValue] = Field(
-        default_factory=dict, description="as the oracle resolved them: typed, every parameter, defaults included")
-    params: dict[str, ParamValue] = Field(default_factory=dict, description="the parameters the run was given")
+        default_factory=dict, description="as the oracle resolved them: typed, every parameter, defaults included",
+        examples=[{"alpha": -1.0, "scenario": "ridge", "d": 100}])
+    params: dict[str, ParamValue] = Field(default_factory=dict, description="the parameters the run was given",
+                                          examples=[{"eta": 0.01}])
     resolved_params: dict[str, ParamValue | None] = Field(
         default_factory=dict, description="every parameter's value in effect (step size, radius, ...: the given ones "
                                           "and the theoretical defaults the algorithm resolved; a cross-validated "
@@ -601,9 +663,12 @@ class RunResult(BaseModel):
     weights: list[float] = Field(default_factory=list, description="the predictor's weights w (length d)",
                                  examples=[[0.98, -1.02, 0.0, 0.47]])
     bias: float = Field(0.0, description="the predictor's bias b", examples=[0.0])
-    curve: list[CurvePoint] = Field(default_factory=list, description="the learning curve, in examples seen")
-    final: CurvePoint | None = Field(None, description="the test error of the final predictor")
-    test_budget: TestScore | None = Field(None, description="its score on a test-time budget, if one was asked")
+    curve: list[CurvePoint] = Field(default_factory=list, description="the learning curve, in examples seen",
+                                    examples=[[CURVE_POINT_EXAMPLE]])
+    final: CurvePoint | None = Field(None, description="the test error of the final predictor",
+                                     examples=[CURVE_POINT_EXAMPLE])
+    test_budget: TestScore | None = Field(None, description="its score on a test-time budget, if one was asked",
+                                          examples=[TEST_SCORE_EXAMPLE])
     session: str | None = Field(None, description="the training session's id on the oracle",
                                 examples=["f396ed88b0c0e8e3d6b3b937b222247e"])
     examples: int = Field(0, description="training examples seen", examples=[5000])
@@ -620,14 +685,16 @@ class RunInfo(BaseModel):
     id: str = Field(description="the run's id", examples=["3f0b1c9e2d7a4e58"])
     status: RunStatus = Field(description="pending, queued or running until it ends (see RunResult.status)",
                               examples=["running"])
-    request: RunCreate = Field(description="the request that started it")
+    request: RunCreate = Field(description="the request that started it", examples=[RUN_CREATE_EXAMPLE])
     progress_examples: int = Field(0, description="training examples seen so far", examples=[1200])
     progress_attributes: int = Field(0, description="attributes paid for so far", examples=[4800])
     max_examples: int | None = Field(None, description="examples it will see at most", examples=[2000])
     session: str | None = Field(None, description="its training session's id on the oracle",
                                 examples=["f396ed88b0c0e8e3d6b3b937b222247e"])
-    result: RunResult | None = Field(None, description="what it produced, once it ended")
-    curve: list[CurvePoint] = Field(default_factory=list, description="the learning curve so far")
+    result: RunResult | None = Field(None, description="what it produced, once it ended",
+                                     examples=[RUN_RESULT_EXAMPLE])
+    curve: list[CurvePoint] = Field(default_factory=list, description="the learning curve so far",
+                                    examples=[[CURVE_POINT_EXAMPLE]])
     message: str = Field("", description="why it ended so, in words", examples=[""])
 
 

@@ -45,8 +45,10 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 class DashboardConfig(BaseModel):
-    oracle_url: str = Field(..., description=f"the oracle's dashboard ({ORACLE_PUBLIC_ENV}, else ORACLE_URL)")
-    reports_dir: str = Field(..., description=f"where past comparisons are looked for ({REPORTS_ENV})")
+    oracle_url: str = Field(..., description=f"the oracle's dashboard ({ORACLE_PUBLIC_ENV}, else ORACLE_URL)",
+                            examples=["http://127.0.0.1:8000"])
+    reports_dir: str = Field(..., description=f"where past comparisons are looked for ({REPORTS_ENV})",
+                             examples=["/home/me/budgetlab/reports"])
 
 
 class RunFeed:

@@ -34,6 +34,25 @@ SUMMARY_METRICS = ("test_mse", "normalized_mse", "zero_one", "attributes", "exam
 SCORES = ("test_mse", "normalized_mse", "zero_one")
 
 
+STAT_EXAMPLE = {"mean": 0.6289, "std": 0.0412, "n": 5}
+CLAIM_EXAMPLE = {"claim": "AELR below AER at equal attributes paid", "source": "Fig. 1",
+                 "design": "MNIST subset, 3 vs 5", "paper": "AELR < AER over the whole budget",
+                 "ours": "AELR 0.412 < AER 0.587", "verdict": "holds"}
+ROW_EXAMPLE = {"label": "AELR", "id": "aelr", "per_example": 4,
+               "summary": {"test_mse": {"mean": 1.2034, "std": 0.0412, "n": 5}, "normalized_mse": STAT_EXAMPLE,
+                           "zero_one": None, "attributes": {"mean": 20000.0, "std": 0.0, "n": 5},
+                           "examples": {"mean": 5000.0, "std": 0.0, "n": 5}},
+               "runs": 5, "completed": 5}
+PLOT_EXAMPLE = "/v1/dashboard/comparisons/hk-fig1/plots/00-mnist-3-vs-5-attributes.png"
+DESIGN_EXAMPLE = {"name": "MNIST subset, 3 vs 5", "description": "Fig. 1 of Hazan & Koren (2012)",
+                  "dataset": "mnist-3v5", "dataset_params": {}, "budget": {"per_example": 4},
+                  "metrics": ["test_mse", "normalized_mse"], "plots": [PLOT_EXAMPLE], "algorithms": [ROW_EXAMPLE]}
+SUMMARY_EXAMPLE = {"name": "hk-fig1", "title": "Hazan & Koren 2012, Figure 1: AELR and AER with k = 4 vs offline lasso",
+                   "mode": "learner http://127.0.0.1:8001, oracle http://127.0.0.1:8000", "preset": "hazan-koren-fig1",
+                   "written_at": "2025-01-31T09:45:00Z", "wall_time": 672.4, "runs": 30, "completed": 30, "claims": 3,
+                   "claims_held": 2, "report": "/home/me/budgetlab/reports/hk-fig1/report.md"}
+
+
 class Stat(BaseModel):
     """A metric over the completed runs of one algorithm, one value per seed."""
 
@@ -87,14 +106,15 @@ class DesignReport(BaseModel):
     metrics: list[str] = Field(default=list(SCORES), description="the final scores that fit the design's task, "
                                "as its report's table shows them: no 0-1 error for a regression, no normalized MSE "
                                "where it equals the test MSE (labels ±1)", examples=[["test_mse", "zero_one"]])
-    plots: list[str] = Field(default_factory=list, description="URLs of the design's plots")
-    algorithms: list[AlgorithmRow] = Field(default_factory=list, description="each algorithm over its seeds")
+    plots: list[str] = Field(default_factory=list, description="URLs of the design's plots", examples=[[PLOT_EXAMPLE]])
+    algorithms: list[AlgorithmRow] = Field(default_factory=list, description="each algorithm over its seeds",
+                                           examples=[[ROW_EXAMPLE]])
 
 
 class ReportSummary(BaseModel):
     """One comparison in the listing: its title, when it was written, how many runs completed and claims held."""
 
-    name: str = Field(..., description="the report's folder under the reports directory")
+    name: str = Field(..., description="the report's folder under the reports directory", examples=["hk-fig1"])
     title: str = Field(description="the comparison's title (its folder's name if it has none)",
                        examples=["Hazan & Koren 2012, Figure 1: AELR and AER with k = 4 vs offline lasso"])
     mode: str = Field("", description="where its runs ran: in-process, or which learner and oracle",
@@ -108,21 +128,26 @@ class ReportSummary(BaseModel):
                            examples=[30])
     claims: int = Field(0, description="the paper's claims it checks", examples=[3])
     claims_held: int = Field(0, description="of those, the ones that hold", examples=[2])
-    report: str = Field(..., description="path of its report.md on the learner's machine")
+    report: str = Field(..., description="path of its report.md on the learner's machine",
+                        examples=["/home/me/budgetlab/reports/hk-fig1/report.md"])
 
 
 class ReportDetail(ReportSummary):
     """One comparison in full: its claims table and, per design, its plots and per-algorithm results."""
 
-    claim_rows: list[ClaimRow] = Field(default_factory=list, description="the claims table")
-    designs: list[DesignReport] = Field(default_factory=list, description="its designs, in the config's order")
+    claim_rows: list[ClaimRow] = Field(default_factory=list, description="the claims table",
+                                       examples=[[CLAIM_EXAMPLE]])
+    designs: list[DesignReport] = Field(default_factory=list, description="its designs, in the config's order",
+                                        examples=[[DESIGN_EXAMPLE]])
 
 
 class ReportList(BaseModel):
     """The comparisons under the learner's reports directory, newest first."""
 
-    directory: str = Field(..., description=f"where the learner looks ({REPORTS_ENV})")
-    reports: list[ReportSummary] = Field(description="one per folder holding a readable results.json, newest first")
+    directory: str = Field(..., description=f"where the learner looks ({REPORTS_ENV})",
+                           examples=["/home/me/budgetlab/reports"])
+    reports: list[ReportSummary] = Field(description="one per folder holding a readable results.json, newest first",
+                                         examples=[[SUMMARY_EXAMPLE]])
 
 
 def reports_dir() -> Path:

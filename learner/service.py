@@ -42,7 +42,7 @@ def errors(*codes: int) -> dict[int | str, dict[str, type[BaseModel]]]:
 
 
 class Health(BaseModel):
-    status: str = Field("ok", description="'ok' while the learner answers")
+    status: str = Field("ok", description="'ok' while the learner answers", examples=["ok"])
 
 
 def validate(request: RunCreate) -> None:

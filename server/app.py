@@ -32,11 +32,12 @@ GIL_SWITCH_INTERVAL = 0.0001
 
 
 class Health(BaseModel):
-    status: str = Field("ok", description="'ok' while the oracle answers")
+    status: str = Field("ok", description="'ok' while the oracle answers", examples=["ok"])
 
 
 class Closed(BaseModel):
-    closed: list[str] = Field(description="the ids of the sessions this request closed")
+    closed: list[str] = Field(description="the ids of the sessions this request closed",
+                              examples=[["f396ed88b0c0e8e3d6b3b937b222247e"]])
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:

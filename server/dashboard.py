@@ -32,10 +32,17 @@ from starlette.concurrency import run_in_threadpool
 from budgetlab.bearer import B64TOKEN, bearer_token
 from budgetlab.dashboard import Events, event_stream
 from budgetlab.errors import OracleError
-from budgetlab.models import ErrorBody, SessionInfo
+from budgetlab.models import SESSION_ID_EXAMPLE, SESSION_INFO_EXAMPLE, ErrorBody, SessionInfo
 from server.config import Settings
 from server.deps import ADMIN_SCHEME, Credentials
-from server.session_overview import LinkSummary, Overview, SessionCounts, SessionSummary
+from server.session_overview import (
+    COUNTS_EXAMPLE,
+    SUMMARY_EXAMPLE,
+    LinkSummary,
+    Overview,
+    SessionCounts,
+    SessionSummary,
+)
 from server.sessions import SessionService
 
 LEARNER_URL_ENV = "BUDGETLAB_LEARNER_URL"
@@ -53,18 +60,23 @@ Limit = Annotated[int, Query(ge=1, le=500, description="sessions listed to the a
 
 
 class DashboardConfig(BaseModel):
-    learner_url: str | None = Field(None, description=f"the learner's dashboard ({LEARNER_URL_ENV})")
-    admin_enabled: bool = Field(..., description="whether the oracle has an admin token (BUDGETLAB_ADMIN_TOKEN)")
+    learner_url: str | None = Field(None, description=f"the learner's dashboard ({LEARNER_URL_ENV})",
+                                    examples=["http://127.0.0.1:8001"])
+    admin_enabled: bool = Field(..., description="whether the oracle has an admin token (BUDGETLAB_ADMIN_TOKEN)",
+                                examples=[True])
 
 
 class SessionsView(BaseModel):
     """The dashboard's list: counts for anyone, every session for the admin, the sessions whose tokens were sent."""
 
-    admin: bool = Field(..., description="whether the request carried the admin token")
-    counts: SessionCounts = Field(description="how many sessions the oracle holds")
-    sessions: list[SessionSummary] = Field(..., description="the admin's newest sessions and the held ones; no value")
-    held: dict[str, SessionInfo] = Field(..., description="the sessions whose tokens were sent, by id, in full")
-    unknown: dict[str, str] = Field(..., description="ids sent with a token that is not theirs, and why")
+    admin: bool = Field(..., description="whether the request carried the admin token", examples=[False])
+    counts: SessionCounts = Field(description="how many sessions the oracle holds", examples=[COUNTS_EXAMPLE])
+    sessions: list[SessionSummary] = Field(..., description="the admin's newest sessions and the held ones; no value",
+                                           examples=[[SUMMARY_EXAMPLE]])
+    held: dict[str, SessionInfo] = Field(..., description="the sessions whose tokens were sent, by id, in full",
+                                         examples=[{SESSION_ID_EXAMPLE: SESSION_INFO_EXAMPLE}])
+    unknown: dict[str, str] = Field(..., description="ids sent with a token that is not theirs, and why",
+                                    examples=[{"5b0e43c1d2a94f6e8b7c9d0a1f2e3d4c": "not this session's token"}])
 
 
 @dataclass(frozen=True)

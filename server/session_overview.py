@@ -25,7 +25,21 @@ from budgetlab import budget as rules
 from budgetlab.audit import audit_rows
 from budgetlab.engine import Counters
 from budgetlab.errors import OracleError
-from budgetlab.models import AuditReport, Budget, LedgerKind, Order, ParamValue, Protocol, Remaining, Spent, Split
+from budgetlab.models import (
+    BUDGET_EXAMPLE,
+    REMAINING_EXAMPLE,
+    SESSION_ID_EXAMPLE,
+    SPENT_EXAMPLE,
+    AuditReport,
+    Budget,
+    LedgerKind,
+    Order,
+    ParamValue,
+    Protocol,
+    Remaining,
+    Spent,
+    Split,
+)
 from server.sessions import Loaded, SessionService, recorded_counters
 from server.store import COUNTER_COLUMNS, LINKS, SESSIONS
 
@@ -40,44 +54,61 @@ AUDIT_EVERY = 5.0
 VERDICTS_KEPT = 4096
 
 
+VERDICT_EXAMPLE = {"compliant": True, "reasons": [], "rows": 1001, "detail": ""}
+COUNTS_EXAMPLE = {"sessions": 12, "open": 3, "closed": 9, "ledger_rows": 48210}
+
+
 class Verdict(BaseModel):
     """The oracle's audit of a session, reduced to its verdict (the audit report holds no value either)."""
 
-    compliant: bool | None = Field(None, description="None: not audited here (see detail)")
-    reasons: list[str] = Field(default_factory=list, description="why not compliant")
-    rows: int = Field(0, description="ledger rows the verdict covers")
-    detail: str = Field("", description="why the session was not audited here, if it was not")
+    compliant: bool | None = Field(None, description="None: not audited here (see detail)", examples=[True])
+    reasons: list[str] = Field(default_factory=list, description="why not compliant", examples=[[]])
+    rows: int = Field(0, description="ledger rows the verdict covers", examples=[1001])
+    detail: str = Field("", description="why the session was not audited here, if it was not", examples=[""])
 
 
 class SessionSummary(BaseModel):
     """A session as the dashboard lists it without its token: never a value."""
 
-    id: str = Field(description="the session's id")
-    dataset: str = Field(description="the dataset's name")
-    dataset_params: dict[str, ParamValue] = Field(description="every parameter of the dataset in effect")
-    split: Split = Field(description="the split the session serves")
-    protocol: Protocol = Field(description="batch or online")
-    order: Order = Field(description="stream or pool")
-    budget: Budget = Field(description="the local budget k, the global budget K and the costs")
-    n_examples: int = Field(description="examples the session may use")
-    d: int = Field(description="the dimension d: attributes per example")
-    status: Literal["open", "closed"] = Field(description="closed: nothing more is charged or served")
-    spent: Spent = Field(description="what the session has spent")
-    remaining: Remaining = Field(description="what is left of its budgets")
-    predictions: int = Field(description="predictions committed (online protocol)")
-    ledger_rows: int = Field(description="rows in the session's ledger")
-    created_at: datetime = Field(description="when the session was opened (UTC)")
-    last_active: datetime = Field(description="its last request that wrote to the ledger (UTC)")
-    audit: Verdict | None = Field(None, description="the audit's verdict on its ledger")
+    id: str = Field(description="the session's id", examples=[SESSION_ID_EXAMPLE])
+    dataset: str = Field(description="the dataset's name", examples=["powerlaw"])
+    dataset_params: dict[str, ParamValue] = Field(description="every parameter of the dataset in effect",
+                                                  examples=[{"alpha": -1.0, "scenario": "ridge", "d": 100}])
+    split: Split = Field(description="the split the session serves", examples=["train"])
+    protocol: Protocol = Field(description="batch or online", examples=["batch"])
+    order: Order = Field(description="stream or pool", examples=["stream"])
+    budget: Budget = Field(description="the local budget k, the global budget K and the costs",
+                           examples=[BUDGET_EXAMPLE])
+    n_examples: int = Field(description="examples the session may use", examples=[20000])
+    d: int = Field(description="the dimension d: attributes per example", examples=[100])
+    status: Literal["open", "closed"] = Field(description="closed: nothing more is charged or served",
+                                              examples=["open"])
+    spent: Spent = Field(description="what the session has spent", examples=[SPENT_EXAMPLE])
+    remaining: Remaining = Field(description="what is left of its budgets", examples=[REMAINING_EXAMPLE])
+    predictions: int = Field(description="predictions committed (online protocol)", examples=[0])
+    ledger_rows: int = Field(description="rows in the session's ledger", examples=[1001])
+    created_at: datetime = Field(description="when the session was opened (UTC)",
+                                 examples=["2026-11-23T15:32:02.148551Z"])
+    last_active: datetime = Field(description="its last request that wrote to the ledger (UTC)",
+                                  examples=["2026-11-23T15:34:40.512207Z"])
+    audit: Verdict | None = Field(None, description="the audit's verdict on its ledger", examples=[VERDICT_EXAMPLE])
+
+
+SUMMARY_EXAMPLE = {
+    "id": SESSION_ID_EXAMPLE, "dataset": "powerlaw", "dataset_params": {"alpha": -1.0, "scenario": "ridge", "d": 100},
+    "split": "train", "protocol": "batch", "order": "stream", "budget": BUDGET_EXAMPLE, "n_examples": 20000, "d": 100,
+    "status": "open", "spent": SPENT_EXAMPLE, "remaining": REMAINING_EXAMPLE, "predictions": 0, "ledger_rows": 1001,
+    "created_at": "2026-11-23T15:32:02.148551Z", "last_active": "2026-11-23T15:34:40.512207Z",
+    "audit": VERDICT_EXAMPLE}
 
 
 class SessionCounts(BaseModel):
     """How many sessions the oracle holds, for anyone to see."""
 
-    sessions: int = Field(0, description="sessions in all")
-    open: int = Field(0, description="open sessions")
-    closed: int = Field(0, description="closed sessions")
-    ledger_rows: int = Field(0, description="ledger rows of every session together")
+    sessions: int = Field(0, description="sessions in all", examples=[12])
+    open: int = Field(0, description="open sessions", examples=[3])
+    closed: int = Field(0, description="closed sessions", examples=[9])
+    ledger_rows: int = Field(0, description="ledger rows of every session together", examples=[48210])
 
 
 class LinkSummary(BaseModel):
