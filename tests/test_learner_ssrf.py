@@ -29,7 +29,8 @@ class Counter:
 
 
 @contextmanager
-def secret_http_server(status: int, body: dict | str) -> Iterator[tuple[str, Counter]]:
+def secret_http_server(status: int, body: dict | str,
+                       headers: dict[str, str] | None = None) -> Iterator[tuple[str, Counter]]:
     """An internal HTTP service on loopback that answers every request with ``status`` and a secret."""
     counter = Counter()
 
@@ -40,6 +41,8 @@ def secret_http_server(status: int, body: dict | str) -> Iterator[tuple[str, Cou
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload)
 
@@ -146,3 +149,20 @@ def test_an_oracle_that_goes_down_is_a_502_not_a_422_at_start_and_at_audit(tmp_p
         audit = httpx.get(f"{learner}/v1/runs/{run.json()['id']}/audit", headers=auth)
     assert again.status_code == 502 and again.json()["error"] == "oracle_unavailable", again.text
     assert audit.status_code == 502 and audit.json() == again.json(), audit.text
+
+
+def test_a_busy_oracle_is_a_503_with_retry_after_and_starts_nothing(tmp_path: Path) -> None:
+    """An allowed oracle that answers 'busy' (its session lock was not free; nothing was done) is a 503 the caller
+    may retry, not a 502: the oracle is there."""
+    busy = {"error": "busy", "detail": SECRET, "retry_after": 1}
+    with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle, \
+            secret_http_server(503, busy, {"Retry-After": "1"}) as (busy_url, counter), \
+            learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle, extra_oracles=(busy_url,)) as learner:
+        token = httpx.post(f"{learner}/v1/callers").json()["token"]
+        auth = {"Authorization": f"Bearer {token}"}
+        answer = httpx.post(f"{learner}/v1/runs", json={**RUN, "oracle_url": busy_url}, headers=auth, timeout=60)
+        listed = httpx.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
+    assert counter.hits >= 1, "the allowed oracle was asked"
+    assert answer.status_code == 503 and answer.json()["error"] == "oracle_busy", answer.text
+    assert answer.headers["Retry-After"] == "1" and SECRET not in answer.text
+    assert listed == [], "a run was started on a busy oracle"
