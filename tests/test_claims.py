@@ -137,6 +137,7 @@ def test_compare_prints_the_claims_within_80_columns(compared: dict) -> None:
     table = output[output.index("Claims"):output.index("runs completed")]
     assert "holds" in table and "fails" in table and "rho of the power law" in table
     assert max(len(line) for line in table.splitlines()) <= 80
+    assert "…" not in table  # every claim, figure and verdict whole (folded onto more lines, not cut)
 
 
 def test_improvement_ratio_gives_the_papers_values() -> None:
