@@ -22,7 +22,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from budgetlab.learner_client import LearnerClient
-from budgetlab.models import Budget, RunResult
+from budgetlab.models import Budget, RunCreate, RunResult
 from client.cli import app
 from client.compare import INTERRUPTED, RUNS_FAILED
 from client.grid import NOT_STARTED, progress_bars
@@ -187,8 +187,10 @@ def test_curves_csv_has_a_row_per_algorithm_seed_and_point(service_results: dict
 DATASET = {"d": 12, "n_train": 60, "n_test": 20, "s_plus": 2, "s_minus": 1}
 
 
-def test_dataset_parameters_are_typed_the_same_from_every_entry_point(shared_oracle_url: str, tmp_path: Path) -> None:
+def test_dataset_parameters_are_typed_the_same_from_every_entry_point(shared_oracle_url: str, learner_url: str,
+                                                                       tmp_path: Path) -> None:
     spec = "sparse-gaussian:" + ",".join(f"{k}={v}" for k, v in DATASET.items())  # strings on the command line
+    as_text = {k: str(v) for k, v in DATASET.items()}  # as a form or a shell would send them
     args = ["run", "--algorithm", "aer", "--dataset", spec, "--per-example", "3", "--max-examples", "20", "--json"]
     local = json.loads(RUNNER.invoke(app, [*args, "--local"]).stdout)["dataset_params"]
     remote = json.loads(RUNNER.invoke(app, [*args, "--oracle", shared_oracle_url]).stdout)["dataset_params"]
@@ -199,8 +201,16 @@ def test_dataset_parameters_are_typed_the_same_from_every_entry_point(shared_ora
     assert RUNNER.invoke(app, ["compare", str(config), "--out", str(tmp_path / "out"), "--local"]).exit_code == 0
     (design,) = json.loads((tmp_path / "out" / "results.json").read_text())["designs"]
     compared = design["algorithms"][0]["runs"][0]["result"]["dataset_params"]
-    assert local == remote == compared == {**DATASET, "noise": 1.0}
-    assert all(type(compared[k]) is int for k in DATASET)
+    sdk = run_algorithm("aer", LocalOracle("sparse-gaussian", dataset_params=as_text, budget=Budget(per_example=3)),
+                        max_examples=20).dataset_params
+    with LearnerClient(learner_url) as learner:
+        run = learner.start(RunCreate(dataset="sparse-gaussian", dataset_params=as_text, algorithm="aer",
+                                      budget=Budget(per_example=3), max_examples=20))
+        done = learner.wait(run.id, timeout=60)
+    assert done.result is not None, done.message
+    service = done.result.dataset_params
+    assert local == remote == compared == sdk == service == {**DATASET, "noise": 1.0}
+    assert all(type(typed[k]) is int for typed in (compared, sdk, service) for k in DATASET)
 
 
 @pytest.fixture
