@@ -449,6 +449,10 @@ def compare(
                        "label or an id); the tuning's sessions are paid for and reported")] = None,
     tune_folds: Annotated[int | None, typer.Option(min=1, max=20, help="k-fold cross-validation for --tune "
                                                                         "(default: one validation part)")] = None,
+    learner_token: Annotated[str | None, typer.Option(
+        "--learner-token", envvar="BUDGETLAB_LEARNER_TOKEN", show_envvar=True,
+        help="with --learner: start the runs as this caller, so that 'budgetlab runs' lists them (default: a new "
+             "caller)")] = None,
 ) -> None:
     """Compare algorithms x seeds on one dataset and budget; write a report with plots (see 'compare --list').
 
@@ -460,7 +464,7 @@ def compare(
 
     code = run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
                        learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail,
-                       tune=tune, tune_folds=tune_folds)
+                       tune=tune, tune_folds=tune_folds, learner_token=learner_token)
     raise typer.Exit(code)
 
 

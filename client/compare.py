@@ -16,13 +16,14 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from budgetlab.errors import OracleUnavailable, Unavailable
+from budgetlab.errors import LearnerError, LearnerUnavailable, OracleUnavailable, Unavailable
+from budgetlab.learner_client import LearnerClient
 from budgetlab.models import COMPLETED_RUN_STATUSES
 from budgetlab.oracle_client import OracleClient
 from client.claims import claims_table
 from client.config import CompareConfig, load_config, quick_config, resolve_designs
 from client.config_errors import ConfigError
-from client.grid import NOT_STARTED, Interrupted, RunOutcome, attach_regret, run_comparison
+from client.grid import NOT_STARTED, RESTART_GRACE_SECONDS, Interrupted, RunOutcome, attach_regret, run_comparison
 from client.preflight import LocalCatalog, RemoteCatalog, check_config
 from client.presets import PRESET_DIR, UnknownPreset, load_preset, presets
 from client.report import write_report
@@ -40,10 +41,14 @@ def _source(config: Path | None, preset: str | None) -> str:
 def run_compare(*, config: Path | None, out: Path | None, preset: str | None, quick: bool, list_presets: bool,
                 local: bool, learner: str | None, oracle: str | None, parallel: int, console: Console,
                 err: Console, fail: Callable[[str], None], tune: list[str] | None = None,
-                tune_folds: int | None = None) -> int:
+                tune_folds: int | None = None, learner_token: str | None = None) -> int:
     """``budgetlab compare``: resolve and check the config (its ``[tune]`` too) before anything starts, tune where
     asked, run the grid, write the report and print its claims; returns the exit code (0: every run completed,
-    ``RUNS_FAILED``, ``INTERRUPTED``). Problems with the config or the services go to ``fail``."""
+    ``RUNS_FAILED``, ``INTERRUPTED``). Problems with the config or the services go to ``fail``.
+
+    Through a running learner (``learner``) the runs are ``learner_token``'s caller's (``budgetlab runs`` lists
+    them), and a learner that restarts meanwhile is waited for (``client.grid.RESTART_GRACE_SECONDS``); services
+    started here are not restarted by anyone, so the comparison does not wait for them."""
     if list_presets:
         for name, cfg in presets().items():
             # Preset texts name config sections ("[tune]"): printed as text, not as rich markup.
@@ -79,26 +84,31 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         check_tune(cfg, resolve_designs(cfg), source)
     except TuneError as exc:
         fail(str(exc))
+    if learner:
+        check_learner(learner, learner_token, fail)
     started = time.perf_counter()
     designs = resolve_designs(cfg)
     tunings: list[Tuning] = []
     outcomes: list[RunOutcome] = []
     phase = "tuning"
 
-    def grid(learner_url: str | None, oracle_url: str | None) -> None:
+    def grid(learner_url: str | None, oracle_url: str | None, grace: float = 0.0, token: str | None = None) -> None:
         nonlocal phase
         tunings.extend(run_tuning(cfg, designs, local=local, learner_url=learner_url, oracle_url=oracle_url,
-                                  parallel=parallel, console=err))
+                                  parallel=parallel, console=err, learner_token=token, restart_grace=grace))
         phase = "runs"
         outcomes.extend(run_comparison(cfg, local=local, learner_url=learner_url, oracle_url=oracle_url,
-                                       parallel=parallel, console=err, chosen=chosen_params(tunings))[1])
+                                       parallel=parallel, console=err, chosen=chosen_params(tunings),
+                                       learner_token=token, restart_grace=grace)[1])
 
     mode = "local (in-process LocalOracle, no ledger)" if local else f"learner {learner}, oracle {oracle}"
     interrupted: str | None = None
     try:
         with sigterm_as_interrupt():
-            if local or learner:
-                grid(learner, oracle)
+            if local:
+                grid(None, None)
+            elif learner:
+                grid(learner, oracle, RESTART_GRACE_SECONDS, learner_token)
             else:
                 with managed_services(out) as (oracle_url, learner_url, ledger):
                     mode = f"services started by budgetlab compare (ledger {ledger})"
@@ -131,6 +141,23 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         err.print(f"[bold red]{failed} run(s) did not complete[/] (see the report)", soft_wrap=True)
         return RUNS_FAILED
     return 0
+
+
+def check_learner(url: str, token: str | None, fail: Callable[[str], None]) -> None:
+    """The running learner answers, and takes the caller token: checked before anything starts, since during the
+    grid a learner out of reach is waited for (it may be restarting) and a refused token would fail every run."""
+    with LearnerClient(url, token=token) as learner:
+        if not learner.health():
+            fail(f"cannot reach the learner at {url}: nothing was started")
+        if token is None:
+            return
+        try:
+            learner.page(limit=1)
+        except LearnerError as exc:
+            fail(f"the learner at {url} refuses the caller token (--learner-token or BUDGETLAB_LEARNER_TOKEN): "
+                 f"{exc.error}: {exc.detail}")
+        except LearnerUnavailable as exc:
+            fail(f"services unavailable: {exc}")
 
 
 def preflight(config: CompareConfig, source: str, oracle: str | None, fail: Callable[[str], None]) -> list[str]:

@@ -3,17 +3,21 @@
 Runs go through the learner service (``run_service``) or in-process on a ``LocalOracle`` (``run_local``), a few at
 a time, each with a progress bar. Repetition r uses seed ``seeds[r]`` for every algorithm, so all algorithms see the
 same dataset draw and the same example order. Online runs get their regret against the best sparse predictor in
-hindsight (``attach_regret``).
+hindsight (``attach_regret``). A learner that goes away during the grid may be restarting (``PatientLearner``): its
+runs persist, so the grid waits for it and carries on.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
+import httpx
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -22,6 +26,7 @@ from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
 from budgetlab.learner_client import POLL_SECONDS, LearnerClient
 from budgetlab.models import COMPLETED_RUN_STATUSES, ParamValue, RunCreate, RunInfo, RunResult
+from budgetlab.service_client import Call, M
 from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
 from learner.algorithms import get_algorithm
 from learner.regret import best_sparse, stream_arrays
@@ -55,6 +60,9 @@ Chosen = dict[tuple[int, str, int], dict[str, ParamValue]]
 
 
 NOT_STARTED = "not started: the comparison was interrupted"
+# How long a grid waits for a learner it cannot reach (a restart: docker compose restart, a redeploy) before it
+# gives up. The learner keeps its runs: the one it was executing comes back 'interrupted' with its curve so far.
+RESTART_GRACE_SECONDS = 120.0
 
 
 class Interrupted(KeyboardInterrupt):
@@ -173,19 +181,76 @@ def execute_local(request: RunCreate, report: Callable[[int, int, str], None],
         return failed_result(request, f"{type(exc).__name__}: {exc}")
 
 
+class PatientLearner(LearnerClient):
+    """A grid's learner client, which waits out a learner restart.
+
+    A request that cannot reach the learner is sent again once a second while the learner has been out of reach
+    for less than ``grace`` seconds, one outage for all the grid's threads; past that, or once ``stopped`` is set
+    (Ctrl-C), it raises ``LearnerUnavailable`` as any client would. A POST cut off after it was sent is not sent
+    again (it may have started a run): only one whose connection was refused is. ``say`` tells the user that the
+    learner went away and that it is back.
+    """
+
+    def __init__(self, base_url: str, *, grace: float, token: str | None = None,
+                 say: Callable[[str], None] = lambda _: None, transport: httpx.BaseTransport | None = None) -> None:
+        super().__init__(base_url, token=token, transport=transport)
+        self.grace = grace
+        self.stopped = threading.Event()
+        self._say = say
+        self._outage = threading.Lock()
+        self._gone_since: float | None = None
+
+    def send(self, call: Call[M]) -> M:
+        while True:
+            try:
+                answer = super().send(call)
+            except LearnerUnavailable as exc:
+                if self._wait_for_restart(call, exc):
+                    continue
+                raise
+            if self._gone_since is not None:
+                with self._outage:
+                    if self._gone_since is not None:
+                        self._gone_since = None
+                        self._say(f"the learner at {self.base_url} answers again")
+            return answer
+
+    def _wait_for_restart(self, call: Call[Any], exc: LearnerUnavailable) -> bool:
+        """Whether to send ``call`` again (after a second's wait) rather than raise ``exc``."""
+        cause = exc.__cause__
+        unsent = isinstance(cause, httpx.ConnectError)
+        if self.grace <= 0 or not (unsent or (call.method in ("GET", "DELETE")
+                                              and isinstance(cause, httpx.TransportError))):
+            return False
+        with self._outage:
+            if self._gone_since is None:
+                self._gone_since = time.monotonic()
+                self._say(f"cannot reach the learner at {self.base_url}; waiting up to {self.grace:.0f} s for it to "
+                          "come back")
+            gone_for = time.monotonic() - self._gone_since
+        return gone_for < self.grace and not self.stopped.wait(1.0)
+
+
 def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, parallel: int, bars: GridBars,
-                run_timeout: float) -> list[RunOutcome]:
+                run_timeout: float, learner_token: str | None = None, restart_grace: float = 0.0) -> list[RunOutcome]:
     """Every job through the learner service, ``parallel`` at a time, each followed until it ends and audited.
 
-    A run still going after ``run_timeout`` seconds is cancelled and reported with its curve so far. A learner
-    that cannot be reached ends the comparison (``LearnerUnavailable``); a run it refuses is one failed cell.
+    The runs belong to ``learner_token``'s caller (a new caller when None). A run still going after ``run_timeout``
+    seconds is cancelled and reported with its curve so far. A learner that cannot be reached for
+    ``restart_grace`` seconds ends the comparison (``LearnerUnavailable``); one that comes back sooner (a restart)
+    has kept its runs, the one it was executing as 'interrupted', and the grid goes on. A run the learner refuses
+    is one failed cell.
     """
-    with LearnerClient(learner_url) as learner:
+    def say(text: str) -> None:
+        bars.bars.console.print(escape(text), soft_wrap=True)
+
+    with PatientLearner(learner_url, grace=restart_grace, token=learner_token, say=say) as learner:
         started: list[str] = []
         stopping = threading.Event()
         lock = threading.Lock()
 
         def stop() -> None:
+            learner.stopped.set()  # the cancels below, and every thread, stop waiting for a learner that is gone
             with lock:
                 stopping.set()
                 ids = list(started)
@@ -220,8 +285,10 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
                 info, late = learner.cancel(run_id), f"{exc}; cancelled"
                 show(info)
             result = info.result or failed_result(job.request, info.message, info.status)
-            if info.result is None:
+            if info.result is None:  # it ended without a result (interrupted): what it had done by then
                 result.curve, result.session = info.curve, info.session
+                result.examples, result.attributes = info.progress_examples, info.progress_attributes
+                result.cost = info.curve[-1].cost if info.curve else 0.0
             if late:
                 result.message = f"{late} ({result.message})" if result.message else late
             outcome = RunOutcome(job.design, job.entry, job.seed, result, run_id=run_id)
@@ -238,6 +305,7 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
             except BaseException:
                 for cell in cells:  # the learner is gone (or Ctrl-C): start no further run
                     cell.cancel()
+                learner.stopped.set()
                 raise
 
 
@@ -296,22 +364,25 @@ def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
 
 
 def execute(jobs: list[Job], designs: list[Design], *, local: bool, learner_url: str | None, parallel: int,
-            console: Console, run_timeout: float, show_progress: bool = True) -> list[RunOutcome]:
-    """The jobs in-process (``local``) or through the learner service, in job order."""
+            console: Console, run_timeout: float, show_progress: bool = True, learner_token: str | None = None,
+            restart_grace: float = 0.0) -> list[RunOutcome]:
+    """The jobs in-process (``local``) or through the learner service (``run_service``), in job order."""
     with progress_bars(console, show_progress, len(jobs)) as bars:
         if local:
             return run_local(jobs, designs, parallel=parallel, bars=bars)
         assert learner_url is not None
         return run_service(jobs, designs, learner_url=learner_url, parallel=parallel, bars=bars,
-                           run_timeout=run_timeout)
+                           run_timeout=run_timeout, learner_token=learner_token, restart_grace=restart_grace)
 
 
 def run_comparison(config: CompareConfig, *, local: bool, learner_url: str | None, oracle_url: str | None,
-                   parallel: int, console: Console, show_progress: bool = True,
-                   chosen: Chosen | None = None) -> tuple[list[Design], list[RunOutcome]]:
+                   parallel: int, console: Console, show_progress: bool = True, chosen: Chosen | None = None,
+                   learner_token: str | None = None, restart_grace: float = 0.0,
+                   ) -> tuple[list[Design], list[RunOutcome]]:
     designs = resolve_designs(config)
     jobs = jobs_for(config, designs, oracle_url or "local", chosen)
     outcomes = execute(jobs, designs, local=local, learner_url=learner_url, parallel=parallel, console=console,
-                       run_timeout=config.run_timeout, show_progress=show_progress)
+                       run_timeout=config.run_timeout, show_progress=show_progress, learner_token=learner_token,
+                       restart_grace=restart_grace)
     attach_regret(outcomes, designs)
     return designs, outcomes

@@ -80,7 +80,7 @@ def per_seed_table(summaries: list[AlgorithmSummary], columns: list[Column]) -> 
              "|---|---|---|" + "---|" * (len(columns) + regret + 4)]
     for s in summaries:
         for r in s.runs:
-            final = r.result.final
+            final = r.result.final or (r.result.curve[-1] if r.result.curve else None)
             scores = [f"{getattr(final, c.key):.{c.digits}g}" if final is not None else "—" for c in columns]
             if regret:
                 scores.append(f"{r.regret / 100:.4g}" if r.regret is not None else "—")

@@ -339,8 +339,10 @@ def chosen_params(tunings: list[Tuning]) -> dict[tuple[int, str, int], dict[str,
 
 
 def run_tuning(config: CompareConfig, designs: list[Design], *, local: bool, learner_url: str | None,
-               oracle_url: str | None, parallel: int, console: Console) -> list[Tuning]:
-    """Plan, fit (through the same runner as the comparison), validate and choose; empty without ``[tune]``."""
+               oracle_url: str | None, parallel: int, console: Console, learner_token: str | None = None,
+               restart_grace: float = 0.0) -> list[Tuning]:
+    """Plan, fit (through the same runner as the comparison, as ``learner_token``'s caller), validate and choose;
+    empty without ``[tune]``."""
     tunings = plan(config, designs)
     if not tunings or config.tune is None:
         return []
@@ -348,6 +350,7 @@ def run_tuning(config: CompareConfig, designs: list[Design], *, local: bool, lea
     console.print(f"tuning: {len(jobs)} runs ({len(tunings)} cells x grid x folds), then "
                   f"{sum(len(t.folds) for t in tunings)} validation sessions", soft_wrap=True)
     attach_fits(tunings, execute(jobs, designs, local=local, learner_url=learner_url, parallel=parallel,
-                                 console=console, run_timeout=config.run_timeout))
+                                 console=console, run_timeout=config.run_timeout, learner_token=learner_token,
+                                 restart_grace=restart_grace))
     validate(tunings, designs, config.tune, None if local else oracle_url, parallel)
     return tunings

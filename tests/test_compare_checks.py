@@ -112,6 +112,20 @@ def test_datasets_are_checked_on_the_oracle_the_runs_will_use(tmp_path: Path, sh
     assert code == 1 and "cannot check the config's datasets" in output and "127.0.0.1:9" in output
 
 
+def test_a_learner_out_of_reach_or_a_refused_caller_token_stops_compare_before_any_run(
+        tmp_path: Path, shared_oracle_url: str, learner_url: str) -> None:
+    """During the runs a learner out of reach is waited for (it may be restarting): at the start it is an error at
+    once, as is a caller token the learner does not know (every run would be refused)."""
+    text = 'title = "remote"\ndataset = { name = "sparse-gaussian" }\n\n[[algorithms]]\nid = "aer"\n'
+    code, output, out = compare(tmp_path, text, "--learner", "http://127.0.0.1:9", "--oracle", shared_oracle_url)
+    assert code == 1 and not out.exists()
+    assert "cannot reach the learner at http://127.0.0.1:9: nothing was started" in output
+    code, output, out = compare(tmp_path, text, "--learner", learner_url, "--oracle", shared_oracle_url,
+                                "--learner-token", "not-a-caller-of-this-learner")
+    assert code == 1 and not out.exists()
+    assert "refuses the caller token" in output and "unauthorized" in output
+
+
 def test_key_lines_follows_nested_arrays_of_tables_and_skips_multiline_values() -> None:
     text = '''title = "x"
 description = """
