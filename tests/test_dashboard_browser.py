@@ -71,6 +71,7 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def shoot(driver: Any, folder: Path, name: str) -> Path:
     path = folder / name
     assert driver.save_screenshot(str(path)), f"no screenshot {path}"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
     print(f"dashboard screenshot: {path}")
     return path
 
