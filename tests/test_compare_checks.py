@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -54,7 +53,6 @@ def compare(tmp_path: Path, text: str, *args: str) -> tuple[int, str, Path]:
 
 @pytest.mark.parametrize("mode", [["--local"], []], ids=["local", "services"])
 def test_every_mistake_is_named_with_its_line_before_anything_starts(tmp_path: Path, mode: list[str]) -> None:
-    started = time.monotonic()
     code, output, out = compare(tmp_path, TYPOS, *mode)
     assert code == 1
     path = tmp_path / "c.toml"
@@ -73,7 +71,6 @@ def test_every_mistake_is_named_with_its_line_before_anything_starts(tmp_path: P
     assert "did you mean 'digits-3v5'" in output
     # Nothing started: no services (they would have written their ledger and logs into --out), no run.
     assert not out.exists()
-    assert time.monotonic() - started < 10
 
 
 def test_toml_shape_errors_name_the_file_the_line_and_the_key(tmp_path: Path) -> None:
