@@ -127,12 +127,19 @@ def serve_oracle(
 def serve_learner(
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
     port: PortOpt = 8001,
+    database_url: Annotated[str | None, typer.Option(
+        envvar="LEARNER_DATABASE_URL", help="SQLAlchemy URL of the runs; default SQLite in the working directory. Not "
+        "DATABASE_URL: started from one shell, the learner would share the oracle's SQLite file and its write lock")]
+    = None,
 ) -> None:
     """Start the learner service (runs algorithms against an oracle over HTTP)."""
     from client.services import announcement, serve
 
+    if database_url:
+        os.environ["LEARNER_DATABASE_URL"] = database_url
     sock = _listen(host, port)
-    print(announcement("learner", sock), file=sys.stderr, flush=True)
+    print(announcement("learner", sock, f", runs: {database_url or 'budgetlab-runs.db'}"), file=sys.stderr,
+          flush=True)
     serve("client.dashboards:learner_app_from_env", sock)
 
 

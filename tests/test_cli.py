@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -40,6 +42,19 @@ def test_serve_oracle_keeps_its_ledger_in_the_working_directory(served) -> None:
     url, cwd, _ = served
     assert (cwd / "budgetlab-ledger.db").exists()
     assert "sparse-gaussian" in cli("datasets", "list", "--oracle", url)
+
+
+def test_serve_learner_keeps_its_runs_where_database_url_says(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    url, _, _ = served
+    runs = tmp_path / "elsewhere" / "runs.db"
+    runs.parent.mkdir()
+    with cli_service(["serve", "learner", "--database-url", f"sqlite:///{runs}"], cwd=tmp_path,
+                     env={"ORACLE_URL": url}) as learner:
+        token = httpx.post(f"{learner}/v1/callers").json()["token"]
+        assert httpx.get(f"{learner}/v1/runs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    assert runs.exists() and not (tmp_path / "budgetlab-runs.db").exists()
+    with sqlite3.connect(runs) as db:
+        assert db.execute("select count(*) from learner_callers").fetchone() == (1,)
 
 
 def test_single_queries_export_and_offline_audit(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
