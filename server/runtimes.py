@@ -3,8 +3,9 @@
 An LRU of at most ``max_entries`` sessions whose own arrays (stream orders, costs) take at most ``max_bytes``.
 Their datasets are the registry's: the cache keeps no runtime whose dataset the registry's cache has evicted,
 else sessions on many datasets (distinct seeds of a big one) would keep every one of them alive past that
-cache's bound. The check is a comparison of counters on a hit; the runtimes are only swept when the registry
-has evicted something since the last look.
+cache's bound. A hit counts as a use of its dataset in the registry's LRU (``cache_touch``), so the datasets of the
+sessions in use stay cached while idle ones go; the runtimes are swept when the registry has evicted something
+since the last look.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from budgetlab.datasets.registry import cache_evictions, cache_holds
+from budgetlab.datasets.registry import cache_evictions, cache_holds, cache_touch
 from budgetlab.engine import Runtime
 
 MAX_ENTRIES = 1024
@@ -40,6 +41,9 @@ class RuntimeCache:
             self._sweep()
             entry = self._entries.get(session_id)
             if entry is None:
+                return None
+            if not cache_touch(entry[0].dataset):  # evicted since the last sweep
+                self._drop(session_id)
                 return None
             self._entries.move_to_end(session_id)
             return entry[0]

@@ -15,7 +15,8 @@ import pytest
 from websockets.sync.client import connect
 
 from budgetlab.datasets.base import Dataset
-from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits
+from budgetlab.datasets.powerlaw import PowerLaw
+from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits, load_dataset
 from budgetlab.errors import OracleError
 from budgetlab.local_session import LocalSession
 from budgetlab.oracle_client import OracleClient
@@ -158,3 +159,58 @@ def test_sessions_do_not_keep_datasets_the_dataset_cache_has_evicted(sqlite_url:
     finally:
         cache_limits(CACHE_ENTRIES, CACHE_BYTES)
 
+
+
+def test_the_dataset_of_a_session_in_use_stays_cached_while_other_sessions_come_and_go(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for two datasets, a session observing between the openings of six others on other seeds keeps its
+    dataset: a use counts as a load in the cache's LRU, so the idle sessions' datasets are the ones evicted (they
+    were once evicted in build order, and a running session's dataset was built again and again)."""
+    built: list[int] = []
+    original = PowerLaw.build
+
+    def counted(self: PowerLaw, args: tuple[int, ...], params: dict, seed: int):  # type: ignore[no-untyped-def]
+        built.append(seed)
+        return original(self, args, params, seed)
+
+    monkeypatch.setattr(PowerLaw, "build", counted)
+    params = {"d": 100, "n_train": 20_021, "n_test": 10}  # 2 MB, an n_train no other test uses
+    settings = Settings(database_url=sqlite_url, dataset_cache_bytes=5 << 20)
+    try:
+        with serve_in_thread(create_app(settings)) as url, OracleClient(url, stream=False) as client:
+            busy = client.open_session("powerlaw", dataset_params=params, order="pool", seed=0)
+            for seed in range(1, 7):
+                client.open_session("powerlaw", dataset_params=params, order="pool", seed=seed).observe(0, [0])
+                busy.observe(seed, [0, 1])
+            assert built.count(0) == 1, built
+            assert live_datasets(20_021) <= 2
+    finally:
+        cache_limits(CACHE_ENTRIES, CACHE_BYTES)
+
+
+def test_one_dataset_is_built_at_a_time() -> None:
+    """Builds in flight are not counted by the cache's byte bound: concurrent builds of many keys (sessions opened on
+    many seeds at once) would each take their memory at the same time."""
+    import threading
+    import time as _time
+
+    from budgetlab.datasets.registry import _LRU
+
+    cache, running, most = _LRU(4, 1 << 30), [0], [0]
+    lock = threading.Lock()
+
+    def build(seed: int) -> Dataset:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        _time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return load_dataset("digits-3v5", seed=seed)
+
+    threads = [threading.Thread(target=cache.get, args=(seed, lambda seed=seed: build(seed))) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1 and len(cache._entries) == 4

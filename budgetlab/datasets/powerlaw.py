@@ -24,7 +24,8 @@ from budgetlab.datasets.family import Data, Family, Param, read_only
 from budgetlab.models import ParamValue
 
 _TAG = 0x9017
-_CHUNK_ROWS = 8_192
+# Rows drawn at a time: about 4 MB of float64 draws, whatever d (the draws are the same whatever the chunk).
+_CHUNK_CELLS = 1 << 19
 
 
 def attribute_means(alpha: float, d: int, scenario: str) -> np.ndarray:
@@ -85,8 +86,9 @@ class PowerLaw(Family):
         means = attribute_means(float(params["alpha"]), d, str(params["scenario"]))
         X = np.empty((n, d), dtype=np.uint8)
         y = np.empty(n, dtype=np.float64)
-        for start in range(0, n, _CHUNK_ROWS):
-            block = x_stream.random((min(_CHUNK_ROWS, n - start), d)) < means
+        rows = max(1, _CHUNK_CELLS // d)
+        for start in range(0, n, rows):
+            block = x_stream.random((min(rows, n - start), d)) < means
             X[start : start + len(block)] = block
             y[start : start + len(block)] = block @ w
         y += float(params["noise"]) * noise_stream.standard_normal(n)

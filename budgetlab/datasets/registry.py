@@ -4,11 +4,12 @@
 ``CACHE_ENTRIES`` datasets and ``CACHE_BYTES`` of in-memory arrays; memory-mapped arrays count as
 nothing), keyed on the name, the coerced parameters and the seed, plus the data directory and the
 version of a user dataset, so a dataset removed and added again is never served stale, also by
-another worker process. A key is built once even when several threads ask for it at the same time.
+another worker process. One dataset is built at a time (a key once, even when several threads ask for it).
 
 The cache bounds memory only if nothing else keeps an evicted dataset alive: whoever holds datasets
 longer than a request (the oracle's per-session runtimes) drops the ones the cache no longer ``holds``,
-checked again whenever ``evictions`` has moved.
+checked again whenever ``evictions`` has moved, and reports each use (``cache_touch``), so that the datasets
+of sessions in use are not the ones evicted.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class _LRU:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._entries: OrderedDict[Hashable, tuple[Dataset, int]] = OrderedDict()
-        self._building: dict[Hashable, threading.Lock] = {}
+        self._keys: dict[int, Hashable] = {}  # id of each cached dataset to its key
+        self._gate = threading.RLock()
         self._lock = threading.Lock()
         # Bumped whenever an entry leaves, so holders of datasets know cheaply when to check theirs again.
         self.evictions = 0
@@ -53,27 +55,36 @@ class _LRU:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key][0]
-            building = self._building.setdefault(key, threading.Lock())
-        with building:
+        # One build at a time: datasets in the making (and their temporaries) are never counted by the byte bound,
+        # so concurrent builds of many keys (sessions on many seeds) would take that much memory each at once.
+        # Re-entrant, for a family built from another dataset.
+        with self._gate:
             with self._lock:
                 if key in self._entries:
                     return self._entries[key][0]
-            try:
-                dataset = build()
-            finally:
-                with self._lock:
-                    self._building.pop(key, None)
+            dataset = build()
             with self._lock:
                 self._entries[key] = (dataset, _footprint(dataset))
+                self._keys[id(dataset)] = key
                 self._shrink()
         return dataset
+
+    def touch(self, dataset: Dataset) -> bool:
+        """Mark ``dataset`` as just used (a holder's use counts as a load); False if the cache no longer keeps it."""
+        with self._lock:
+            key = self._keys.get(id(dataset))
+            if key is None or self._entries[key][0] is not dataset:
+                return False
+            self._entries.move_to_end(key)
+            return True
 
     def _shrink(self) -> None:
         while len(self._entries) > 1 and (
             len(self._entries) > self.max_entries
             or sum(size for _, size in self._entries.values()) > self.max_bytes
         ):
-            self._entries.popitem(last=False)
+            _, (evicted, _) = self._entries.popitem(last=False)
+            del self._keys[id(evicted)]
             self.evictions += 1
 
     def resize(self, max_entries: int, max_bytes: int) -> None:
@@ -83,11 +94,13 @@ class _LRU:
 
     def holds(self, dataset: Dataset) -> bool:
         with self._lock:
-            return any(held is dataset for held, _ in self._entries.values())
+            key = self._keys.get(id(dataset))
+            return key is not None and self._entries[key][0] is dataset
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._keys.clear()
             self.evictions += 1
 
 
@@ -236,6 +249,12 @@ def cache_limits(max_entries: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES)
 def cache_holds(dataset: Dataset) -> bool:
     """Whether the cache still keeps ``dataset`` (a holder of an evicted one would keep it alive on its own)."""
     return _CACHE.holds(dataset)
+
+
+def cache_touch(dataset: Dataset) -> bool:
+    """Count a holder's use of ``dataset`` as a load, so the datasets in use are the last evicted; False if the cache
+    no longer keeps it (the holder should then let it go and load it again)."""
+    return _CACHE.touch(dataset)
 
 
 def cache_evictions() -> int:
