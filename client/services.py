@@ -10,7 +10,6 @@ output and waits for ``/healthz``, each with a deadline. ``managed_services`` is
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import inspect
 import os
@@ -33,6 +32,7 @@ from uvicorn.importer import import_from_string
 from uvicorn.supervisors import Multiprocess
 
 from budgetlab.http_errors import JsonHttpProtocol
+from budgetlab.malloc import tune_malloc
 
 HEALTH_TIMEOUT = 60.0
 STARTUP_FAILURE = 3  # uvicorn's exit code when the app did not start
@@ -41,8 +41,6 @@ BUDGETLAB = (sys.executable, "-m", "client.cli")
 # to finish the requests in flight before it exits regardless.
 MASTER_CHECK_SECONDS = 0.2
 ORPHAN_GRACE_SECONDS = 3.0
-# mallopt's parameters (glibc's malloc.h).
-M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
 # "oracle on http://127.0.0.1:8000 (docs at /docs), ledger: ..." -> the URL
 ANNOUNCED = re.compile(r"^(?:oracle|learner) on (http://\S+) \(docs at /docs\)")
 
@@ -101,20 +99,6 @@ class WorkerApp:
         exit_with_master(self.master)
         tune_malloc()
         return import_from_string(self.factory)()
-
-
-def tune_malloc() -> None:
-    """Have glibc's malloc give back what a service frees: by default it serves blocks of a few MB from its heaps
-    once one that size was freed (its mmap threshold rises), and keeps what each thread of the pool frees in that
-    thread's arena, so the temporaries of dataset builds and big requests stay resident. With a fixed 1 MiB
-    threshold every larger block goes back to the system when freed, and two arenas bound what the pool keeps
-    (50 learner runs on distinct seeds of a 10^8-cell dataset: the oracle's peak 790 MB instead of 922 MB)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(M_ARENA_MAX, 2)
-        libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)
-    except (OSError, AttributeError):  # not glibc: that allocator's own policy stands
-        pass
 
 
 def exit_with_master(master: int) -> None:

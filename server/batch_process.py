@@ -22,6 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits
+from budgetlab.malloc import tune_malloc
 from server.db import make_engine
 from server.sessions import Prepared, SessionService
 
@@ -38,6 +39,7 @@ def _start(database_url: str, lock_timeout: float, caps: dict[str, int], cache_b
     """In the batch process: the session service it prepares with (its dataset cache bounded as the worker's),
     and a watch on the worker that started it."""
     global _service
+    tune_malloc()
     cache_limits(CACHE_ENTRIES, cache_bytes)
     _service = SessionService(make_engine(database_url, lock_timeout), lock_timeout, **caps)
 
