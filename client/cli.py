@@ -460,19 +460,45 @@ def compare(
         "--learner-token", envvar="BUDGETLAB_LEARNER_TOKEN", show_envvar=True,
         help="with --learner: start the runs as this caller, so that 'budgetlab runs' lists them (default: a new "
              "caller)")] = None,
+    mlflow: Annotated[bool, typer.Option(
+        "--mlflow", help="log the report to MLflow (tracking server: MLFLOW_TRACKING_URI; needs "
+                         "pip install 'budgetlab[mlflow]')")] = False,
+    mlflow_experiment: Annotated[str | None, typer.Option(
+        "--mlflow-experiment", help="MLflow experiment name (default: the comparison's title; implies --mlflow)")]
+    = None,
 ) -> None:
     """Compare algorithms x seeds on one dataset and budget; write a report with plots (see 'compare --list').
 
     The config is checked before anything starts. Exit code: 0 every run completed; 1 nothing ran (a problem with
-    the config or the services); 3 the report is written but some runs did not complete; 130 interrupted (Ctrl-C
-    or SIGTERM: the runs were cancelled and a partial report written).
+    the config or the services); 3 the report is written but some runs did not complete; 4 the report is written but
+    logging it to MLflow failed; 130 interrupted (Ctrl-C or SIGTERM: the runs were cancelled and a partial report
+    written).
     """
     from client.compare import run_compare
 
     code = run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
                        learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail,
-                       tune=tune, tune_folds=tune_folds, learner_token=learner_token)
+                       tune=tune, tune_folds=tune_folds, learner_token=learner_token,
+                       mlflow=mlflow or mlflow_experiment is not None, mlflow_experiment=mlflow_experiment)
     raise typer.Exit(code)
+
+
+@app.command("mlflow-log")
+def mlflow_log(
+    out: Annotated[Path, typer.Argument(help="a comparison's output directory (its results.json)", exists=True,
+                                        file_okay=False)],
+    experiment: Annotated[str | None, typer.Option(
+        "--experiment", help="MLflow experiment name (default: the comparison's title)")] = None,
+) -> None:
+    """Log a comparison already written (compare --out DIR) to MLflow, as compare --mlflow does."""
+    from client.tracking import TrackingError, log_comparison
+
+    try:
+        logged = log_comparison(out, experiment)
+    except TrackingError as exc:
+        fail(str(exc))
+        return
+    console.print(escape(str(logged)), soft_wrap=True, highlight=False)
 
 
 @app.command("sandbox")

@@ -3,7 +3,8 @@
 The command resolves the config (a TOML file or a preset, see ``client.config``), runs the grid (``client.grid``)
 through the learner service, or with ``--local`` in-process, starting both services itself when it is given no
 URLs (``client.services``), and writes the report (``client.report``). A ``[tune]`` section (or ``--tune``) first
-chooses parameters on held-out training examples (``client.tune``), in sessions of their own.
+chooses parameters on held-out training examples (``client.tune``), in sessions of their own. ``--mlflow`` then logs
+the report to MLflow (``client.tracking``).
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from client.preflight import LocalCatalog, RemoteCatalog, check_config
 from client.presets import PRESET_DIR, UnknownPreset, load_preset, presets
 from client.report import write_report
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
+from client.tracking import TrackingError, log_comparison, open_experiment, require_mlflow
 from client.tune import TuneError, Tuning, check_tune, chosen_params, run_tuning, with_tune_options
 
 RUNS_FAILED = 3  # the report is written, but some runs did not complete
 INTERRUPTED = 130  # Ctrl-C or SIGTERM: the runs were cancelled and a partial report written (128 + SIGINT)
+TRACKING_FAILED = 4  # the report is written, but logging it to MLflow failed
 
 
 def _source(config: Path | None, preset: str | None) -> str:
@@ -41,10 +44,13 @@ def _source(config: Path | None, preset: str | None) -> str:
 def run_compare(*, config: Path | None, out: Path | None, preset: str | None, quick: bool, list_presets: bool,
                 local: bool, learner: str | None, oracle: str | None, parallel: int, console: Console,
                 err: Console, fail: Callable[[str], None], tune: list[str] | None = None,
-                tune_folds: int | None = None, learner_token: str | None = None) -> int:
+                tune_folds: int | None = None, learner_token: str | None = None, mlflow: bool = False,
+                mlflow_experiment: str | None = None) -> int:
     """``budgetlab compare``: resolve and check the config (its ``[tune]`` too) before anything starts, tune where
     asked, run the grid, write the report and print its claims; returns the exit code (0: every run completed,
-    ``RUNS_FAILED``, ``INTERRUPTED``). Problems with the config or the services go to ``fail``.
+    ``RUNS_FAILED``, ``INTERRUPTED``, ``TRACKING_FAILED``). Problems with the config or the services go to ``fail``.
+    With ``mlflow`` the report is logged to MLflow (``client.tracking``): mlflow missing, or its tracking server
+    out of reach, fails the command before anything starts.
 
     Through a running learner (``learner``) the runs are ``learner_token``'s caller's (``budgetlab runs`` lists
     them), and a learner that restarts meanwhile is waited for (``client.grid.RESTART_GRACE_SECONDS``); services
@@ -56,6 +62,11 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
             console.print(f"[bold]{name}[/]  ({time_text}; --quick under a minute)\n    {escape(cfg.title)}",
                           soft_wrap=True)
         return 0
+    if mlflow:
+        try:
+            require_mlflow()
+        except TrackingError as exc:
+            fail(str(exc))
     if (config is None) == (preset is None):
         fail("give a CONFIG.toml or --preset NAME (see --list)")
     if out is None:
@@ -86,6 +97,12 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         fail(str(exc))
     if learner:
         check_learner(learner, learner_token, fail)
+    experiment = mlflow_experiment or cfg.title
+    if mlflow:
+        try:
+            open_experiment(experiment)
+        except TrackingError as exc:
+            fail(f"{exc}: nothing was started")
     started = time.perf_counter()
     designs = resolve_designs(cfg)
     tunings: list[Tuning] = []
@@ -134,13 +151,25 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         console.print(claims_table(written.claims))
     failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} runs completed; report: {written.path}", soft_wrap=True)
+    tracking_failed = mlflow and not log_to_mlflow(out, experiment, console, err)
     if interrupted:
         err.print(f"[bold red]{interrupted}[/]; partial report: {written.path}", soft_wrap=True)
         return INTERRUPTED
     if failed:
         err.print(f"[bold red]{failed} run(s) did not complete[/] (see the report)", soft_wrap=True)
         return RUNS_FAILED
-    return 0
+    return TRACKING_FAILED if tracking_failed else 0
+
+
+def log_to_mlflow(out: Path, experiment: str, console: Console, err: Console) -> bool:
+    """Log the written report to MLflow and say where it went; False (and why, on ``err``) when that failed."""
+    try:
+        logged = log_comparison(out, experiment)
+    except TrackingError as exc:
+        err.print(f"[bold red]not logged to MLflow:[/] {escape(str(exc))}", soft_wrap=True)
+        return False
+    console.print(escape(str(logged)), soft_wrap=True, highlight=False)
+    return True
 
 
 def check_learner(url: str, token: str | None, fail: Callable[[str], None]) -> None:
