@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from client.services import running
+from client.services import running, service
 
 ADMIN_TOKEN = "bench-admin"
 
@@ -138,17 +138,10 @@ def learner_process(workdir: Path, oracle_url: str, timeout: float = 90.0) -> It
     """``budgetlab serve learner`` on a free loopback port, using ``oracle_url``, its runs in SQLite under ``workdir``;
     yields its URL."""
     workdir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "ORACLE_URL": oracle_url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / 'runs.db'}"}
-    log_path = workdir / "learner.log"
-    log = log_path.open("wb")
-    args = ["serve", "learner", "--port", "0"]
-    process = subprocess.Popen([*budgetlab_command(), *args], env=env, cwd=workdir, stdout=log,
-                               stderr=subprocess.STDOUT)
-    try:
-        with running(process, args, log_path, time.monotonic() + timeout) as url:
-            yield url
-    finally:
-        log.close()
+    env = {"ORACLE_URL": oracle_url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / 'runs.db'}"}
+    with service(["serve", "learner"], workdir / "learner.log", env=env, cwd=workdir, program=budgetlab_command(),
+                 timeout=timeout) as url:
+        yield url
 
 
 def free_disk(path: Path) -> int:

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from budgetlab.models import COMPLETED_RUN_STATUSES
+
 EXTRA = "pip install 'budgetlab[mlflow]'"
-COMPLETED = frozenset({"finished", "budget_exhausted"})  # budgetlab.models.COMPLETED_RUN_STATUSES, as results.json
 # MLflow refuses larger batches (mlflow.utils.validation: 1000 metrics, 100 params or tags per log_batch).
 METRICS_PER_BATCH, PARAMS_PER_BATCH = 1000, 100
 PROVENANCE_TAGS = {"budgetlab": "budgetlab.version", "git_commit": "budgetlab.git_commit",
@@ -83,7 +84,9 @@ def log_comparison(out: Path, experiment: str | None = None) -> Logged:
         results = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise TrackingError(f"cannot read {path}: {exc}") from None
-    name = experiment or results["title"]
+    if not isinstance(results, dict):
+        raise TrackingError(f"{path} is not a comparison's results (a JSON object)")
+    name = experiment or results.get("title") or out.name
     experiment_id = open_experiment(name)
     try:
         run_id, children = _log(mlflow.MlflowClient(), experiment_id, out, results)
@@ -100,7 +103,7 @@ def _log(client: Any, experiment_id: str, out: Path, results: dict[str, Any]) ->
     tags.update({"budgetlab.mode": results.get("mode") or "", "budgetlab.output": str(out.resolve())})
     if results.get("interrupted"):
         tags["budgetlab.interrupted"] = results["interrupted"]
-    parent = client.create_run(experiment_id, tags=tags, run_name=results["title"]).info.run_id
+    parent = client.create_run(experiment_id, tags=tags, run_name=results.get("title") or out.name).info.run_id
     config = results.get("config") or {}
     params = {"preset": results.get("preset"), "quick": results.get("quick"), "seeds": config.get("seeds"),
               "max_examples": config.get("max_examples"), "eval_every": config.get("eval_every")}
@@ -171,7 +174,7 @@ def _log_run(client: Any, experiment_id: str, parent: str, design: dict[str, Any
         test = result["test_budget"]
         metrics += [(f"test_budget_{k}", test[k], end) for k in ("mse", "normalized_mse", "zero_one")]
     _batch(client, child, params=params, metrics=metrics)
-    done = result["status"] in COMPLETED
+    done = result["status"] in COMPLETED_RUN_STATUSES
     client.set_terminated(child, "FINISHED" if done else "KILLED" if result["status"] == "cancelled" else "FAILED")
     return not done
 
