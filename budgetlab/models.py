@@ -15,6 +15,11 @@ Protocol = Literal["batch", "online"]
 Order = Literal["stream", "pool"]
 Task = Literal["regression", "classification"]
 ParamValue = int | float | str | bool
+# Which values fill the parameters a run does not give: "practical" (defaults that adapt to the data, see each
+# algorithm's docstring) or "theory" (the theorems' constants, as the papers state them for the data's declared scale).
+Defaults = Literal["practical", "theory"]
+DEFAULTS_DESCRIPTION = ("which values fill the parameters not given: 'practical' (data-adaptive defaults that learn "
+                        "on real data) or 'theory' (the theorems' constants)")
 
 MAX_ATTRIBUTES_PER_REQUEST = 100_000
 
@@ -611,8 +616,9 @@ class RunCreate(Strict):
                                                   description="the dataset's parameters; the others take defaults")
     algorithm: str = Field(description="an algorithm's id (GET /v1/algorithms)", examples=["aerr"])
     params: dict[str, ParamValue] = Field(default_factory=dict, examples=[{"eta": 0.01}],
-                                          description="the algorithm's parameters; the others take the papers' "
-                                                      "defaults")
+                                          description="the algorithm's parameters; the others take the defaults "
+                                                      "`defaults` names")
+    defaults: Defaults = Field("practical", description=DEFAULTS_DESCRIPTION, examples=["theory"])
     budget: Budget = Field(default_factory=Budget, description="the training session's budgets: the local budget k "
                                                                "(per_example), the global budget K (total)",
                            examples=[{"per_example": 4}])
@@ -648,6 +654,7 @@ class RunResult(BaseModel):
         examples=[{"alpha": -1.0, "scenario": "ridge", "d": 100}])
     params: dict[str, ParamValue] = Field(default_factory=dict, description="the parameters the run was given",
                                           examples=[{"eta": 0.01}])
+    defaults: Defaults = Field("practical", description=DEFAULTS_DESCRIPTION, examples=["theory"])
     resolved_params: dict[str, ParamValue | None] = Field(
         default_factory=dict, description="every parameter's value in effect (step size, radius, ...: the given ones "
                                           "and the theoretical defaults the algorithm resolved; a cross-validated "

@@ -389,6 +389,9 @@ def run(
     per_example: Annotated[int | None, typer.Option(help="local budget: attributes per example")] = None,
     total: Annotated[float | None, typer.Option(help="global budget: total cost")] = None,
     param: Annotated[list[str] | None, typer.Option(help="algorithm parameter key=value")] = None,
+    defaults: Annotated[str, typer.Option(
+        "--defaults", help="what fills the parameters not given: 'practical' (adapt to the data) or 'theory' (the "
+                           "theorems' constants)")] = "practical",
     seed: int = 0,
     max_examples: Annotated[int | None, typer.Option(min=1)] = None,
     eval_every: Annotated[int | None, typer.Option(min=1)] = None,
@@ -413,7 +416,8 @@ def run(
     params.update(parse_pairs(dataset_param, "--dataset-param"))
     try:
         request = RunCreate(oracle_url=oracle, dataset=name, dataset_params=params, algorithm=algorithm,
-                            params=parse_pairs(param, "--param"), budget=Budget(per_example=per_example, total=total),
+                            params=parse_pairs(param, "--param"), defaults=defaults,
+                            budget=Budget(per_example=per_example, total=total),
                             seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget)
     except ValidationError as exc:
         fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from budgetlab.datasets import describe
-from budgetlab.models import Budget, ParamValue, Strict
+from budgetlab.models import DEFAULTS_DESCRIPTION, Budget, Defaults, ParamValue, Strict
 from client.config_errors import ConfigError, shape_errors
 
 Metric = Literal["test_mse", "normalized_mse"]
@@ -28,11 +28,16 @@ class DatasetSpec(Strict):
 
 
 class AlgorithmEntry(Strict):
-    """One line of the comparison: an algorithm id with its label, parameters and (optionally) its own budget."""
+    """One line of the comparison: an algorithm id with its label, parameters and (optionally) its own budget.
+
+    ``defaults = "theory"`` fills the parameters not in ``params`` with the theorems' constants instead of the
+    practical defaults (a preset that reproduces a paper's theorem-constant setting says so).
+    """
 
     id: str
     label: str = ""
     params: dict[str, ParamValue] = Field(default_factory=dict)
+    defaults: Defaults = Field("practical", description=DEFAULTS_DESCRIPTION)
     per_example: int | None = Field(None, ge=1, description="own local budget, e.g. d for full-information references")
     total: float | None = Field(None, ge=0)
 

@@ -85,7 +85,8 @@ def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str, chos
                 params = (chosen or {}).get((i, entry.label, seed), entry.params)
                 request = RunCreate(oracle_url=oracle_url, dataset=design.dataset.name,
                                     dataset_params=design.dataset.params, algorithm=entry.id, params=params,
-                                    budget=budget, seed=seed, max_examples=config.max_examples,
+                                    defaults=entry.defaults, budget=budget, seed=seed,
+                                    max_examples=config.max_examples,
                                     eval_every=config.eval_every, test_budget=config.test_budget)
                 jobs.append(Job(i, entry, seed, request))
     return jobs
@@ -93,7 +94,8 @@ def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str, chos
 
 def failed_result(request: RunCreate, message: str, status: str = "failed") -> RunResult:
     return RunResult(algorithm=request.algorithm, dataset=request.dataset, dataset_params=request.dataset_params,
-                     params=request.params, seed=request.seed, status=status, message=message)  # type: ignore[arg-type]
+                     params=request.params, defaults=request.defaults, seed=request.seed, status=status,
+                     message=message)  # type: ignore[arg-type]
 
 
 class GridBars:

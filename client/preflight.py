@@ -158,7 +158,7 @@ def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, 
     total = entry.total if entry.total is not None else budget.total
     n = min(config.max_examples or info.n_train, info.n_train)
     problem = Problem(d=info.d, k=per_example, n_examples=n, total=total,
-                      second_moments=np.ones(info.d) if cls.needs_second_moments else None)
+                      second_moments=np.ones(info.d) if cls.needs_second_moments else None, defaults=entry.defaults)
     what = f"{entry.label} ({entry.id}) on {info.name} with k = {per_example if per_example is not None else 'all'}"
     message = _refusal(cls, problem, config.seeds[0], entry.params)
     if message:

@@ -108,7 +108,8 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
               "|---|---|" + "---|" * len(columns) + "---|---|---|---|---|"]
     for s in summaries:
         scores = " | ".join(_cell(s.final(c.key), c.digits) for c in columns)
-        lines.append(f"| {s.label} (`{s.id}`) | {s.per_example or 'all'} | {scores} "
+        theory = ", theorems' constants" if s.defaults == "theory" else ""
+        lines.append(f"| {s.label} (`{s.id}`{theory}) | {s.per_example or 'all'} | {scores} "
                      f"| {_cell(s.of('attributes'), 6)} | {_cell(s.of('examples'), 6)} | {_cell(s.of('wall_time'), 3)} "
                      f"| {len(s.completed)}/{len(s.runs)} | {s.audits()} |")
     online = [s for s in summaries if s.cumulative_loss() is not None]
@@ -315,7 +316,7 @@ def design_json(design: Design, summaries: list[AlgorithmSummary], plots: list[s
     algorithms = []
     for s in summaries:
         algorithms.append({
-            "label": s.label, "id": s.id, "params": s.params, "per_example": s.per_example,
+            "label": s.label, "id": s.id, "params": s.params, "defaults": s.defaults, "per_example": s.per_example,
             "summary": {"test_mse": _stat_json(s.final("test_mse")),
                         "normalized_mse": _stat_json(s.final("normalized_mse")),
                         "zero_one": _stat_json(s.final("zero_one")), "attributes": _stat_json(s.of("attributes")),

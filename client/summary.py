@@ -34,6 +34,7 @@ class AlgorithmSummary:
     id: str
     params: dict[str, Any]
     per_example: int | None
+    defaults: str = "practical"
     runs: list[RunOutcome] = field(default_factory=list)
 
     @property
@@ -65,8 +66,8 @@ class AlgorithmSummary:
 
 
 def summarize(design_index: int, design: Design, outcomes: list[RunOutcome]) -> list[AlgorithmSummary]:
-    summaries = {e.label: AlgorithmSummary(e.label, e.id, e.params, e.per_example or design.budget.per_example)
-                 for e in design.algorithms}
+    summaries = {e.label: AlgorithmSummary(e.label, e.id, e.params, e.per_example or design.budget.per_example,
+                                           e.defaults) for e in design.algorithms}
     for outcome in outcomes:
         if outcome.design == design_index:
             summaries[outcome.entry.label].runs.append(outcome)

@@ -222,7 +222,8 @@ def fit_jobs(tunings: list[Tuning], designs: list[Design], config: CompareConfig
                                                                                          complement=True)})
                 request = RunCreate(oracle_url=oracle_url, dataset=design.dataset.name,
                                     dataset_params=design.dataset.params, algorithm=t.entry.id,
-                                    params={**t.entry.params, **candidate}, budget=budget, seed=t.seed,
+                                    params={**t.entry.params, **candidate}, defaults=t.entry.defaults,
+                                    budget=budget, seed=t.seed,
                                     max_examples=examples, eval_every=examples)
                 label = f"tune {t.entry.label} {_text(candidate)} f{f + 1}/{len(t.folds)}"
                 jobs.append(Job(t.design, t.entry.model_copy(update={"label": label}), t.seed, request))

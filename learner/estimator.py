@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from budgetlab.datasets import Dataset
-from budgetlab.models import COMPLETED_RUN_STATUSES, Budget, ParamValue, RunResult
+from budgetlab.models import COMPLETED_RUN_STATUSES, Budget, Defaults, ParamValue, RunResult
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 
@@ -21,8 +21,9 @@ from learner.runner import run_algorithm
 class BudgetedRegressor(RegressorMixin, BaseEstimator):
     """Fit ``algorithm`` seeing at most ``per_example`` attributes of each example (and ``total`` in all).
 
-    ``params`` are the algorithm's own parameters (see ``budgetlab algorithms``); ``max_examples``
-    bounds the pass over the data (default: one pass, in a stream order fixed by ``seed``).
+    ``params`` are the algorithm's own parameters (see ``budgetlab algorithms``); the others take the practical
+    defaults, or the theorems' constants with ``defaults="theory"``. ``max_examples`` bounds the pass over the
+    data (default: one pass, in a stream order fixed by ``seed``).
     """
 
     def __init__(
@@ -33,6 +34,7 @@ class BudgetedRegressor(RegressorMixin, BaseEstimator):
         params: dict[str, ParamValue] | None = None,
         seed: int = 0,
         max_examples: int | None = None,
+        defaults: Defaults = "practical",
     ) -> None:
         self.algorithm = algorithm
         self.per_example = per_example
@@ -40,6 +42,7 @@ class BudgetedRegressor(RegressorMixin, BaseEstimator):
         self.params = params
         self.seed = seed
         self.max_examples = max_examples
+        self.defaults = defaults
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> BudgetedRegressor:
         X, y = check_X_y(X, y, dtype=np.float64, y_numeric=True)
@@ -49,7 +52,7 @@ class BudgetedRegressor(RegressorMixin, BaseEstimator):
                           X=X, y=y, train_rows=rows, test_rows=rows)
         oracle = LocalOracle(dataset, budget=Budget(per_example=self.per_example, total=self.total), seed=self.seed)
         result: RunResult = run_algorithm(self.algorithm, oracle, params=dict(self.params or {}), seed=self.seed,
-                                          max_examples=self.max_examples, dataset="fit")
+                                          max_examples=self.max_examples, dataset="fit", defaults=self.defaults)
         if result.status not in COMPLETED_RUN_STATUSES:
             raise RuntimeError(f"{self.algorithm} ended {result.status}: {result.message}")
         self.coef_ = np.asarray(result.weights)

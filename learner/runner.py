@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
-from budgetlab.models import CurvePoint, ParamValue, RunResult, RunStatus
+from budgetlab.models import CurvePoint, Defaults, ParamValue, RunResult, RunStatus
 from learner.algorithms import Algorithm, DataScale, Problem, get_algorithm
 from learner.oracle import Oracle
 
@@ -37,7 +37,8 @@ def default_eval_every(max_examples: int) -> int:
 
 
 def build_algorithm(
-    algorithm_id: str, oracle: Oracle, *, params: dict[str, ParamValue], seed: int, max_examples: int
+    algorithm_id: str, oracle: Oracle, *, params: dict[str, ParamValue], seed: int, max_examples: int,
+    defaults: Defaults = "practical",
 ) -> Algorithm:
     """Instantiate an algorithm for an oracle session, fetching declared prior knowledge if it needs it."""
     cls = get_algorithm(algorithm_id)
@@ -49,6 +50,7 @@ def build_algorithm(
         total=oracle.budget.total,
         second_moments=np.asarray(prior.second_moments) if prior is not None and cls.needs_second_moments else None,
         scale=DataScale.declared(prior) if prior is not None and cls.needs_scale else DataScale.unit(),
+        defaults=defaults,
     )
     return cls(problem, seed=seed, **params)
 
@@ -64,18 +66,22 @@ def run_algorithm(
     progress: Callable[[Progress], None] | None = None,
     cancel: threading.Event | None = None,
     dataset: str = "",
+    defaults: Defaults = "practical",
 ) -> RunResult:
-    """Run ``algorithm_id`` on ``oracle`` for at most ``max_examples`` examples (default: the whole split)."""
+    """Run ``algorithm_id`` on ``oracle`` for at most ``max_examples`` examples (default: the whole split), the
+    parameters not in ``params`` taking the ``defaults`` named (practical or the theorems')."""
     params = dict(params or {})
     started = time.perf_counter()
     horizon = min(max_examples or oracle.n_examples, oracle.n_examples)
     every = eval_every or default_eval_every(horizon)
-    algorithm = build_algorithm(algorithm_id, oracle, params=params, seed=seed, max_examples=horizon)
+    algorithm = build_algorithm(algorithm_id, oracle, params=params, seed=seed, max_examples=horizon,
+                                defaults=defaults)
     result = RunResult(
         algorithm=algorithm_id,
         dataset=dataset,
         dataset_params=dict(oracle.dataset_params),
         params=params,
+        defaults=defaults,
         seed=seed,
         status="running",
         session=oracle.session_id,

@@ -48,7 +48,7 @@ def run_and_score(request: RunCreate, oracle: Oracle, open_oracle: OpenOracle, *
     """
     result = run_algorithm(request.algorithm, oracle, params=request.params, seed=request.seed,
                            max_examples=request.max_examples, eval_every=request.eval_every, progress=progress,
-                           cancel=cancel, dataset=request.dataset)
+                           cancel=cancel, dataset=request.dataset, defaults=request.defaults)
     k = request.test_budget
     if k and result.status in COMPLETED_RUN_STATUSES:
         test = open_oracle(split="test", protocol="online", budget=Budget(per_example=k))

@@ -184,7 +184,8 @@ function renderPanel() {
   const info = state.requests.get(run.id);
   const request = info && info.request;
   const facts = [
-    ["algorithm", request ? `${run.algorithm} (${paramsText(request.params)})` : run.algorithm],
+    ["algorithm", request ? `${run.algorithm} (${paramsText(request.params)}`
+      + `${request.defaults === "theory" ? "; theorems' constants" : ""})` : run.algorithm],
     ["dataset", request ? `${run.dataset} (${paramsText(request.dataset_params)})` : run.dataset],
     ["budget", `${run.budget.per_example ?? "all"} attributes per example`
       + (run.budget.total !== null && run.budget.total !== undefined ? `, ${fmt(run.budget.total)} in total` : "")],
@@ -246,6 +247,7 @@ async function startRun(event) {
     const body = {
       algorithm: $("algorithm").value,
       params: parseParams($("params").value),
+      defaults: $("defaults").value,
       dataset: $("dataset").value.trim(),
       dataset_params: parseParams($("dataset-params").value),
       budget: { per_example: numberOrNull("per-example"), total: numberOrNull("total") },

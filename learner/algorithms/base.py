@@ -17,7 +17,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from budgetlab.models import AlgorithmInfo, ParamSpec, ParamValue, Protocol
+from budgetlab.models import AlgorithmInfo, Defaults, ParamSpec, ParamValue, Protocol
 
 Observed = Mapping[int, float]
 
@@ -67,7 +67,9 @@ class Problem:
     ``second_moments`` is E[x_i^2], given only to algorithms that declare ``needs_second_moments``;
     ``scale`` is the data's declared bounds (``DataScale``), given to algorithms that declare ``needs_scale``
     (the oracle records both prior-knowledge reveals in its ledger). Without an oracle ``scale`` is the
-    papers' normalised setting, ``DataScale.unit()``.
+    papers' normalised setting, ``DataScale.unit()``. ``defaults`` says which values fill the parameters not
+    given: ``"practical"`` (the data-adaptive defaults each docstring describes) or ``"theory"`` (the theorems'
+    constants for the declared scale).
     """
 
     d: int
@@ -76,6 +78,12 @@ class Problem:
     total: float | None = None
     second_moments: np.ndarray | None = None
     scale: DataScale = field(default_factory=DataScale.unit)
+    defaults: Defaults = "practical"
+
+    @property
+    def theory(self) -> bool:
+        """The theorems' constants are asked for (``defaults = "theory"``)."""
+        return self.defaults == "theory"
 
     @property
     def budget(self) -> int:
