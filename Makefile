@@ -5,8 +5,10 @@ BIN    := $(VENV)/bin
 # Ports of `make sandbox`: make sandbox PORT=9000 LEARNER_PORT=9001 (0: any free port).
 PORT         ?= 8000
 LEARNER_PORT ?= 8001
+# Port of `make docs`, the documentation site.
+DOCS_PORT    ?= 8002
 
-.PHONY: sandbox test lint bench clean
+.PHONY: sandbox test docs lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,14 +26,18 @@ $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
 sandbox: $(VENV)/.installed
 	$(BIN)/budgetlab sandbox --oracle-port $(PORT) --learner-port $(LEARNER_PORT)
 
-## Install the dev extra and run the whole test suite.
+## Install the dev extra, run the whole test suite (the docs site's strict build too: tests/test_docs_site.py).
 test: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+## Build the documentation site from docs/ and serve it on http://127.0.0.1:$(DOCS_PORT) (rebuilt as files change).
+docs: $(VENV)/.dev-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/oracle_bench.py
 	$(BIN)/python benchmarks/learner_bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache budgetlab-ledger.db* sandbox-report
+	rm -rf $(VENV) .pytest_cache budgetlab-ledger.db* sandbox-report site
