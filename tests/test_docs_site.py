@@ -64,6 +64,16 @@ def test_no_page_loads_anything_from_another_host(site: Path) -> None:
         assert not remote, f"{page.relative_to(site)} loads {remote}"
 
 
+def test_no_page_points_at_files_users_do_not_have(site: Path) -> None:
+    """The team's shared folder (design notes, the papers' PDFs) is not in the project: no page may send a reader
+    there."""
+    sources = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *site.rglob("*.html")]
+    for source in sources:
+        text = source.read_text()
+        for pattern in ("../shared", "/work/shared", "shared/papers", "DESIGN.md", "ERRATA"):
+            assert pattern not in text, f"{source} mentions {pattern}"
+
+
 def openapi_operations(doc: dict) -> set[tuple[str, str]]:
     return {(method.upper(), path) for path, ops in doc["paths"].items() for method in ops}
 
