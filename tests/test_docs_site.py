@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -92,6 +93,13 @@ def test_http_reference_is_the_services_openapi_document(site: Path, service: st
     assert len(operations) >= 8
     for method, path in operations:
         assert f"{method} {path}" in text, f"{method} {path} is missing from the {service}'s HTTP reference"
+    schemas = doc["components"]["schemas"]
+    examples = [openapi_pages.example_of(op["requestBody"]["content"], schemas)
+                for _, _, op in ((m, p, o) for p, ops in doc["paths"].items() for m, o in ops.items())
+                if "requestBody" in op]
+    for example in filter(None, examples):
+        first = json.dumps(example, indent=2, ensure_ascii=False).splitlines()[1].strip().rstrip(",")
+        assert first in text, f"a request body's example ({first}) is missing"
     for name, schema in doc["components"]["schemas"].items():
         assert f'id="{openapi_pages.anchor(name)}"' in html, f"schema {name} has no section"
         for field, spec in schema.get("properties", {}).items():

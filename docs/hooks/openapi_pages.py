@@ -112,18 +112,23 @@ def body_schema(content: dict[str, Any]) -> str:
                      for media, spec in content.items())
 
 
-def example_of(content: dict[str, Any]) -> Any:
+def example_of(content: dict[str, Any], schemas: dict[str, Any]) -> Any:
+    """The body's example: the media type's own, else the first of its schema's ``examples``."""
     spec = content.get("application/json", {})
     if "example" in spec:
         return spec["example"]
-    examples = spec.get("examples") or {}
-    for example in examples.values():
+    for example in (spec.get("examples") or {}).values():
         if isinstance(example, dict) and "value" in example:
             return example["value"]
-    return None
+    schema = spec.get("schema", {})
+    if "$ref" in schema:
+        schema = schemas.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    examples = schema.get("examples")
+    return examples[0] if isinstance(examples, list) and examples else None
 
 
-def render_operation(method: str, path: str, op: dict[str, Any], schemes: dict[str, Any]) -> list[str]:
+def render_operation(method: str, path: str, op: dict[str, Any], schemes: dict[str, Any],
+                     schemas: dict[str, Any]) -> list[str]:
     lines = [f"### {method.upper()} `{path}`", ""]
     if op.get("summary"):
         lines += [f"**{op['summary']}**", ""]
@@ -146,7 +151,7 @@ def render_operation(method: str, path: str, op: dict[str, Any], schemes: dict[s
     body = op.get("requestBody")
     if body:
         lines += [f"Request body{' (required)' if body.get('required') else ''}: {body_schema(body['content'])}", ""]
-        example = example_of(body["content"])
+        example = example_of(body["content"], schemas)
         if example is not None:
             lines += ["```json", json.dumps(example, indent=2, ensure_ascii=False), "```", ""]
     lines += ["| status | meaning | body |", "|---|---|---|"]
@@ -182,6 +187,7 @@ def render(service: str, command: str, port: int, doc: dict[str, Any]) -> str:
              f"interactive page at `/docs` (`http://localhost:{port}/docs`).", ""]
     if info.get("description"):
         lines += [prose(info["description"]), ""]
+    schemas = doc.get("components", {}).get("schemas", {})
     by_tag: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
     for path, operations in doc["paths"].items():
         for method, op in operations.items():
@@ -190,8 +196,7 @@ def render(service: str, command: str, port: int, doc: dict[str, Any]) -> str:
     for tag, operations in by_tag.items():
         lines += [f"## {tag.capitalize()}", ""]
         for method, path, op in operations:
-            lines += render_operation(method, path, op, schemes)
-    schemas = doc.get("components", {}).get("schemas", {})
+            lines += render_operation(method, path, op, schemes, schemas)
     if schemas:
         lines += ["## Schemas", ""]
         for name in sorted(schemas):
