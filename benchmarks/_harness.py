@@ -86,13 +86,16 @@ def progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def arguments(description: str) -> argparse.Namespace:
+def arguments(description: str, flags: dict[str, str] | None = None) -> argparse.Namespace:
+    """The shared options, and ``flags`` (a name to its help) of one script, each a switch off by default."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds: checks the script runs")
     parser.add_argument("--postgres", metavar="URL", default=os.environ.get("BUDGETLAB_BENCH_POSTGRES_URL"),
                         help="also measure on this PostgreSQL database where the script says it does "
                              "(default: $BUDGETLAB_BENCH_POSTGRES_URL)")
+    for name, text in (flags or {}).items():
+        parser.add_argument(f"--{name}", action="store_true", help=text)
     return parser.parse_args()
 
 
