@@ -10,7 +10,7 @@ COPY budgetlab ./budgetlab
 COPY server ./server
 COPY learner ./learner
 COPY client ./client
-RUN python -m pip install --quiet -e .
+RUN python -m pip install --progress-bar on -e .
 
 EXPOSE 8000 8001
 # The oracle by default; the learner runs `budgetlab serve learner --host 0.0.0.0` (docker-compose.yml).

@@ -10,16 +10,21 @@ DOCS_PORT    ?= 8002
 
 .PHONY: sandbox test docs lint bench clean
 
+# Each step says what it does before it starts, and pip shows what it collects, downloads and installs: the first
+# install takes a minute or two, and none of it should look like a hang.
 $(BIN)/python:
+	@echo "creating the virtual environment $(VENV) with $(PYTHON) ..."
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e .
+	@echo "installing budgetlab and its dependencies into $(VENV) (a minute or two the first time) ..."
+	$(BIN)/python -m pip install --progress-bar on -e .
 	touch $@
 
 $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "installing budgetlab with its dev extra into $(VENV) (a few minutes the first time) ..."
+	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
 	touch $(VENV)/.installed $@
 
 ## Install, start oracle + learner on the embedded SQLite ledger, run the demo comparison (Ctrl-C stops).
@@ -38,6 +43,7 @@ docs: $(VENV)/.dev-installed
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/oracle_bench.py
 	$(BIN)/python benchmarks/learner_bench.py
+	$(BIN)/python benchmarks/first_contact.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache budgetlab-ledger.db* sandbox-report site

@@ -1,26 +1,28 @@
 """The ``budgetlab`` command line: serve the services, query attributes, run and audit.
 
-Services and the learner are imported inside the commands, so ``budgetlab --help`` stays fast and a
-client-only use never loads the server.
+Everything beyond typer and rich (pydantic's models, numpy, the datasets, the learner, the services) is imported
+inside the commands that need it, so that any command can say something within a fraction of a second and a
+client-only use never loads the server (``benchmarks/first_contact.py`` measures it).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from budgetlab.models import Budget, ParamValue, Receipt, RunCreate
-from client.config import parse_value
 from client.runs_cli import runs_app
+
+if TYPE_CHECKING:
+    from budgetlab.models import ParamValue, Receipt
 
 app = typer.Typer(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -41,6 +43,23 @@ OracleOpt = Annotated[str, typer.Option("--oracle", help="oracle base URL", envv
 TokenOpt = Annotated[str, typer.Option("--token", help="the session's bearer token", envvar="BUDGETLAB_TOKEN")]
 
 
+class _ToStderr(logging.Handler):
+    """The ground floor's announcements (a dataset parsed for the first time, a cache that cannot be written) as
+    lines on stderr, above any progress bar."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        prefix = "" if record.levelno < logging.WARNING else "[yellow]warning:[/] "
+        err.print(prefix + escape(record.getMessage()), soft_wrap=True, highlight=False)
+
+
+def _announce_datasets() -> None:
+    logger = logging.getLogger("budgetlab.datasets")
+    if not any(isinstance(h, _ToStderr) for h in logger.handlers):
+        logger.addHandler(_ToStderr())
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def _version(value: bool) -> None:
     if value:
         from client.provenance import version_line
@@ -54,6 +73,7 @@ def _options(version: Annotated[bool, typer.Option("--version", callback=_versio
                                                    help="print the version (and git commit) and exit")] = False,
              ) -> None:
     """budgetlab: budgeted learning against a charging, auditable feature oracle."""
+    _announce_datasets()
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -65,6 +85,8 @@ def fail(message: str, code: int = 1) -> None:
 
 
 def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, ParamValue]:
+    from client.config import parse_value
+
     out: dict[str, ParamValue] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
@@ -243,6 +265,7 @@ def session_open(
 ) -> None:
     """Open a session; prints its id and token (export BUDGETLAB_TOKEN=... for the other commands)."""
     from budgetlab.datasets import DatasetError, parse_dataset_spec
+    from budgetlab.models import Budget
     from budgetlab.oracle_client import OracleClient
 
     try:
@@ -343,6 +366,8 @@ def audit(
 
 
 def _receipt(text: str) -> Receipt:
+    from budgetlab.models import Receipt
+
     rows, _, head = text.partition(":")
     if not rows.isdigit() or len(head) != 64:
         raise typer.BadParameter(f"{text!r} is not ROWS:HEAD (a row count and a 64-digit hex digest)",
@@ -401,12 +426,21 @@ def run(
     oracle: Annotated[str | None, typer.Option("--oracle", help="oracle URL to run against over HTTP")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
-    """Run one algorithm on a dataset under a budget, in-process (--local) or against an oracle (--oracle URL)."""
-    from client.running import execute_run
+    """Run one algorithm on a dataset under a budget, in-process (--local) or against an oracle (--oracle URL).
 
+    Progress goes to stderr (a bar on a terminal, lines elsewhere), so that with --json stdout holds only the result.
+    """
     if local == bool(oracle):
         fail("choose exactly one of --local and --oracle URL")
+    # Said before anything slow is imported: the imports below and the dataset take a second or more.
+    err.print(f"{escape(algorithm)} on {escape(dataset)}: starting "
+              + ("in-process" if local else f"against the oracle {escape(str(oracle))}") + " ...",
+              soft_wrap=True, highlight=False)
+    from pydantic import ValidationError
+
     from budgetlab.datasets import DatasetError, parse_dataset_spec
+    from budgetlab.models import Budget, RunCreate
+    from client.running import execute_run
 
     try:
         name, params = parse_dataset_spec(dataset)
@@ -422,7 +456,7 @@ def run(
     except ValidationError as exc:
         fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
         return
-    result = execute_run(request, show_progress=not as_json, console=err, fail=fail)
+    result = execute_run(request, console=err, fail=fail)
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
@@ -515,6 +549,9 @@ def sandbox(
     examples: Annotated[int | None, typer.Option(min=1, help="examples per demo run (default 1000)")] = None,
 ) -> None:
     """Start oracle + learner (SQLite ledger), run the demo comparison, keep serving until Ctrl-C."""
+    # Said before the comparison's modules (plots, reports) are imported, which takes seconds on a cold disk.
+    console.print(f"sandbox: an oracle and a learner, then the demo comparison (report in {escape(str(out))}/)",
+                  soft_wrap=True, highlight=False)
     from client.sandbox import run_sandbox
 
     run_sandbox(demo_only=demo_only, oracle_port=oracle_port, learner_port=learner_port, out=out, examples=examples,

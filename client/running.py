@@ -1,26 +1,75 @@
-"""One run as ``budgetlab run`` executes it: in-process on a LocalOracle or over HTTP on an oracle, with a
-progress bar.
+"""One run as ``budgetlab run`` executes it: in-process on a LocalOracle or over HTTP on an oracle, its progress on
+the console given (stderr): a live bar on a terminal; elsewhere (a pipe, a log file, ``--json`` read by a script)
+a line per step and per evaluation point, at most one every ``LINE_SECONDS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from budgetlab.datasets import DatasetError
 from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.models import RunCreate, RunResult
 from learner.algorithms import ParamError, get_algorithm
+from learner.runner import Progress as RunnerProgress
 from learner.scoring import run_and_score, session_opener
 
+LINE_SECONDS = 2.0
 
-def execute_run(request: RunCreate, *, show_progress: bool, console: Console,
-                fail: Callable[[str], None]) -> RunResult:
-    """Run ``request`` over HTTP on its ``oracle_url``, or in-process when it has none; user errors (unknown
-    algorithm, bad params, dataset, unreachable oracle) go to ``fail``."""
+
+def where(request: RunCreate) -> str:
+    return f"on the oracle {request.oracle_url}" if request.oracle_url else "in-process"
+
+
+class RunProgress:
+    """What a run is doing, said as it does it, on ``console``."""
+
+    def __init__(self, console: Console, label: str) -> None:
+        self.console = console
+        self.label = label
+        self._last_line = 0.0
+
+    def step(self, text: str) -> None:
+        self.console.print(f"{escape(self.label)}: {escape(text)}", soft_wrap=True, highlight=False)
+
+    @contextmanager
+    def examples(self, horizon: int) -> Iterator[Callable[[RunnerProgress], None]]:
+        """A callback for the runner's progress over ``horizon`` examples, shown while the block runs."""
+        if not self.console.is_terminal:
+            yield self._line
+            return
+        bar = Progress(TextColumn(escape(self.label)), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=self.console)
+        with bar:
+            task = bar.add_task("run", total=horizon, info="")
+            yield lambda p: bar.update(task, completed=p.examples, info=_info(p))
+
+    def _line(self, p: RunnerProgress) -> None:
+        now = time.monotonic()
+        last = p.examples >= p.max_examples
+        if p.point is not None and (last or now - self._last_line >= LINE_SECONDS):
+            self._last_line = now
+            mse = f", test MSE {p.point.test_mse:.4g}" if p.point is not None else ""
+            self.step(f"{p.examples:,}/{p.max_examples:,} examples, {p.attributes:,} attributes paid{mse}")
+
+
+def _info(p: RunnerProgress) -> str:
+    return f"attrs {p.attributes}" + (f"  mse {p.point.test_mse:.4g}" if p.point else "")
+
+
+def execute_run(request: RunCreate, *, console: Console, fail: Callable[[str], None]) -> RunResult:
+    """Run ``request`` over HTTP on its ``oracle_url``, or in-process when it has none, saying what it does on
+    ``console``; user errors (unknown algorithm, bad params, dataset, unreachable oracle) go to ``fail``."""
+    shown = RunProgress(console, f"{request.algorithm} on {request.dataset}")
     open_oracle = session_opener(request, request.oracle_url)
+    shown.step(f"opening a training session on the oracle {request.oracle_url} ..." if request.oracle_url
+               else "loading the dataset ...")
     try:
         oracle = open_oracle(split="train", protocol=get_algorithm(request.algorithm).protocol,
                              budget=request.budget)
@@ -28,20 +77,12 @@ def execute_run(request: RunCreate, *, show_progress: bool, console: Console,
         fail(str(exc))
         raise AssertionError("unreachable") from None
     horizon = min(request.max_examples or oracle.n_examples, oracle.n_examples)
-    bar = Progress(TextColumn(f"{request.algorithm} on {request.dataset}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console,
-                   disable=not show_progress, transient=False)
-    with bar:
-        task = bar.add_task("run", total=horizon, info="")
-
-        def progress(p) -> None:  # type: ignore[no-untyped-def]
-            info = f"attrs {p.attributes}" + (f"  mse {p.point.test_mse:.4g}" if p.point else "")
-            bar.update(task, completed=p.examples, info=info)
-
-        try:
-            return run_and_score(request, oracle, open_oracle, progress=progress)
-        except (ParamError, ValueError) as exc:
-            fail(str(exc))
-            raise AssertionError("unreachable") from None
-        finally:
-            oracle.close()
+    try:
+        with shown.examples(horizon) as progress:
+            result = run_and_score(request, oracle, open_oracle, progress=progress, announce=shown.step)
+    except (ParamError, ValueError) as exc:
+        fail(str(exc))
+        raise AssertionError("unreachable") from None
+    finally:
+        oracle.close()
+    return result

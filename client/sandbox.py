@@ -117,8 +117,13 @@ def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Pa
     """``budgetlab sandbox``: start, demo, print where everything is, serve until Ctrl-C or SIGTERM (or exit with
     --demo-only); either signal stops both services before it returns."""
     config = demo_config(examples)
+
+    def say(text: str) -> None:
+        console.print(text, soft_wrap=True, highlight=False)
+
     try:
-        with sigterm_as_interrupt(), managed_services(out, oracle_port, learner_port) as (oracle, learner, ledger):
+        with (sigterm_as_interrupt(),
+              managed_services(out, oracle_port, learner_port, announce=say) as (oracle, learner, ledger)):
             console.print(f"oracle  {oracle}  (API docs {oracle}/docs)\nlearner {learner}  (API docs {learner}/docs)"
                           f"\nledger  {ledger}", soft_wrap=True)
             started = time.perf_counter()

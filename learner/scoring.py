@@ -39,18 +39,22 @@ def session_opener(request: RunCreate, oracle_url: str | None) -> OpenOracle:
 
 def run_and_score(request: RunCreate, oracle: Oracle, open_oracle: OpenOracle, *,
                   progress: Callable[[Progress], None] | None = None,
-                  cancel: threading.Event | None = None) -> RunResult:
+                  cancel: threading.Event | None = None,
+                  announce: Callable[[str], None] | None = None) -> RunResult:
     """Run ``request`` on the training session ``oracle`` (the caller opened it and closes it).
 
     If ``request.test_budget`` is K and the run completed (finished, or its budget ran out), the final weights
     are also scored through a test session in the online protocol with at most K attributes per example,
-    opened by ``open_oracle`` and closed here; the score is ``result.test_budget``.
+    opened by ``open_oracle`` and closed here; the score is ``result.test_budget``. ``announce`` is told when that
+    scoring starts (a command line says so: it is a pass over the test split).
     """
     result = run_algorithm(request.algorithm, oracle, params=request.params, seed=request.seed,
                            max_examples=request.max_examples, eval_every=request.eval_every, progress=progress,
                            cancel=cancel, dataset=request.dataset, defaults=request.defaults)
     k = request.test_budget
     if k and result.status in COMPLETED_RUN_STATUSES:
+        if announce is not None:
+            announce(f"scoring the predictor on the test split with {k} attributes per example ...")
         test = open_oracle(split="test", protocol="online", budget=Budget(per_example=k))
         try:
             result.test_budget = score_with_test_budget(test, np.asarray(result.weights), result.bias, k)

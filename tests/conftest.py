@@ -18,6 +18,15 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 threadpool_limits(1)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # Parsed datasets go to a cache of the test session (each xdist worker's own), never the developer's; the
+    # processes tests start inherit it.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BUDGETLAB_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # User datasets go to a per-test directory, never the developer's working directory.

@@ -51,3 +51,17 @@ def test_learner_bench_json_holds_every_figure_as_a_positive_rate() -> None:
     for name in ("aerr_mnist_stream", "aerr_mnist_http", "ito1_online"):
         assert report["figures"][f"{name}_weights_equal_in_process"]["value"] is True, name
     assert report["figures"]["aerr_mnist_stream_added_ms_per_example"]["result"] in ("PASS", "MISS")
+
+
+@pytest.mark.slow
+def test_first_contact_bench_json_holds_every_figure() -> None:
+    report = json.loads(run("first_contact.py", "--json"))
+    figures = report["figures"]
+    for name in ("cli_import", "mnist_load_cold", "mnist_load_warm", "algorithms_list"):
+        assert figures[name]["value"] > 0, name
+    for run_name in ("run_terminal_cold", "run_terminal_warm", "run_json"):
+        first, silence, total = (figures[f"{run_name}_{f}"]["value"] for f in ("first_output", "longest_silence",
+                                                                               "total"))
+        assert 0 < first <= total and 0 < silence <= total, run_name
+        assert figures[f"{run_name}_first_output"]["result"] in ("PASS", "MISS")
+    assert figures["run_json_stdout_is_one_json_document"]["value"] is True

@@ -29,6 +29,10 @@ def test_demo_only_runs_the_demo_and_prints_the_report_path(tmp_path: Path) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     report = out / "report.md"
     assert f"demo report: {report.resolve()}" in done.stdout
+    # Each service is announced as it starts (each takes seconds to answer), before the demo.
+    said = [done.stdout.index(text) for text in ("sandbox: an oracle and a learner", "starting the oracle (ledger",
+                                                 "starting the learner (log", "demo report:")]
+    assert said == sorted(said)
     assert "/docs" in done.stdout and "ledger.db" in done.stdout
     text = report.read_text()
     assert text.count("compliant (1 session)") == 4  # every demo run's session passed the oracle's audit

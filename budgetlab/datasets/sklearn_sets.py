@@ -9,37 +9,68 @@ held out at random per seed. With ``standardize`` (the default) every attribute 
 centred and scaled to unit variance with the training split's statistics, so that a linear predictor
 without a bias term fits and the papers' bounded-attribute step sizes make sense; ``standardize=false``
 serves scikit-learn's raw values (ages in years, target 25..346).
+
+Importing scikit-learn's loaders takes seconds, so both sets are loaded with them once per machine and then read
+from the dataset cache, keyed on scikit-learn's bundled files.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
 from budgetlab.datasets.base import split_rows, split_sizes
+from budgetlab.datasets.cache import cached_arrays
 from budgetlab.datasets.family import Data, Family, Param, read_only
 from budgetlab.datasets.pairs import PairFamily, pair_positions
 from budgetlab.models import ParamValue
 
 TEST_FRACTION = 0.2
+CACHE_VERSION = 1  # of the conversions below: a new value loads the sets again
+
+
+def bundled_file(name: str) -> Path:
+    """scikit-learn's copy of a bundled data file, found without importing scikit-learn; where a future release
+    keeps it elsewhere, its package's ``__init__.py`` (rewritten by every install) stands for it in the cache key."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("scikit-learn is not installed")
+    package = Path(spec.origin).parent
+    path = package / "datasets" / "data" / name
+    return path if path.is_file() else package / "__init__.py"
+
+
+def load_digits_arrays() -> dict[str, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    return {"images": bunch.data.astype(np.uint8), "labels": bunch.target.astype(np.int64)}
+
+
+def load_diabetes_arrays() -> dict[str, np.ndarray]:
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True, scaled=False)
+    return {"X": X, "y": y}
 
 
 @cache
 def digits() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits
-
-    bunch = load_digits()
-    images, labels = bunch.data.astype(np.uint8), bunch.target.astype(np.int64)
+    arrays = cached_arrays("digits", "scikit-learn's digits", CACHE_VERSION, [bundled_file("digits.csv.gz")],
+                           load_digits_arrays)
+    images, labels = arrays["images"], arrays["labels"]
     read_only(images, labels)
     return images, labels
 
 
 @cache
 def diabetes() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_diabetes
-
-    X, y = load_diabetes(return_X_y=True, scaled=False)
+    sources = [bundled_file("diabetes_data_raw.csv.gz"), bundled_file("diabetes_target.csv.gz")]
+    arrays = cached_arrays("diabetes", "scikit-learn's diabetes", CACHE_VERSION, sources, load_diabetes_arrays)
+    X, y = arrays["X"], arrays["y"]
     read_only(X, y)
     return X, y
 

@@ -27,8 +27,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.linear_model import lasso_path
-from sklearn.model_selection import KFold
 
 from budgetlab.models import ParamValue
 from learner.algorithms._row_buffer import RowBuffer, dense_row
@@ -53,6 +51,9 @@ def alpha_grid(xy: np.ndarray, n: int) -> np.ndarray:
 
 def ten_fold_alpha(X: np.ndarray, y: np.ndarray, stats: GramStatistics) -> float:
     """The α of ``alpha_grid`` with the least held-out squared error over ``FOLDS`` folds (``stats`` = XᵀX, Xᵀy)."""
+    from sklearn.linear_model import lasso_path  # imported when used: see Lasso.weights
+    from sklearn.model_selection import KFold
+
     n = len(y)
     alphas = alpha_grid(stats.xy, n)
     errors = []
@@ -105,6 +106,10 @@ class Lasso(Algorithm):
                 self.config["alpha"] = self.schedule.alpha
             alpha = self.alpha if self.alpha is not None else self.schedule.alpha
             if alpha is not None:
+                # Imported here: scikit-learn takes seconds to import, and every listing of the algorithms imports
+                # this module.
+                from sklearn.linear_model import lasso_path
+
                 _, coefs, _ = lasso_path(self.rows.X, self.rows.y, alphas=[alpha], precompute=self.stats.gram,
                                          Xy=self.stats.xy, coef_init=self._w, tol=FIT_TOLERANCE,
                                          max_iter=MAX_ITERATIONS)

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.linalg
-from sklearn.linear_model import RidgeCV
 
 from budgetlab.models import ParamValue
 from learner.algorithms._row_buffer import RowBuffer, dense_row
@@ -91,6 +90,9 @@ def cross_validated_alpha(rows: RowBuffer, stats: GramStatistics) -> float:
     """Ridge's leave-one-out α on the rows seen (``stats`` up to date with them)."""
     X, y = rows.X, rows.y
     if rows.n <= X.shape[1]:
+        # Imported here: scikit-learn takes seconds to import, and every listing of the algorithms imports this module.
+        from sklearn.linear_model import RidgeCV
+
         return float(RidgeCV(alphas=ALPHAS, fit_intercept=False).fit(X, y).alpha_)
     return leave_one_out_alpha(X, y, stats.gram, ALPHAS)
 

@@ -1,0 +1,83 @@
+"""The lazy algorithm registry: the same algorithms and metadata as importing every module, without the imports."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import learner.algorithms as package
+from learner.algorithms import Algorithm, ParamError, algorithm_modules, algorithms, get_algorithm
+
+
+def imported_all() -> dict[str, type[Algorithm]]:
+    """What the registry found before it was lazy: import every public module, keep the concrete classes with an id."""
+    found: dict[str, type[Algorithm]] = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        if module_info.name.startswith("_") or module_info.name == "base":
+            continue
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if issubclass(obj, Algorithm) and not inspect.isabstract(obj) and "id" in obj.__dict__:
+                found[obj.id] = obj
+    return dict(sorted(found.items()))
+
+
+def test_the_lazy_registry_lists_exactly_the_algorithms_and_metadata_of_importing_them_all() -> None:
+    eager = imported_all()
+    lazy = algorithms()
+    assert list(lazy) == list(eager) and len(lazy) == len(eager) >= 23
+    for algorithm_id, cls in eager.items():
+        assert algorithm_id in lazy
+        assert lazy[algorithm_id] is cls and get_algorithm(algorithm_id) is cls
+        assert algorithm_modules()[algorithm_id] == cls.__module__
+    assert [c.info() for c in lazy.values()] == [c.info() for c in eager.values()]
+
+
+def test_an_unknown_id_is_a_param_error_naming_the_known_ones() -> None:
+    with pytest.raises(ParamError, match="unknown algorithm 'nope'; known: .*aer.*ridge"):
+        get_algorithm("nope")
+    assert "nope" not in algorithms()
+    with pytest.raises(KeyError):
+        algorithms()["nope"]
+
+
+def test_ids_cost_no_import_and_one_algorithm_imports_only_its_module() -> None:
+    # A fresh interpreter: what listing the ids and getting one algorithm import.
+    script = """
+import json, sys
+from learner.algorithms import algorithms, get_algorithm
+ids = list(algorithms())
+before = sorted(m for m in sys.modules if m.startswith("learner.algorithms."))
+get_algorithm("aer")
+after = sorted(m for m in sys.modules if m.startswith("learner.algorithms."))
+print(json.dumps({"ids": ids, "before": before, "after": after, "sklearn": "sklearn" in sys.modules}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    seen = json.loads(done.stdout)
+    assert seen["ids"] == list(algorithm_modules())
+    assert seen["before"] == ["learner.algorithms.base"]
+    assert "learner.algorithms.aer" in seen["after"] and "learner.algorithms.ridge" not in seen["after"]
+    assert not seen["sklearn"]
+
+
+def test_budgetlab_algorithms_json_describes_every_algorithm() -> None:
+    from typer.testing import CliRunner
+
+    from client.cli import app
+
+    result = CliRunner().invoke(app, ["algorithms", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == [c.info().model_dump() for c in imported_all().values()]
+
+
+def test_the_learner_service_lists_every_algorithm_as_importing_them_all_does(learner_url: str) -> None:
+    import httpx
+
+    listed = httpx.get(f"{learner_url}/v1/algorithms").json()["algorithms"]
+    assert listed == [c.info().model_dump(mode="json") for c in imported_all().values()]
