@@ -254,7 +254,7 @@ def managed_services(out: Path, oracle_port: int | None = None, learner_port: in
         say(f"starting the oracle (ledger {out / 'ledger.db'}, log {out / 'oracle.log'}) ...")
         oracle = stack.enter_context(service(["serve", "oracle", "--database-url", ledger], out / "oracle.log",
                                              port=oracle_port))
-        say(f"oracle up at {oracle}; starting the learner (log {out / 'learner.log'}) ...")
+        say(f"starting the learner (log {out / 'learner.log'}) ...")
         learner = stack.enter_context(service(["serve", "learner"], out / "learner.log", port=learner_port,
                                               env={"ORACLE_URL": oracle,
                                                    "LEARNER_DATABASE_URL": f"sqlite:///{(out / 'runs.db').resolve()}"}))
