@@ -54,7 +54,7 @@ def test_run_command_passes_the_switch() -> None:
     result = CliRunner().invoke(app, ["run", "--algorithm", "aer", "--dataset", "mnist-3v5", "--per-example", "4",
                                       "--seed", "3", "--local", "--json", "--defaults", "theory"])
     assert result.exit_code == 0, result.output
-    printed = json.loads(result.output)
+    printed = json.loads(result.stdout)  # progress goes to stderr
     assert printed["defaults"] == "theory"
     np.testing.assert_allclose(printed["weights"], case["weights"], rtol=1e-9, atol=1e-12)
     refused = CliRunner().invoke(app, ["run", "--algorithm", "aer", "--dataset", "mnist-3v5", "--local",
