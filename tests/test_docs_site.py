@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+# One build of the site for the whole module: under ``--dist loadgroup`` its tests share one worker.
+pytestmark = pytest.mark.xdist_group("docs-site")
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 

@@ -18,7 +18,8 @@ Two markers, an HTML comment on the line just before a block (invisible on GitHu
   at most ``MAX_SKIPPED`` in all, each with its reason.
 
 ``curl`` is run with ``--fail-with-body``, so a snippet whose request is refused fails here instead of printing an
-error a reader would take for the answer. The README's ``.venv`` is this interpreter's.
+error a reader would take for the answer. The README's ``.venv`` is this interpreter's. The pages and their services
+share one cache of parsed datasets (``BUDGETLAB_CACHE_DIR``), as a user's commands share theirs.
 """
 
 from __future__ import annotations
@@ -115,13 +116,22 @@ def script(page: list[Block], oracle: str | None, learner: str | None) -> str:
 
 
 @pytest.fixture(scope="module")
-def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+def dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of parsed datasets for every page's snippets and services (as a user's one cache serves all their
+    commands)."""
+    return tmp_path_factory.mktemp("dataset-cache")
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory: pytest.TempPathFactory, dataset_cache: Path) -> Iterator[tuple[str, str]]:
     """An oracle and a learner as ``budgetlab serve`` starts them (the commands the docs show), on free ports."""
     root = tmp_path_factory.mktemp("snippet-services")
+    cache = {"BUDGETLAB_CACHE_DIR": str(dataset_cache)}
     with cli_service(["serve", "oracle", "--port", "0", "--database-url", f"sqlite:///{root / 'ledger.db'}"],
-                     cwd=root) as oracle, \
+                     cwd=root, env=cache) as oracle, \
             cli_service(["serve", "learner", "--port", "0"], cwd=root,
-                        env={"ORACLE_URL": oracle, "LEARNER_DATABASE_URL": f"sqlite:///{root / 'runs.db'}"}) as learner:
+                        env={**cache, "ORACLE_URL": oracle,
+                             "LEARNER_DATABASE_URL": f"sqlite:///{root / 'runs.db'}"}) as learner:
         yield oracle, learner
 
 
@@ -146,7 +156,8 @@ def test_markers_are_few_and_say_why() -> None:
 
 
 @pytest.mark.parametrize("path", [p for p in DOCS if runnable(p)], ids=lambda p: str(p.relative_to(ROOT)))
-def test_snippets_run_as_written(path: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_snippets_run_as_written(path: Path, tmp_path: Path, dataset_cache: Path,
+                                 request: pytest.FixtureRequest) -> None:
     page = blocks(path)
     needs_services = any(block.marker == "services" for block in page)
     oracle, learner = request.getfixturevalue("services") if needs_services else (None, None)
@@ -163,7 +174,7 @@ def test_snippets_run_as_written(path: Path, tmp_path: Path, request: pytest.Fix
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("BUDGETLAB_LEARNER_TOKEN", "BUDGETLAB_TOKEN", "PYTEST_", "VIRTUAL_ENV"))}
     env.update(PATH=f"{work / '.shims'}:{Path(sys.executable).parent}:{env.get('PATH', '')}", MPLBACKEND="Agg",
-               BUDGETLAB_DATA_DIR=str(work / "budgetlab-data"))
+               BUDGETLAB_DATA_DIR=str(work / "budgetlab-data"), BUDGETLAB_CACHE_DIR=str(dataset_cache))
     if oracle and learner:
         env.update(ORACLE_URL=oracle, LEARNER_URL=learner)
     (tmp_path / "page.sh").write_text(script(page, oracle, learner))
