@@ -5,6 +5,7 @@ over loopback loads only files of its own in headless Chromium, its search inclu
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib
 import inspect
@@ -24,21 +25,27 @@ from typing import Any
 
 import pytest
 
-# One build of the site for the whole module: under ``--dist loadgroup`` its tests share one worker.
-pytestmark = pytest.mark.xdist_group("docs-site")
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    out = tmp_path_factory.mktemp("site")
-    # NO_MKDOCS_2_WARNING: Material's banner about its successor, printed at every build.
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
-                           capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-                           timeout=240)
-    assert built.returncode == 0, built.stdout + built.stderr
-    yield out
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built once per test session: under xdist in the session's shared temporary directory, by the first
+    worker that needs it (under a file lock), the others reading it (``--dist loadgroup`` does not keep a group on
+    one worker with pytest 9.2; see ``tests/test_alg_ito.py``)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = shared / "docs-site"
+    with (shared / "docs-site.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (out / "index.html").exists():
+            # NO_MKDOCS_2_WARNING: Material's banner about its successor, printed at every build.
+            built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                                   cwd=ROOT, capture_output=True, text=True,
+                                   env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=240)
+            assert built.returncode == 0, built.stdout + built.stderr
+    return out
 
 
 class Loads(HTMLParser):
