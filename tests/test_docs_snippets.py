@@ -153,6 +153,9 @@ def test_markers_are_few_and_say_why() -> None:
                 f"{path.relative_to(ROOT)} talks to localhost:8000/8001 but starts no services")
     readme = blocks(ROOT / "README.md")
     assert sum(block.runs for block in readme) >= 3 and any(block.title for block in readme)
+    # The quick start is two commands, the first block of the README.
+    commands = [line.split("#")[0].strip() for line in readme[0].text.splitlines()]
+    assert commands == ["make sandbox", "make test"], commands
 
 
 @pytest.mark.parametrize("path", [p for p in DOCS if runnable(p)], ids=lambda p: str(p.relative_to(ROOT)))
