@@ -171,6 +171,12 @@ def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design
             text = f"{claim.algorithm} / {claim.over} = {_number(got[claim.algorithm])} / " \
                    f"{_number(got[claim.over])} = {_number(value)}"
             got["ratio"] = value
+        elif claim.kind == "difference":
+            assert claim.over is not None
+            value = got[claim.algorithm] - got[claim.over]
+            text = f"{claim.algorithm} − {claim.over} = {_number(got[claim.algorithm])} − " \
+                   f"{_number(got[claim.over])} = {_number(value)}"
+            got["difference"] = value
         holds = _bounded(value, claim)
         text += f" (needs {_bounds(claim)})"
     if early:

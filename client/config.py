@@ -70,7 +70,7 @@ class QuickSpec(Strict):
     dataset_params: dict[str, ParamValue] = Field(default_factory=dict)
 
 
-ClaimKind = Literal["ordering", "value", "ratio", "rho"]
+ClaimKind = Literal["ordering", "value", "ratio", "difference", "rho"]
 ClaimMetric = Literal["test_mse", "normalized_mse", "zero_one", "regret", "attributes"]
 
 
@@ -78,7 +78,8 @@ class ClaimSpec(Strict):
     """One ``[[claims]]`` entry: a result the paper reports, and how ``client.claims`` checks it in ours.
 
     ``ordering``: the algorithms of ``order`` have increasing ``metric`` (best first). ``value``: ``metric`` of
-    ``algorithm`` lies below ``below`` / above ``above``. ``ratio``: the same for ``algorithm`` over ``over``.
+    ``algorithm`` lies below ``below`` / above ``above``. ``ratio``: the same for ``algorithm`` over ``over``;
+    ``difference``: for ``algorithm`` minus ``over`` (a gap in points of 0-1 error, as a paper quotes two rates).
     ``rho``: the improvement ratio of Kukliansky & Shamir (eqs. (11)-(12)) of the design's data is within
     ``tolerance`` of ``target``. A ``design`` that names a group (``datasets = [...]``) takes the median over it.
     """
@@ -103,12 +104,12 @@ class ClaimSpec(Strict):
     @model_validator(mode="after")
     def _complete(self) -> ClaimSpec:
         needs = {"ordering": ("order",), "value": ("algorithm",), "ratio": ("algorithm", "over"),
-                 "rho": ("rho", "target", "tolerance")}[self.kind]
+                 "difference": ("algorithm", "over"), "rho": ("rho", "target", "tolerance")}[self.kind]
         missing = [name for name in needs if not getattr(self, name)]
         if missing or (self.kind == "ordering" and len(self.order) < 2):
             raise ValueError(f"claim {self.claim!r} ({self.kind}) needs {', '.join(needs)}"
                              + (" with two or more labels" if self.kind == "ordering" else ""))
-        if self.kind in ("value", "ratio") and self.below is None and self.above is None:
+        if self.kind in ("value", "ratio", "difference") and self.below is None and self.above is None:
             raise ValueError(f"claim {self.claim!r} needs a bound: below and/or above")
         return self
 

@@ -294,8 +294,10 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
             if late:
                 result.message = f"{late} ({result.message})" if result.message else late
             outcome = RunOutcome(job.design, job.entry, job.seed, result, run_id=run_id)
-            bars.end(task, label, result)
+            # The oracle recomputes the session's chain: seconds for a full-information run's 100,000s of rows.
+            bars.show(task, info.progress_examples, info.max_examples, f"{info.status}; auditing its session")
             audit_outcome(learner, outcome)
+            bars.end(task, label, result)
             return outcome
 
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:

@@ -4,6 +4,10 @@ Test error against attributes paid (Hazan & Koren Figs. 1-2, Kukliansky & Shamir
 Fig. 4 bottom), against examples seen (Cesa-Bianchi et al. Fig. 4 top, Murata & Suzuki Fig. 1), and for online
 runs the regret against rounds (Ito et al. Figs. 1-2). Matplotlib with the Agg backend: no display needed.
 
+On a classification dataset each of these figures has a second panel below, the 0-1 error (sign of the
+prediction) on the same x axis: the papers regress on the ±1 labels but quote how often the sign is wrong, and a
+squared error near the zero predictor's can go with a 0-1 error near ridge's.
+
 Every band says what it is (the sd is over seeds with ddof = 1, as in the report's tables); the zero predictor's
 error is a reference line; a full-information reference (ridge, lasso: all d attributes of every example) is a
 horizontal line at its final error on the attributes axis, where its curve would run hundreds of times further
@@ -24,13 +28,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter, PercentFormatter  # noqa: E402
 
+from budgetlab.models import Task  # noqa: E402
 from client.config import Design  # noqa: E402
 from client.summary import AlgorithmSummary  # noqa: E402
 from learner.algorithms import ParamError, get_algorithm  # noqa: E402
 
-METRIC_LABELS = {"test_mse": "Test squared error", "normalized_mse": "Test error / zero-predictor error"}
+METRIC_LABELS = {"test_mse": "Test squared error", "normalized_mse": "Test error / zero-predictor error",
+                 "zero_one": "Test 0-1 error (sign of the prediction)"}
 # The x axis is logarithmic when the longest curve reaches this many times as far as the shortest.
 AUTO_LOG_RATIO = 30.0
 TITLE_WIDTH = 78  # characters of a title line at its font size across the figure
@@ -124,13 +130,18 @@ def _title(design: Design) -> str:
     return "\n".join(line for part in parts for line in textwrap.wrap(part, TITLE_WIDTH, break_on_hyphens=False))
 
 
-def _figure(design: Design, xlabel: str, ylabel: str) -> tuple[plt.Figure, plt.Axes]:
-    fig, ax = plt.subplots(figsize=(6.4, 5.0), dpi=110, layout="constrained")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(_title(design), fontsize=10)
-    ax.grid(True, which="major", alpha=0.3)
-    return fig, ax
+def _figure(design: Design, xlabel: str, ylabels: list[str]) -> tuple[plt.Figure, list[plt.Axes]]:
+    """One panel per y label, stacked on a shared x axis; the title above the first."""
+    fig, axes = plt.subplots(len(ylabels), 1, figsize=(6.4, 5.0 + 2.6 * (len(ylabels) - 1)), dpi=110,
+                             layout="constrained", sharex=True, squeeze=False,
+                             height_ratios=[1.0, *[0.62] * (len(ylabels) - 1)])
+    panels = list(axes[:, 0])
+    for ax, ylabel in zip(panels, ylabels, strict=True):
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="major", alpha=0.3)
+    panels[-1].set_xlabel(xlabel)
+    panels[0].set_title(_title(design), fontsize=10)
+    return fig, panels
 
 
 def wants_log(curves: list[Curve], forced: bool | None) -> bool:
@@ -160,11 +171,13 @@ def _legend(fig: plt.Figure, handles: list[tuple[object, str]]) -> None:
 
 
 def plot_design(out: Path, stem: str, design: Design, summaries: list[AlgorithmSummary], *, metric: str,
-                log_x_axis: bool | None = None) -> list[Path]:
+                log_x_axis: bool | None = None, task: Task | None = None,
+                zero_one_of_zero: float | None = None) -> list[Path]:
     """Write this design's PNGs into ``out`` (``STEM-attributes.png``, ``-examples``, ``-regret``); returns their
     paths (none when no run produced a curve)."""
     paths = []
-    for name, fig in design_figures(design, summaries, metric=metric, log_x_axis=log_x_axis):
+    for name, fig in design_figures(design, summaries, metric=metric, log_x_axis=log_x_axis, task=task,
+                                    zero_one_of_zero=zero_one_of_zero):
         paths.append(out / f"{stem}-{name}.png")
         fig.savefig(paths[-1], bbox_inches="tight")  # the legend below the axes is part of the picture
         plt.close(fig)
@@ -172,9 +185,11 @@ def plot_design(out: Path, stem: str, design: Design, summaries: list[AlgorithmS
 
 
 def design_figures(design: Design, summaries: list[AlgorithmSummary], *, metric: str,
-                   log_x_axis: bool | None = None) -> list[tuple[str, plt.Figure]]:
+                   log_x_axis: bool | None = None, task: Task | None = None,
+                   zero_one_of_zero: float | None = None) -> list[tuple[str, plt.Figure]]:
     """The design's figures by name: error against attributes paid and against examples, and the regret of
-    online runs.
+    online runs. On a classification ``task`` the error figures have a 0-1 error panel below the squared error,
+    with the zero predictor's 0-1 error (``zero_one_of_zero``, where known) as its reference line.
 
     ``log_x_axis``: True or False forces the attributes axis (the examples axis is then linear); None decides
     both axes by the spans of their curves.
@@ -185,34 +200,45 @@ def design_figures(design: Design, summaries: list[AlgorithmSummary], *, metric:
         return []
     references = [s for s in drawn if is_full_information(s)]
     budgeted = [s for s in drawn if s not in references]
-    zero = zero_predictor_error(drawn, metric)
+    metrics = [metric, *(["zero_one"] if task == "classification" else [])]
+    zeros = {metric: zero_predictor_error(drawn, metric), "zero_one": zero_one_of_zero}
     figures = []
     for axis, xlabel in (("attributes", "Number of attributes paid"), ("examples", "Number of examples")):
-        fig, ax = _figure(design, xlabel, METRIC_LABELS[metric])
+        fig, panels = _figure(design, xlabel, [METRIC_LABELS[m] for m in metrics])
         # On the attributes axis a full-information reference is a level to compare with, not a curve that
         # would squeeze the budgeted ones into the corner; alone, it is a curve.
         as_lines = references if axis == "attributes" and budgeted else []
-        curves = [curve(_label(design, s), [[float(getattr(p, axis)) for p in c] for c in runs[s.label]],
-                        [[float(getattr(p, metric)) for p in c] for c in runs[s.label]])
-                  for s in drawn if s not in as_lines]
-        handles = [_draw(ax, c) for c in curves]
-        for i, s in enumerate(as_lines, start=len(curves)):  # the colours after the curves'
-            final = [float(getattr(c[-1], metric)) for c in runs[s.label]]
-            paid = float(np.mean([c[-1].attributes for c in runs[s.label]]))
-            line = ax.axhline(float(np.mean(final)), linestyle="--", linewidth=1.4, color=f"C{i % 10}")
-            handles.append((line, f"{_label(design, s)}: final, after {paid:,.0f} attributes"
-                                  + (f" (mean of {len(final)} seeds)" if len(final) > 1 else "")))
-        if zero is not None:
-            handles.append((ax.axhline(zero, color="0.45", linestyle=":", linewidth=1.3),
-                            "zero predictor (w = 0)"))
-        if wants_log(curves, (log_x_axis if axis == "attributes" else False) if log_x_axis is not None else None):
-            log_x(ax)
-        _legend(fig, handles)
+        legend: list[tuple[object, str]] = []
+        logarithmic = False
+        for ax, shown in zip(panels, metrics, strict=True):
+            curves = [curve(_label(design, s), [[float(getattr(p, axis)) for p in c] for c in runs[s.label]],
+                            [[float(getattr(p, shown)) for p in c] for c in runs[s.label]])
+                      for s in drawn if s not in as_lines]
+            handles = [_draw(ax, c) for c in curves]
+            for i, s in enumerate(as_lines, start=len(curves)):  # the colours after the curves'
+                final = [float(getattr(c[-1], shown)) for c in runs[s.label]]
+                paid = float(np.mean([c[-1].attributes for c in runs[s.label]]))
+                line = ax.axhline(float(np.mean(final)), linestyle="--", linewidth=1.4, color=f"C{i % 10}")
+                handles.append((line, f"{_label(design, s)}: final, after {paid:,.0f} attributes"
+                                      + (f" (mean of {len(final)} seeds)" if len(final) > 1 else "")))
+            if zeros[shown] is not None:
+                handles.append((ax.axhline(zeros[shown], color="0.45", linestyle=":", linewidth=1.3),
+                                "zero predictor (w = 0)"))
+            if shown == "zero_one":
+                ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+            if ax is panels[0]:
+                legend = handles  # the same lines in the same colours in every panel: one legend
+                logarithmic = wants_log(curves, (log_x_axis if axis == "attributes" else False)
+                                        if log_x_axis is not None else None)
+        if logarithmic:
+            for ax in panels:
+                log_x(ax)
+        _legend(fig, legend)
         figures.append((axis, fig))
     regrets = {s.label: [(r.result.curve, r.regret_curve) for r in s.completed if r.regret_curve] for s in summaries}
     online = [s for s in summaries if regrets[s.label]]
     if online:
-        fig, ax = _figure(design, "Number of rounds T", "Regret R_T (against the best k-sparse w, ||w|| ≤ 1)")
+        fig, (ax,) = _figure(design, "Number of rounds T", ["Regret R_T (against the best k-sparse w, ||w|| ≤ 1)"])
         handles = []
         for s in online:
             xs = [[float(p.examples) for p in c if p.cumulative_loss is not None] for c, _ in regrets[s.label]]

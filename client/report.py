@@ -22,7 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from budgetlab.datasets import DatasetError, describe
+import numpy as np
+
+from budgetlab.datasets import DatasetError, describe, load_dataset
+from budgetlab.evaluation import evaluate_weights
 from budgetlab.models import Task
 from client.claims import ClaimResult, claims_markdown, evaluate_claims
 from client.config import CompareConfig, Design
@@ -60,6 +63,16 @@ def design_task(design: Design) -> Task | None:
         return describe(design.dataset.name, design.dataset.params).task
     except DatasetError:
         return None
+
+
+def zero_predictor_zero_one(design: Design, seeds: list[int]) -> float | None:
+    """The 0-1 error of w = 0 on the design's test sets (the mean over ``seeds``), scored as the oracle scores
+    every predictor; None where this machine does not have the dataset."""
+    try:
+        datasets = [load_dataset(design.dataset.name, design.dataset.params, seed) for seed in seeds]
+    except DatasetError:
+        return None
+    return float(np.mean([evaluate_weights(d, np.zeros(d.d)).zero_one for d in datasets]))
 
 
 def metric_columns(task: Task | None, summaries: list[AlgorithmSummary]) -> list[Column]:
@@ -231,9 +244,12 @@ class Written:
 
 def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
                  mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0,
-                 tunings: list[Tuning] | None = None, interrupted: str | None = None) -> Written:
+                 tunings: list[Tuning] | None = None, interrupted: str | None = None,
+                 fallback: str | None = None, headline: list[str] | None = None) -> Written:
     """Write report.md, results.json, curves.csv and the plots into ``out``; the claims table opens the report.
-    ``interrupted`` says why the report is partial (the outcomes are what the runs came to before the stop)."""
+    ``interrupted`` says why the report is partial (the outcomes are what the runs came to before the stop);
+    ``fallback`` what was used instead of what was asked, and why; ``headline`` the lines that say what the
+    comparison found (above the claims table), both also in results.json."""
     out.mkdir(parents=True, exist_ok=True)
     tunings = tunings or []
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
@@ -243,6 +259,10 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     lines = [f"# {config.title}", ""]
     if interrupted:
         lines += [f"**Partial report: {interrupted}.**", ""]
+    if fallback:
+        lines += [f"**Fallback: {fallback}.**", ""]
+    if headline:
+        lines += [" ".join(headline), ""]
     lines += claims_markdown(config, claims)
     if config.description:
         lines += [config.description, ""]
@@ -257,8 +277,10 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     lines += median_tables(designs, per_design, tasks)
     designs_json = []
     for i, (design, summaries) in enumerate(zip(designs, per_design, strict=True)):
+        classification = tasks[i] == "classification"
         plots = plot_design(out, f"{i:02d}-{slug(design.name)}", design, summaries, metric=config.metric,
-                            log_x_axis=config.log_x)
+                            log_x_axis=config.log_x, task=tasks[i],
+                            zero_one_of_zero=zero_predictor_zero_one(design, config.seeds) if classification else None)
         lines += design_section(design, summaries, [p.name for p in plots], tasks[i])
         lines += tuning_section(config, summaries, [t for t in tunings if t.design == i])
         # The scores the tables show, so that a reader of results.json (the learner's dashboard) shows the same.
@@ -267,7 +289,7 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
                              "metrics": metrics})
     (out / "report.md").write_text("\n".join(lines))
     results = {"title": config.title, "mode": mode, "preset": preset, "quick": quick, "wall_time": wall_time,
-               "interrupted": interrupted, "provenance": origin,
+               "interrupted": interrupted, "fallback": fallback, "headline": headline or [], "provenance": origin,
                "claims": [c.json() for c in claims], "config": config.model_dump(mode="json"),
                "designs": designs_json, "tuning": [t.json() for t in tunings]}
     (out / "results.json").write_text(json.dumps(results, indent=1))

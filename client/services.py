@@ -242,20 +242,21 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def managed_services(out: Path, oracle_port: int | None = None, learner_port: int | None = None,
-                     announce: Callable[[str], None] | None = None) -> Iterator[tuple[str, str, str]]:
+def managed_services(out: Path, oracle_port: int | None = None, learner_port: int | None = None, *,
+                     announce: Callable[[str], None] | None = None, oracle_env: dict[str, str] | None = None,
+                     learner_env: dict[str, str] | None = None) -> Iterator[tuple[str, str, str]]:
     """Oracle (SQLite ledger in ``out``) and learner (its runs in ``out``) as subprocesses, on the given ports or
-    on free ones; yields (oracle URL, learner URL, ledger URL). ``announce`` is told what starts as it starts
-    (each takes a few seconds to answer)."""
+    on free ones, each with these settings added to its environment; yields (oracle URL, learner URL, ledger URL).
+    ``announce`` is told what starts as it starts (each takes a few seconds to answer)."""
     say = announce or (lambda _: None)
     out.mkdir(parents=True, exist_ok=True)
     ledger = f"sqlite:///{(out / 'ledger.db').resolve()}"
     with ExitStack() as stack:
         say(f"starting the oracle (ledger {out / 'ledger.db'}, log {out / 'oracle.log'}) ...")
         oracle = stack.enter_context(service(["serve", "oracle", "--database-url", ledger], out / "oracle.log",
-                                             port=oracle_port))
+                                             port=oracle_port, env=oracle_env))
         say(f"starting the learner (log {out / 'learner.log'}) ...")
         learner = stack.enter_context(service(["serve", "learner"], out / "learner.log", port=learner_port,
-                                              env={"ORACLE_URL": oracle,
+                                              env={**(learner_env or {}), "ORACLE_URL": oracle,
                                                    "LEARNER_DATABASE_URL": f"sqlite:///{(out / 'runs.db').resolve()}"}))
         yield oracle, learner, ledger

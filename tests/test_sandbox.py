@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,12 +18,19 @@ import pytest
 from tests.servers import bound_socket
 
 
-def sandbox(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def sandbox(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     budgetlab = Path(sys.executable).with_name("budgetlab")
-    return subprocess.run([str(budgetlab), "sandbox", *args], cwd=cwd, capture_output=True, text=True, timeout=240)
+    return subprocess.run([str(budgetlab), "sandbox", *args], cwd=cwd, capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "COLUMNS": "100", **(env or {})})
 
 
-def test_demo_only_runs_the_demo_and_prints_the_report_path(tmp_path: Path) -> None:
+def cells(report: str, label: str) -> list[str]:
+    """The cells of an algorithm's row in the report's table of final scores."""
+    row = next(line for line in report.splitlines() if line.startswith(f"| {label} (`"))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def test_demo_only_runs_the_demo_and_its_headline_quotes_the_tables(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     done = sandbox("--demo-only", "--oracle-port", "0", "--learner-port", "0", "--out", str(out), "--examples", "20",
                    cwd=tmp_path)
@@ -35,22 +43,57 @@ def test_demo_only_runs_the_demo_and_prints_the_report_path(tmp_path: Path) -> N
     assert said == sorted(said)
     assert "/docs" in done.stdout and "ledger.db" in done.stdout
     text = report.read_text()
-    assert text.count("compliant (1 session)") == 4  # every demo run's session passed the oracle's audit
+    assert text.count("compliant (1 session)") == 5  # every demo run's session passed the oracle's audit
     assert len(list(out.glob("*.png"))) == 2
-    # The story: one line per attribute-efficient learner against the zero predictor and ridge, and the claims.
     results = json.loads((out / "results.json").read_text())
-    summaries = {a["label"]: a["summary"] for a in results["designs"][0]["algorithms"]}
-    ridge = summaries["Ridge"]
-    for label in ("DDAERR", "AERR", "AELR"):
-        mine = summaries[label]
-        share = mine["attributes"]["mean"] / ridge["attributes"]["mean"]
-        assert f"{label}: 0-1 error {mine['zero_one']['mean']:.1%} (zero predictor " in done.stdout
-        assert f"squared error {mine['normalized_mse']['mean']:.2f} of the zero predictor's (ridge " \
-               f"{ridge['normalized_mse']['mean']:.2f})" in done.stdout
-        assert f"{share:.1%} of ridge's" in done.stdout and share < 0.1
-    held = sum(c["verdict"] == "holds" for c in results["claims"])
-    assert f"claims: {held} of 8 hold" in done.stdout
-    assert text.split("\n")[2] == f"## Claims: {held} of 8 hold"
+    assert results["fallback"] is None and "FALLBACK" not in done.stdout + text
+    # The headline opens the report under the title, is printed as is, and quotes the table's numbers.
+    headline = results["headline"]
+    assert text.split("\n")[2] == " ".join(headline)
+    printed = " ".join(done.stdout.split())
+    assert all(" ".join(line.split()) in printed for line in headline)
+    header = next(line for line in text.splitlines() if line.startswith("| algorithm | per example"))
+    assert header.startswith("| algorithm | per example | test MSE | 0-1 error | attributes paid | examples |")
+    (dd, aerr, aelr, online, ridge) = (cells(text, label) for label in ("DDAERR", "AERR", "AELR", "Online ridge",
+                                                                          "Ridge"))
+    assert headline[0] == (
+        f"DDAERR, AERR and AELR, seeing 5 pixels of each of 20 images ({dd[4]}, {aerr[4]} and {aelr[4]} attributes "
+        f"paid), end at test MSE {dd[2]}, {aerr[2]} and {aelr[2]}; 0-1 error {dd[3]}, {aerr[3]} and {aelr[3]}; "
+        f"offline ridge, with every pixel of {ridge[5]} images ({ridge[4]} attributes paid), at test MSE {ridge[2]}; "
+        f"0-1 error {ridge[3]}; the zero predictor: test MSE 1, 0-1 error 0.5.")
+    assert headline[1] == (f"Online ridge, spending the same budget on every pixel of {online[5]} images ({online[4]} "
+                           f"attributes paid), ends at test MSE {online[2]}; 0-1 error {online[3]}.")
+    # Every claim holds, or the headline names it with its numbers.
+    claims = results["claims"]
+    held = sum(c["verdict"] == "holds" for c in claims)
+    assert f"Claims: {held} of {len(claims)} hold" in headline[-1]
+    for claim in claims:
+        if claim["verdict"] != "holds":
+            assert f"{claim['claim']} ({claim['verdict']}: {claim['ours']})" in headline[-1]
+    assert f"## Claims: {held} of {len(claims)} hold" in text
+    # The pages, signed in: the admin token after the oracle page's '#', the demo's caller token after the learner's.
+    assert re.search(r"oracle page: +http://127\.0\.0\.1:\d+/\?learner=http%3A%2F%2F127\.0\.0\.1%3A\d+#admin=[\w-]{40,}",
+                     done.stdout)
+    assert re.search(r"learner page: +http://127\.0\.0\.1:\d+/#token=[\w-]{40,}", done.stdout)
+
+
+def test_without_fashion_mnist_the_fallback_is_said_everywhere(tmp_path: Path) -> None:
+    """Fashion-MNIST's loader looks in BUDGETLAB_FASHION_DIR: an empty folder is a machine without the package."""
+    (tmp_path / "no-fashion").mkdir()
+    out = tmp_path / "demo"
+    done = sandbox("--demo-only", "--oracle-port", "0", "--learner-port", "0", "--out", str(out), "--examples", "10",
+                   cwd=tmp_path, env={"BUDGETLAB_FASHION_DIR": str(tmp_path / "no-fashion")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    terminal = " ".join(done.stdout.split())
+    assert "FALLBACK: fashion-1v9" in terminal and "sudo apt-get install dataset-fashion-mnist" in terminal
+    assert "The demo runs on mnist-0v1 instead" in terminal
+    results = json.loads((out / "results.json").read_text())
+    title = "Sandbox demo: attribute-efficient regression with 5 of 784 pixels per image (FALLBACK to mnist-0v1: " \
+            "fashion-1v9 is not installed)"
+    assert results["title"] == title and (out / "report.md").read_text().startswith(f"# {title}\n")
+    assert "dataset-fashion-mnist" in results["fallback"] and "mnist-0v1" in results["fallback"]
+    assert results["config"]["dataset"]["name"] == "mnist-0v1"
+    assert "Trouser" not in (out / "report.md").read_text()  # nothing of the data it did not use
 
 
 def test_a_busy_port_gives_one_clear_line_and_exit_code_1(tmp_path: Path) -> None:
@@ -98,12 +141,27 @@ def test_sigterm_stops_the_oracle_and_the_learner_as_ctrl_c_does(tmp_path: Path)
             lines.append(line)
             if "services keep running" in line:
                 break
-        urls = [line.split()[1] for line in lines if line.startswith(("oracle ", "learner "))]
+        announced = re.compile(r"(?:oracle|learner) +(http://\S+) +\(API docs")
+        urls = [found[1] for line in lines if (found := announced.match(line))]
         assert len(urls) == 2, "".join(lines)
         services = children(process.pid)
         assert len(services) == 2 and all(httpx.get(f"{url}/healthz").status_code == 200 for url in urls)
         pages = [httpx.get(f"{url}/").text for url in urls]  # each service's dashboard, from the top floor
         assert 'src="/dashboard/oracle.js"' in pages[0] and 'src="/dashboard/learner.js"' in pages[1]
+        # The tokens the printed page links carry: the oracle's admin token lists the demo's five sessions, the
+        # caller token its five runs; without them, neither.
+        text = "".join(lines)
+        admin = re.search(r"oracle page: +\S+#admin=([\w-]+)", text)[1]  # type: ignore[index]
+        caller = re.search(r"learner page: +\S+#token=([\w-]+)", text)[1]  # type: ignore[index]
+        sessions = httpx.get(f"{urls[0]}/v1/dashboard/sessions", headers={"Authorization": f"Bearer {admin}"}).json()
+        assert sessions["admin"] and len(sessions["sessions"]) == 5
+        assert httpx.get(f"{urls[0]}/v1/dashboard/sessions").json()["sessions"] == []
+        runs = httpx.get(f"{urls[1]}/v1/runs", headers={"Authorization": f"Bearer {caller}"}).json()["runs"]
+        assert sorted(r["algorithm"] for r in runs) == ["aelr", "aerr", "ddaerr", "ogd-ridge", "ridge"]
+        assert all(r["status"] in ("finished", "budget_exhausted") for r in runs)
+        # The learner lists the demo's report among its comparisons.
+        reports = httpx.get(f"{urls[1]}/v1/dashboard/comparisons").json()["reports"]
+        assert [r["name"] for r in reports] == ["demo"]
         process.send_signal(signal.SIGTERM)
         rest = process.communicate(timeout=30)[0]
     finally:

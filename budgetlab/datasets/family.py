@@ -134,6 +134,10 @@ class Family(ABC):
     def available(self) -> bool:
         return True
 
+    def install_hint(self) -> str:
+        """Where ``available()`` can be False: where the data were looked for and how to install them."""
+        return ""
+
     def check(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> None:
         """Rules across parameters (e.g. k <= d); raises DatasetError."""
         n_train, n_test, d = self.sizes(args, params)

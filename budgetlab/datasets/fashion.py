@@ -24,6 +24,7 @@ from budgetlab.datasets.family import read_only
 from budgetlab.datasets.pairs import PairFamily, pair_positions
 
 DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
+FILES = ("train-images-idx3", "train-labels-idx1", "t10k-images-idx3", "t10k-labels-idx1")
 CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                "Ankle boot")
 # IDX type codes (the third magic byte) and the numpy dtypes they denote; multi-byte types are big-endian.
@@ -87,10 +88,13 @@ class FashionPairs(PairFamily):
     d = 784
     scale = 1.0 / 255.0
 
+    def install_hint(self) -> str:
+        return (f"looked in {fashion_dir()}; install Debian's package (sudo apt-get install dataset-fashion-mnist) "
+                f"or set BUDGETLAB_FASHION_DIR to a folder with its {', '.join(f'{p}-ubyte.gz' for p in FILES)}")
+
     def available(self) -> bool:
         directory = fashion_dir()
-        return all((directory / f"{part}-ubyte.gz").is_file()
-                   for part in ("train-images-idx3", "train-labels-idx1", "t10k-images-idx3", "t10k-labels-idx1"))
+        return all((directory / f"{part}-ubyte.gz").is_file() for part in FILES)
 
     def collection_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return fashion_images(fashion_dir()), fashion_labels(fashion_dir())[0]

@@ -117,7 +117,8 @@ def _builtin(name: str) -> tuple[Family, tuple[int, ...]] | None:
         args = family.match(name)
         if args is not None:
             if not family.available():
-                raise UnknownDataset(f"{name}: the {family.pattern} data ({family.source}) is not installed here")
+                raise UnknownDataset(f"{name}: the {family.pattern} data ({family.source}) is not installed here"
+                                     + (f"; {family.install_hint()}" if family.install_hint() else ""))
             return family, args
     return None
 
