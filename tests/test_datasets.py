@@ -9,6 +9,7 @@ import pytest
 
 from budgetlab.datasets import (
     DatasetError,
+    UnknownDataset,
     add_dataset,
     clear_cache,
     describe,
@@ -167,6 +168,19 @@ def test_fashion_pairs_keep_the_official_split() -> None:
     a, b = load_dataset("fashion-0v6", {}, 0), load_dataset("fashion-0v6", {}, 5)
     np.testing.assert_array_equal(a.test_rows, b.test_rows)
     assert a.test_rows.min() >= 60_000 > a.train_rows.max()
+
+
+def test_without_fashion_mnist_its_pairs_are_an_error_that_says_how_to_install_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUDGETLAB_FASHION_DIR", str(tmp_path))  # where the loader looks: here, an empty folder
+    assert not FashionPairs().available()
+    for call in (describe, load_dataset):
+        with pytest.raises(UnknownDataset) as raised:
+            call("fashion-1v9")
+        message = str(raised.value)
+        assert f"is not installed here; looked in {tmp_path}" in message
+        assert "sudo apt-get install dataset-fashion-mnist" in message and "train-images-idx3-ubyte.gz" in message
+    assert "fashion-AvB" not in list_datasets().families
 
 
 def test_digits_pairs() -> None:

@@ -141,3 +141,33 @@ def test_tables_show_the_scores_that_fit_the_task(tmp_path: Path) -> None:
     assert written["metrics"] == ["test_mse", "normalized_mse"]  # what the learner's dashboard shows of it
     with (tmp_path / "curves.csv").open() as f:
         assert len(list(csv.DictReader(f))) == 3 * 3
+
+
+def test_classification_figures_add_the_0_1_error_below_the_squared_error() -> None:
+    d = design([AER, RIDGE])
+    zero_one = {AER.label: [0.3, 0.2, 0.15], RIDGE.label: [0.05, 0.04, 0.03]}
+    outcomes = [outcome(e, 0, [p.model_copy(update={"zero_one": z}) for p, z in
+                               zip(points(e.per_example or 4, [0.9, 0.8, 0.7], 0), zero_one[e.label], strict=True)])
+                for e in (AER, RIDGE)]
+    summaries = summarize(0, d, outcomes)
+    figs = dict(design_figures(d, summaries, metric="normalized_mse", task="classification", zero_one_of_zero=0.48))
+    for name in ("attributes", "examples"):
+        top, bottom = figs[name].axes
+        assert top.get_ylabel() == "Test error / zero-predictor error"
+        assert bottom.get_ylabel() == "Test 0-1 error (sign of the prediction)"
+        assert bottom.get_xlabel() and not top.get_xlabel()  # one x axis, shared
+        assert bottom.get_shared_x_axes().joined(top, bottom)
+        assert top.get_title().startswith("test design") and not bottom.get_title()
+        levels = [line.get_ydata()[0] for line in bottom.lines if len(set(line.get_ydata())) == 1]
+        assert any(np.isclose(y, 0.48) for y in levels)  # the zero predictor's 0-1 error
+        assert len(figs[name].legends) == 1
+    # On the attributes axis ridge is a level in both panels: its final squared and 0-1 errors.
+    top, bottom = figs["attributes"].axes
+    assert any(np.isclose(line.get_ydata()[0], 0.03) and line.get_linestyle() == "--" for line in bottom.lines)
+    assert any(np.isclose(line.get_ydata()[0], 0.7 / ZERO_MSE[0]) for line in top.lines)
+    aer = next(line for line in bottom.lines if len(line.get_xdata()) == 3)
+    assert list(aer.get_ydata()) == [0.3, 0.2, 0.15]
+    # A regression, or a dataset this machine cannot describe, keeps one panel.
+    for task in ("regression", None):
+        single = dict(design_figures(d, summaries, metric="normalized_mse", task=task))
+        assert len(single["attributes"].axes) == 1
