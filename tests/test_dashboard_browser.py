@@ -9,29 +9,23 @@ each test prints where.
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.dashboard_helpers import write_report
+from tests.dashboard_helpers import HAVE_CHROMIUM, NO_CHROMIUM, chromium, js, screenshots, shoot, wait, write_report
 from tests.servers import learner_server, oracle_server
 
 webdriver = pytest.importorskip("selenium.webdriver")
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 ADMIN_TOKEN = "admin-secret"  # tests.servers.oracle_server's
 RUN_PARAMS = "d=20, s_plus=3, s_minus=2, n_train=50000, n_test=100"
-T = TypeVar("T")
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                                reason="needs Debian's chromium and chromium-driver (.ci/run installs them)")
+pytestmark = pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)
 
 
 @pytest.fixture(scope="module")
@@ -49,45 +43,13 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
 @pytest.fixture(scope="module")
 def browser(services: tuple[str, str]) -> Iterator[Any]:
     # Started after the services and so stopped before them: its event streams close first.
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1400,1500"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = Path(os.environ.get("BUDGETLAB_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def shoot(driver: Any, folder: Path, name: str) -> Path:
-    path = folder / name
-    assert driver.save_screenshot(str(path)), f"no screenshot {path}"
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    print(f"dashboard screenshot: {path}")
-    return path
-
-
-def wait(what: Callable[[], T], message: str, timeout: float = 15.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = what()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out: {message}"
-        time.sleep(0.05)
-
-
-def js(driver: Any, script: str, *args: Any) -> Any:
-    return driver.execute_script(script, *args)
+    return screenshots(tmp_path_factory.mktemp("screenshots"))
 
 
 def fill(driver: Any, element_id: str, text: str) -> None:
@@ -121,6 +83,8 @@ def a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_p
     points = f"return +(document.querySelector(\"tr[data-run='{run_id}'] svg.sparkline\")?.dataset.points || 0)"
     first = wait(lambda: js(browser, points) >= 2 and js(browser, points), "the curve appears")
     wait(lambda: js(browser, points) >= first + 2, "the curve grows")
+    wait(lambda: browser.find_element(By.ID, "run-state").text.startswith(f"run {run_id[:10]}: running, "),
+         "the status line says the run it started is running")
     plotted = "return [...document.querySelectorAll('#run-plots svg.plot')].map(p => +p.dataset.points)"
     wait(lambda: all(n >= 2 for n in js(browser, plotted)) and len(js(browser, plotted)) == 2,
          "the run's two plots (against attributes paid and examples seen) are drawn")
@@ -131,6 +95,11 @@ def a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_p
     browser.find_element(By.CSS_SELECTOR, f"tr[data-run='{run_id}'] button[data-cancel]").click()
     wait(lambda: js(browser, f"return document.querySelector(\"tr[data-run='{run_id}']\").dataset.status")
          == "cancelled", "the run shows as cancelled")
+    # The line under the form followed the run it started, and its progress bar is grey, not an error's red.
+    wait(lambda: browser.find_element(By.ID, "run-state").text.startswith(f"run {run_id[:10]} cancelled after "),
+         "the status line follows the run")
+    assert js(browser, f"return document.querySelector(\"tr[data-run='{run_id}'] .gauge-used\").classList.value") \
+        == "gauge-used stopped"
     token = js(browser, "return JSON.parse(localStorage.getItem('budgetlab.learner.token'))")
     info = httpx.get(f"{learner}/v1/runs/{run_id}", headers={"Authorization": f"Bearer {token}"}).json()
     assert info["status"] == "cancelled"
@@ -182,8 +151,8 @@ def the_oracle_page_hides_values_without_the_token_and_shows_them_live_with_it(
     values = observe([1, 2])
     browser.get(f"{oracle}/")
     js(browser, "window.neverReloaded = true")
-    wait(lambda: "Sign in with the admin token" in browser.find_element(By.ID, "sessions-hint").text,
-         "without a token, the page lists no session")
+    wait(lambda: "sessions on this oracle, none held by this page: sign in with the admin token" in
+         browser.find_element(By.ID, "sessions-hint").text, "without a token, the page lists no session, and says why")
     assert not browser.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")
     assert browser.find_element(By.ID, "learner-link").get_attribute("href").rstrip("/") == learner
 

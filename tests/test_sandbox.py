@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.dashboard_helpers import HAVE_CHROMIUM, chromium, js, screenshots, shoot, wait
 from tests.servers import bound_socket
 
 
@@ -129,7 +130,7 @@ def gone(pid: int) -> bool:
     return state == "Z"
 
 
-def test_sigterm_stops_the_oracle_and_the_learner_as_ctrl_c_does(tmp_path: Path) -> None:
+def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(tmp_path: Path) -> None:
     budgetlab = Path(sys.executable).with_name("budgetlab")
     process = subprocess.Popen([str(budgetlab), "sandbox", "--oracle-port", "0", "--learner-port", "0", "--out",
                                 str(tmp_path / "demo"), "--examples", "20"], cwd=tmp_path, stdout=subprocess.PIPE,
@@ -162,6 +163,8 @@ def test_sigterm_stops_the_oracle_and_the_learner_as_ctrl_c_does(tmp_path: Path)
         # The learner lists the demo's report among its comparisons.
         reports = httpx.get(f"{urls[1]}/v1/dashboard/comparisons").json()["reports"]
         assert [r["name"] for r in reports] == ["demo"]
+        if HAVE_CHROMIUM:
+            the_printed_links_open_the_pages_on_the_demo(text, runs, screenshots(tmp_path / "screenshots"))
         process.send_signal(signal.SIGTERM)
         rest = process.communicate(timeout=30)[0]
     finally:
@@ -171,6 +174,41 @@ def test_sigterm_stops_the_oracle_and_the_learner_as_ctrl_c_does(tmp_path: Path)
     for url in urls:
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{url}/healthz", timeout=2)
+
+
+def the_printed_links_open_the_pages_on_the_demo(text: str, runs: list[dict], shots: Path) -> None:
+    """In a browser, the links the sandbox printed: the oracle's page lists the demo's sessions, the learner's its
+    runs, finished ones in green, and its report; each page drops its token from the address bar."""
+    from selenium.webdriver.common.by import By
+
+    oracle_page = re.search(r"oracle page: +(\S+)", text)[1]  # type: ignore[index]
+    learner_page = re.search(r"learner page: +(\S+)", text)[1]  # type: ignore[index]
+    with chromium() as browser:
+        browser.get(oracle_page)
+        rows = "#sessions tbody tr[data-session]"
+        wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, rows)) == 5, "the demo's five sessions")
+        wait(lambda: all(td.text == "compliant" for td in browser.find_elements(By.CSS_SELECTOR, f"{rows} td.audit")),
+             "their audits")
+        assert browser.find_element(By.ID, "admin-state").text == "signed in as the admin"
+        assert "#admin=" not in browser.current_url and browser.current_url == oracle_page.split("#")[0]
+        assert {td.text for td in browser.find_elements(By.CSS_SELECTOR, f"{rows} td:nth-child(2)")} == \
+            {"fashion-1v9"}
+        shoot(browser, shots, "sandbox-oracle.png")
+
+        browser.get(learner_page)
+        wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr[data-run]")) == 5, "the demo's runs")
+        statuses = js(browser, "return [...document.querySelectorAll('#runs tr[data-run]')].map(r => r.dataset.status)")
+        assert sorted(statuses) == sorted(r["status"] for r in runs)
+        bars = js(browser, "return [...document.querySelectorAll('#runs .gauge-used')].map(g => g.classList.value)")
+        assert bars and set(bars) == {"gauge-used done"}, bars  # ended runs are done, none looks like an error
+        exhausted = statuses.count("budget_exhausted")
+        assert browser.find_element(By.ID, "runs-sub").text == "5 most recent: " + ", ".join(
+            f"{n} {status}" for status, n in (("budget exhausted", exhausted), ("finished", 5 - exhausted)) if n)
+        assert "#token=" not in browser.current_url
+        summary = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] summary"),
+                       "the demo's report")[0]
+        assert summary.text.startswith("Sandbox demo: attribute-efficient regression with 5 of 784 pixels per image")
+        shoot(browser, shots, "sandbox-learner.png")
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

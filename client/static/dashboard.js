@@ -136,11 +136,13 @@ export function showState(node, state, detail) {
   node.title = detail && detail.detail ? String(detail.detail) : "";
 }
 
-// A bar: `used` of `limit` filled, the rest is what remains; without a limit, only the caption.
-export function gauge(used, limit, caption) {
+// A bar: `used` of `limit` filled, the rest is what remains; without a limit, only the caption. Its colour says
+// how much is used ("ok", "high" from 80%, "full"), or what `tone` says ("done", "stopped", "bad": a run's
+// progress is coloured by how the run ended, never as an error because it reached its end).
+export function gauge(used, limit, caption, tone = null) {
   const width = 140;
   const share = limit ? Math.min(1, used / limit) : 0;
-  const level = share >= 1 ? "full" : share >= 0.8 ? "high" : "ok";
+  const level = tone || (share >= 1 ? "full" : share >= 0.8 ? "high" : "ok");
   const bar = limit
     ? s("svg", { class: "gauge", width, height: 12, viewBox: `0 0 ${width} 12`, role: "img",
         "aria-label": caption },
@@ -261,6 +263,15 @@ export function sparkline(values, { width = 110, height = 26 } = {}) {
     class: "line series-0" }));
   root.append(s("circle", { cx: x(ys.length - 1), cy: y(ys[ys.length - 1]), r: 2.2, class: "dot series-0" }));
   return root;
+}
+
+// A token handed to the page in its URL's fragment (`#name=TOKEN`, as `budgetlab sandbox` prints the pages'
+// links): read once and dropped from the address bar and the history entry. A fragment never reaches the server.
+export function takeTokenFromHash(name) {
+  const match = new RegExp(`^#${name}=([A-Za-z0-9._~+/-]{1,512})$`).exec(location.hash);
+  if (!match) return null;
+  history.replaceState(null, "", location.pathname + location.search);
+  return match[1];
 }
 
 // Small persistent settings of a page (localStorage; sessionStorage for what should not outlive the tab).

@@ -1,11 +1,15 @@
 // The learner's dashboard: the caller's runs with their learning curves, live (GET /v1/events), starting and
 // cancelling runs through the learner's public API with the caller's token, and past comparisons' reports.
 import {
-  ago, clear, fmt, gauge, h, linePlot, requestJson, saved, short, showState, sparkline, streamEvents, webUrl,
+  ago, clear, fmt, gauge, h, linePlot, requestJson, saved, short, showState, sparkline, streamEvents,
+  takeTokenFromHash, webUrl,
 } from "./dashboard.js";
 
 const TOKEN_KEY = "budgetlab.learner.token";
 const ACTIVE = new Set(["pending", "queued", "running"]);
+// How a run's progress bar looks once it has ended: a run that reached its end (or its budget's) is done.
+const ENDED = { finished: "done", budget_exhausted: "done", cancelled: "stopped", interrupted: "stopped",
+  failed: "bad", oracle_unavailable: "bad" };
 const METRICS = {
   normalized_mse: "test MSE ÷ zero predictor's", test_mse: "test MSE", zero_one: "0-1 error",
 };
@@ -20,6 +24,7 @@ const state = {
   requests: new Map(),
   rows: new Map(),
   selected: selectedInHash(),
+  started: null,
   metric: "normalized_mse",
   oracleUrl: null,
   stop: null,
@@ -86,14 +91,16 @@ function onCurve(event) {
 function budgetUse(run) {
   const budget = run.budget;
   const paid = run.progress_attributes;
+  // While a run goes, the bar warns as its budget runs low; once it has ended, it says how it ended.
+  const tone = ENDED[run.status] || null;
   if (budget.total !== null && budget.total !== undefined) {
     const last = (state.curves.get(run.id) || []).at(-1) || run.last_point;
     const spent = budget.costs ? (last ? last.cost : 0) : paid;
-    return gauge(spent, budget.total, `${fmt(spent)} of ${fmt(budget.total)} spent`);
+    return gauge(spent, budget.total, `${fmt(spent)} of ${fmt(budget.total)} spent`, tone);
   }
   if (budget.per_example !== null && budget.per_example !== undefined && run.max_examples) {
     return gauge(paid, budget.per_example * run.max_examples,
-      `${fmt(paid)} attributes · ${budget.per_example} per example`);
+      `${fmt(paid)} attributes · ${budget.per_example} per example`, tone);
   }
   return gauge(paid, null, `${fmt(paid)} attributes · no limit`);
 }
@@ -121,8 +128,30 @@ function renderRuns() {
   }
   $("runs-hint").textContent = state.runs.length ? "Click a run to see its learning curves."
     : "No run yet for this caller token: start one above.";
-  $("runs-sub").textContent = `${state.runs.length} most recent`;
+  $("runs-sub").textContent = runsSummary(state.runs);
+  followStarted();
   if (state.selected) renderPanel();
+}
+
+// "5 most recent: 3 finished, 2 running" (statuses in alphabetical order)
+function runsSummary(runs) {
+  const counts = new Map();
+  for (const run of runs) counts.set(run.status, (counts.get(run.status) || 0) + 1);
+  const parts = [...counts].sort().map(([status, n]) => `${n} ${status.replace("_", " ")}`);
+  return `${runs.length} most recent` + (parts.length ? `: ${parts.join(", ")}` : "");
+}
+
+// The line under the form follows the run it started until that run ends.
+function followStarted() {
+  const run = state.started && state.runs.find((r) => r.id === state.started);
+  if (!run) return;
+  const last = (state.curves.get(run.id) || []).at(-1) || run.last_point;
+  const where = `${fmt(run.progress_examples)} of ${fmt(run.max_examples)} examples`;
+  $("run-state").textContent = ACTIVE.has(run.status)
+    ? `run ${short(run.id, 10)}: ${run.status}, ${where}`
+    : `run ${short(run.id, 10)} ${run.status.replace("_", " ")} after ${where}`
+      + (last ? `; ${METRICS[state.metric]} ${fmt(last[state.metric])}` : "")
+      + (run.message ? ` (${run.message})` : "");
 }
 
 function fillRow(row, run) {
@@ -138,8 +167,10 @@ function fillRow(row, run) {
   clear(cells[3], String(run.seed));
   cells[3].className = "num";
   clear(cells[4], h("span", { class: `badge ${run.status}`, title: run.message || "" }, run.status.replace("_", " ")));
+  const ended = ENDED[run.status] || null;
+  const spent = run.status === "budget_exhausted" ? " · budget spent" : "";
   clear(cells[5], gauge(run.progress_examples, run.max_examples,
-    `${fmt(run.progress_examples)} of ${fmt(run.max_examples)}`));
+    `${fmt(run.progress_examples)} of ${fmt(run.max_examples)}${spent}`, ended));
   clear(cells[6], budgetUse(run));
   clear(cells[7], last ? fmt(last[state.metric]) : "—");
   cells[7].className = "num";
@@ -257,7 +288,9 @@ async function startRun(event) {
     };
     $("start").disabled = true;
     const info = await requestJson("/v1/runs", { method: "POST", headers: auth(), body });
-    runState.textContent = `started run ${info.id} (${info.status})`;
+    state.started = info.id;
+    runState.textContent = `started run ${short(info.id, 10)} (${info.status})`;
+    followStarted();
     select(info.id);
   } catch (error) {
     runState.textContent = error.message;
@@ -381,7 +414,9 @@ async function start() {
   const config = await requestJson("/v1/dashboard/config").catch(() => ({}));
   state.oracleUrl = webUrl(new URLSearchParams(location.search).get("oracle") || config.oracle_url || "") || "#";
   $("oracle-link").href = `${state.oracleUrl}/`;
-  if (state.token) setToken(state.token);
+  const handed = takeTokenFromHash("token");
+  if (handed) setToken(handed);
+  else if (state.token) setToken(state.token);
   else await newCaller();
   await Promise.all([loadAlgorithms(), loadDatasets(), loadReports()]);
   setInterval(loadReports, 20000);

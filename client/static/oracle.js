@@ -2,7 +2,7 @@
 // Values are shown only for the sessions whose tokens the user adds; the admin token lists every session without
 // values. Session tokens stay in this browser (localStorage), the admin token only for this tab (sessionStorage).
 import {
-  ago, clear, fmt, gauge, h, requestJson, saved, short, showState, streamEvents, webUrl,
+  ago, clear, fmt, gauge, h, requestJson, saved, short, showState, streamEvents, takeTokenFromHash, webUrl,
 } from "./dashboard.js";
 
 const ADMIN_KEY = "budgetlab.oracle.admin";
@@ -121,7 +121,11 @@ function renderSessions(view) {
   $("sessions-hint").textContent = view.sessions.length
     ? "Click a session to follow its ledger."
     : view.admin ? "No session yet."
-      : "Sign in with the admin token to list every session, or add a session's id and token above.";
+      : c.sessions
+        ? `${fmt(c.sessions)} session${c.sessions === 1 ? "" : "s"} on this oracle, none held by this page: sign in `
+          + "with the admin token to list them (the page links budgetlab sandbox prints sign in by themselves), "
+          + "or add a session's id and token above."
+        : "Sign in with the admin token to list every session, or add a session's id and token above.";
   if (state.follow) renderFacts(state.follow);
 }
 
@@ -226,6 +230,11 @@ function linkRow(link) {
 }
 
 async function start() {
+  const handed = takeTokenFromHash("admin");
+  if (handed) {
+    state.admin = handed;
+    saved.set(ADMIN_KEY, handed, sessionStorage);
+  }
   $("admin-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const token = $("admin-token").value.trim();
