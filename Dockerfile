@@ -1,8 +1,15 @@
 # budgetlab: one image for the oracle, the learner service and the CLI (see docker-compose.yml).
-FROM python:3.11-slim
+# Debian bookworm, whose dataset-fashion-mnist package the demo's data come from.
+FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
+
+# Fashion-MNIST's IDX files in /usr/share/datasets/fashion-mnist (the fashion-AvB datasets): the sandbox demo's
+# trousers vs ankle boots, as on a Debian machine with the package; nothing is downloaded at run time.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends dataset-fashion-mnist \
+    && rm -rf /var/lib/apt/lists/*
 
 # Installed the way README.md's quick start does it (the Makefile's install step).
 COPY pyproject.toml README.md ./

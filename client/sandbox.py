@@ -208,9 +208,11 @@ def run_demo(config: CompareConfig, out: Path, *, oracle: str, learner: str, tok
 
 def page_links(oracle: str, learner: str, *, admin: str | None, caller: str) -> list[str]:
     """The two pages, signed in: the tokens ride in the URL's fragment (after ``#``), which the browser keeps to
-    itself; each page moves its token into the browser's storage and drops it from the address bar."""
-    public_oracle = os.environ.get("BUDGETLAB_ORACLE_PUBLIC_URL") or oracle
-    public_learner = os.environ.get("BUDGETLAB_LEARNER_URL") or learner
+    itself; each page moves its token into the browser's storage and drops it from the address bar. Services this
+    command did not start (``admin`` unknown) are named by the URLs a browser reaches them at, where those differ
+    (``BUDGETLAB_ORACLE_PUBLIC_URL``, ``BUDGETLAB_LEARNER_URL``: docker compose's published ports)."""
+    public_oracle = (os.environ.get("BUDGETLAB_ORACLE_PUBLIC_URL") if admin is None else None) or oracle
+    public_learner = (os.environ.get("BUDGETLAB_LEARNER_URL") if admin is None else None) or learner
     host = public_oracle.split("://", 1)[-1].rsplit(":", 1)[0]
     # The oracle's page guesses the learner at port 8001 of its own host; tell it where the learner is otherwise.
     query = "" if public_learner.rstrip("/") == f"http://{host}:8001" else f"?learner={quote(public_learner, safe='')}"

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 import yaml
@@ -22,7 +23,7 @@ from client.services import running
 ROOT = Path(__file__).resolve().parent.parent
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
 # Deadlines of the steps, all inside the suite's per-test timeout (pyproject.toml): a service answers /healthz in
-# about 2 s; the demo ran in 50-70 s on 2 busy cores.
+# about 2 s; the sandbox's demo ran in about 90 s on 2 cores under a load average of 10.
 STARTUP_TIMEOUT = 60.0
 DEMO_TIMEOUT = 180.0
 
@@ -80,14 +81,21 @@ def test_compose_services_run_as_written_on_postgresql(postgres_url: str, tmp_pa
         hosts["http://learner:8001"] = stack.enter_context(service(learner_cmd, learner_env, tmp_path, logs[1]))
         demo_cmd, demo_env = spec("demo")
         assert hosts["http://oracle:8000"] in demo_cmd and hosts["http://learner:8001"] in demo_cmd
-        done = subprocess.run(demo_cmd, env={**os.environ, **demo_env}, cwd=tmp_path, capture_output=True,
-                              text=True, timeout=DEMO_TIMEOUT)
+        done = subprocess.run(demo_cmd, env={**os.environ, **demo_env, "COLUMNS": "200"}, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=DEMO_TIMEOUT)
         assert done.returncode == 0, "\n".join([done.stdout, done.stderr, *map(tail, logs)])
+        # The learner lists the report the demo wrote into the folder they share (a volume in compose).
+        listed = httpx.get(f"{hosts['http://learner:8001']}/v1/dashboard/comparisons").json()["reports"]
+        assert [r["name"] for r in listed] == ["sandbox-demo"]
 
-    reports = tmp_path / "reports"
+    reports = tmp_path / "reports" / "sandbox-demo"
     results = json.loads((reports / "results.json").read_text())
     assert (reports / "report.md").exists() and list(reports.glob("*.png"))
     assert "compliant" in (reports / "report.md").read_text()
+    # The sandbox's demo, with its headline, on the image's Fashion-MNIST; page links for a browser on the host.
+    assert results["config"]["dataset"]["name"] == "fashion-1v9" and results["fallback"] is None
+    assert results["headline"][-1].startswith("Claims: ") and results["headline"][-1] in done.stdout
+    assert "learner page: http://localhost:8001/#token=" in done.stdout
     assert not (tmp_path / "budgetlab-ledger.db").exists(), "the oracle fell back to SQLite"
     with psycopg.connect(postgres_url) as conn:
         version = conn.execute("select version_num from alembic_version").fetchone()
