@@ -45,6 +45,7 @@ class RunOutcome:
     audit_compliant: bool | None = None
     regret: float | None = None
     regret_curve: list[float] = field(default_factory=list)
+    regret_missing: str = ""  # why an online run has no regret (the report says it)
     run_id: str | None = None
 
 
@@ -352,7 +353,10 @@ def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
             continue
         try:
             dataset = load_dataset(design.dataset.name, design.dataset.params, outcome.seed)
-        except DatasetError:
+        except DatasetError as exc:
+            # The comparator is fitted here, on the data: an oracle elsewhere may serve a set this machine lacks.
+            outcome.regret_missing = f"R_T not computed: the best k-sparse predictor in hindsight needs the data " \
+                                     f"on this machine ({exc})"
             continue
         X, y = stream_arrays(dataset, "train", outcome.seed, result.examples)
         # The paper's comparator lies in the unit ball (Assumption (1)); it is the same for every algorithm of a

@@ -136,6 +136,9 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
             scaled = Stat(regret.mean / 100, regret.std / 100, regret.n) if regret else None
             lines.append(f"| {s.label} | {_cell(s.of('examples'), 6)} | {_cell(s.cumulative_loss())} "
                          f"| {_cell(scaled, 4)} |")
+        missing = dict.fromkeys(r.regret_missing for s in online for r in s.completed if r.regret_missing)
+        if missing:
+            lines += ["", *(f"**{text}.**" for text in missing)]
     with_test = [(s, r) for s in summaries for r in s.completed if r.result.test_budget is not None]
     if with_test:
         zero_one = task != "regression"
@@ -345,7 +348,7 @@ def design_json(design: Design, summaries: list[AlgorithmSummary], plots: list[s
                         "examples": _stat_json(s.of("examples")), "wall_time": _stat_json(s.of("wall_time")),
                         "cumulative_loss": _stat_json(s.cumulative_loss()), "regret": _stat_json(s.regret())},
             "runs": [{"seed": r.seed, "run_id": r.run_id, "audit": r.audit, "audit_compliant": r.audit_compliant,
-                      "regret": r.regret, "regret_curve": r.regret_curve,
+                      "regret": r.regret, "regret_curve": r.regret_curve, "regret_missing": r.regret_missing or None,
                       "result": r.result.model_dump(mode="json")} for r in s.runs],
         })
     return {"name": design.name, "group": design.group, "description": design.description,

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from budgetlab.models import Budget, CurvePoint, RunResult
 from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, Design
-from client.grid import RunOutcome
+from client.grid import RunOutcome, attach_regret
 from client.plots import design_figures
 from client.report import NORMALIZED_MSE, TEST_MSE, ZERO_ONE, metric_columns, write_report
 from client.summary import summarize
@@ -171,3 +171,22 @@ def test_classification_figures_add_the_0_1_error_below_the_squared_error() -> N
     for task in ("regression", None):
         single = dict(design_figures(d, summaries, metric="normalized_mse", task=task))
         assert len(single["attributes"].axes) == 1
+
+
+def test_an_online_run_without_its_regret_says_why(tmp_path: Path) -> None:
+    """The regret's comparator is fitted on this machine: a dataset only the oracle has leaves R_T out, and the report
+    says so instead of a silent dash."""
+    greedy = AlgorithmEntry(id="greedy", label="Greedy")
+    remote = Design(name="remote data", description="", dataset=DatasetSpec(name="only-on-the-oracle"),
+                    budget=Budget(per_example=2), algorithms=[greedy], regret_k=2)
+    curve = [p.model_copy(update={"cumulative_loss": 3.0}) for p in points(2, [0.9], 0)]
+    outcomes = [outcome(greedy, 0, curve, cumulative_loss=3.0)]
+    attach_regret(outcomes, [remote])
+    assert outcomes[0].regret is None and "unknown dataset 'only-on-the-oracle'" in outcomes[0].regret_missing
+    config = CompareConfig.model_validate({"title": "remote", "dataset": {"name": "diabetes"}, "regret_k": 2,
+                                           "algorithms": [{"id": "greedy", "label": "Greedy"}]})
+    write_report(tmp_path, config, [remote], outcomes, mode="test")
+    assert "**R_T not computed: the best k-sparse predictor in hindsight needs the data on this machine (unknown " \
+           "dataset 'only-on-the-oracle'" in (tmp_path / "report.md").read_text()
+    (run,) = json.loads((tmp_path / "results.json").read_text())["designs"][0]["algorithms"][0]["runs"]
+    assert run["regret"] is None and run["regret_missing"] == outcomes[0].regret_missing
