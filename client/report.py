@@ -65,14 +65,16 @@ def design_task(design: Design) -> Task | None:
         return None
 
 
-def zero_predictor_zero_one(design: Design, seeds: list[int]) -> float | None:
-    """The 0-1 error of w = 0 on the design's test sets (the mean over ``seeds``), scored as the oracle scores
-    every predictor; None where this machine does not have the dataset."""
+def zero_predictor(design: Design, seeds: list[int]) -> dict[str, float] | None:
+    """The scores of w = 0 on the design's test sets (means over ``seeds``) by the tables' keys, scored as the oracle
+    scores every predictor; None where this machine does not have the dataset."""
     try:
         datasets = [load_dataset(design.dataset.name, design.dataset.params, seed) for seed in seeds]
     except DatasetError:
         return None
-    return float(np.mean([evaluate_weights(d, np.zeros(d.d)).zero_one for d in datasets]))
+    scores = [evaluate_weights(d, np.zeros(d.d)) for d in datasets]
+    return {"test_mse": float(np.mean([s.mse for s in scores])), "normalized_mse": 1.0,
+            "zero_one": float(np.mean([s.zero_one for s in scores]))}
 
 
 def metric_columns(task: Task | None, summaries: list[AlgorithmSummary]) -> list[Column]:
@@ -280,10 +282,9 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     lines += median_tables(designs, per_design, tasks)
     designs_json = []
     for i, (design, summaries) in enumerate(zip(designs, per_design, strict=True)):
-        classification = tasks[i] == "classification"
+        zero = zero_predictor(design, config.seeds) if tasks[i] == "classification" else None
         plots = plot_design(out, f"{i:02d}-{slug(design.name)}", design, summaries, metric=config.metric,
-                            log_x_axis=config.log_x, task=tasks[i],
-                            zero_one_of_zero=zero_predictor_zero_one(design, config.seeds) if classification else None)
+                            log_x_axis=config.log_x, task=tasks[i], zero_one_of_zero=zero and zero["zero_one"])
         lines += design_section(design, summaries, [p.name for p in plots], tasks[i])
         lines += tuning_section(config, summaries, [t for t in tunings if t.design == i])
         # The scores the tables show, so that a reader of results.json (the learner's dashboard) shows the same.

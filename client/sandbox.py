@@ -32,7 +32,7 @@ from client.claims import ClaimResult, claims_table, evaluate_claims
 from client.config import CompareConfig
 from client.grid import run_comparison
 from client.preflight import RemoteCatalog
-from client.report import metric_columns, write_report, zero_predictor_zero_one
+from client.report import metric_columns, write_report, zero_predictor
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
 from client.summary import AlgorithmSummary, summarize
 
@@ -137,7 +137,7 @@ def _and(items: list[str]) -> str:
 
 
 def headline(config: CompareConfig, summaries: list[AlgorithmSummary], claims: list[ClaimResult],
-             zero_one: float | None) -> list[str]:
+             zero: dict[str, float] | None) -> list[str]:
     """What the demo found, each number as the report's tables print it, and which claims do not hold."""
     by_label = {s.label: s for s in summaries}
     columns = metric_columns("classification", summaries)
@@ -160,12 +160,13 @@ def headline(config: CompareConfig, summaries: list[AlgorithmSummary], claims: l
     if missing:
         lines.append(f"No completed run of {_and(missing)} (see the report).")
     if learners and ridge.completed:
-        zero = "" if zero_one is None else f"; the zero predictor: test MSE 1, 0-1 error {zero_one:.3g}"
+        baseline = "" if zero is None else "; the zero predictor: " + "; ".join(
+            f"{c.header} {zero[c.key]:.{c.digits}g}" for c in columns)
         images = _and(sorted({seen(s) for s in learners}))
         lines.append(f"{_and([s.label for s in learners])}, seeing {config.budget.per_example} pixels of each of "
                      f"{images} images ({_and([paid(s) for s in learners])} attributes paid), end at "
                      f"{scores(learners)}; offline ridge, with every pixel of {seen(ridge)} images ({paid(ridge)} "
-                     f"attributes paid), at {scores([ridge])}{zero}.")
+                     f"attributes paid), at {scores([ridge])}{baseline}.")
     if online.completed:
         lines.append(f"Online ridge, spending the same budget on every pixel of {seen(online)} images "
                      f"({paid(online)} attributes paid), ends at {scores([online])}.")
@@ -200,7 +201,7 @@ def run_demo(config: CompareConfig, out: Path, *, oracle: str, learner: str, tok
     (design,) = designs
     summaries = summarize(0, design, outcomes)
     claims = evaluate_claims(config, designs, [summaries])
-    lines = headline(config, summaries, claims, zero_predictor_zero_one(design, config.seeds))
+    lines = headline(config, summaries, claims, zero_predictor(design, config.seeds))
     write_report(out, config, designs, outcomes, mode=f"sandbox: learner {learner}, oracle {oracle}",
                  wall_time=time.perf_counter() - started, fallback=fallback, headline=lines)
     return Outcome(summaries, claims, lines)

@@ -61,7 +61,7 @@ def test_demo_only_runs_the_demo_and_its_headline_quotes_the_tables(tmp_path: Pa
         f"DDAERR, AERR and AELR, seeing 5 pixels of each of 20 images ({dd[4]}, {aerr[4]} and {aelr[4]} attributes "
         f"paid), end at test MSE {dd[2]}, {aerr[2]} and {aelr[2]}; 0-1 error {dd[3]}, {aerr[3]} and {aelr[3]}; "
         f"offline ridge, with every pixel of {ridge[5]} images ({ridge[4]} attributes paid), at test MSE {ridge[2]}; "
-        f"0-1 error {ridge[3]}; the zero predictor: test MSE 1, 0-1 error 0.5.")
+        f"0-1 error {ridge[3]}; the zero predictor: test MSE 1; 0-1 error 0.5.")
     assert headline[1] == (f"Online ridge, spending the same budget on every pixel of {online[5]} images ({online[4]} "
                            f"attributes paid), ends at test MSE {online[2]}; 0-1 error {online[3]}.")
     # Every claim holds, or the headline names it with its numbers.
