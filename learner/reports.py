@@ -135,6 +135,11 @@ class ReportSummary(BaseModel):
 class ReportDetail(ReportSummary):
     """One comparison in full: its claims table and, per design, its plots and per-algorithm results."""
 
+    fallback: str | None = Field(None, description="what the comparison used instead of what it asked for, and why",
+                                 examples=[None])
+    headline: list[str] = Field(default_factory=list, description="the lines that say what it found (the sandbox "
+                                "demo's: its numbers as its tables print them, and the claims that do not hold)",
+                                examples=[["Claims: 6 of 6 hold."]])
     claim_rows: list[ClaimRow] = Field(default_factory=list, description="the claims table",
                                        examples=[[CLAIM_EXAMPLE]])
     designs: list[DesignReport] = Field(default_factory=list, description="its designs, in the config's order",
@@ -239,4 +244,6 @@ def parse(name: str, results: dict[str, Any], mtime: float, report: Path) -> Rep
         name=name, title=str(results.get("title") or name), mode=str(results.get("mode") or ""),
         preset=results.get("preset"), written_at=datetime.fromtimestamp(mtime, UTC),
         wall_time=float(results.get("wall_time") or 0.0), runs=runs, completed=completed, claims=len(claims),
-        claims_held=sum(c.verdict == "holds" for c in claims), report=str(report), claim_rows=claims, designs=designs)
+        claims_held=sum(c.verdict == "holds" for c in claims), report=str(report), claim_rows=claims, designs=designs,
+        fallback=str(results["fallback"]) if results.get("fallback") else None,
+        headline=[str(line) for line in results.get("headline") or []])

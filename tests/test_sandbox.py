@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from learner.reports import Reports
 from tests.dashboard_helpers import HAVE_CHROMIUM, chromium, js, screenshots, shoot, wait
 from tests.servers import bound_socket
 
@@ -78,7 +79,8 @@ def test_demo_only_runs_the_demo_and_its_headline_quotes_the_tables(tmp_path: Pa
     assert re.search(r"learner page: +http://127\.0\.0\.1:\d+/#token=[\w-]{40,}", done.stdout)
 
 
-def test_without_fashion_mnist_the_fallback_is_said_everywhere(tmp_path: Path) -> None:
+def test_without_fashion_mnist_the_fallback_is_said_everywhere(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Fashion-MNIST's loader looks in BUDGETLAB_FASHION_DIR: an empty folder is a machine without the package."""
     (tmp_path / "no-fashion").mkdir()
     out = tmp_path / "demo"
@@ -95,6 +97,10 @@ def test_without_fashion_mnist_the_fallback_is_said_everywhere(tmp_path: Path) -
     assert "dataset-fashion-mnist" in results["fallback"] and "mnist-0v1" in results["fallback"]
     assert results["config"]["dataset"]["name"] == "mnist-0v1"
     assert "Trouser" not in (out / "report.md").read_text()  # nothing of the data it did not use
+    # The learner's page reads the same from results.json.
+    monkeypatch.setenv("BUDGETLAB_REPORTS_DIR", str(tmp_path))
+    detail = Reports().detail("demo")
+    assert detail.title == title and detail.fallback == results["fallback"] and detail.headline == results["headline"]
 
 
 def test_a_busy_port_gives_one_clear_line_and_exit_code_1(tmp_path: Path) -> None:
@@ -164,7 +170,8 @@ def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(t
         reports = httpx.get(f"{urls[1]}/v1/dashboard/comparisons").json()["reports"]
         assert [r["name"] for r in reports] == ["demo"]
         if HAVE_CHROMIUM:
-            the_printed_links_open_the_pages_on_the_demo(text, runs, screenshots(tmp_path / "screenshots"))
+            headline = json.loads((tmp_path / "demo" / "results.json").read_text())["headline"]
+            the_printed_links_open_the_pages_on_the_demo(text, runs, headline, screenshots(tmp_path / "screenshots"))
         process.send_signal(signal.SIGTERM)
         rest = process.communicate(timeout=30)[0]
     finally:
@@ -176,9 +183,11 @@ def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(t
             httpx.get(f"{url}/healthz", timeout=2)
 
 
-def the_printed_links_open_the_pages_on_the_demo(text: str, runs: list[dict], shots: Path) -> None:
+def the_printed_links_open_the_pages_on_the_demo(text: str, runs: list[dict], headline: list[str],
+                                                 shots: Path) -> None:
     """In a browser, the links the sandbox printed: the oracle's page lists the demo's sessions, the learner's its
-    runs, finished ones in green, and its report; each page drops its token from the address bar."""
+    runs, finished ones in green, and its report with its headline; each page drops its token from the address
+    bar."""
     from selenium.webdriver.common.by import By
 
     oracle_page = re.search(r"oracle page: +(\S+)", text)[1]  # type: ignore[index]
@@ -209,6 +218,13 @@ def the_printed_links_open_the_pages_on_the_demo(text: str, runs: list[dict], sh
                        "the demo's report")[0]
         assert summary.text.startswith("Sandbox demo: attribute-efficient regression with 5 of 784 pixels per image")
         shoot(browser, shots, "sandbox-learner.png")
+        summary.click()
+        shown = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] p.headline"),
+                     "the demo's headline")[0]
+        assert shown.text == " ".join(headline)
+        assert not browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] p.fallback")
+        js(browser, "document.querySelector(\"details[data-report='demo']\").scrollIntoView()")
+        shoot(browser, shots, "sandbox-learner-report.png")
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

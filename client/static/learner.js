@@ -332,6 +332,8 @@ function statText(stat, digits = 4) {
 function reportBody(detail) {
   const parts = [h("p", { class: "hint" }, "Report: ", h("code", {}, detail.report), ` · mode: ${detail.mode}`
     + (detail.preset ? ` · preset ${detail.preset}` : "") + ` · wall time ${fmt(detail.wall_time, 3)} s`)];
+  if (detail.fallback) parts.push(h("p", { class: "fallback" }, h("b", {}, "Fallback: "), detail.fallback));
+  if (detail.headline.length) parts.push(h("p", { class: "headline" }, detail.headline.join(" ")));
   if (detail.claim_rows.length) {
     parts.push(h("table", { class: "claims" },
       h("thead", {}, h("tr", {}, ["claim", "source", "design", "paper", "ours", "verdict"].map((c) => h("th", {}, c)))),
