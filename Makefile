@@ -13,8 +13,9 @@ DOCS_PORT    ?= 8002
 # Each step says what it does before it starts, and pip shows what it collects, downloads and installs: the first
 # install takes a minute or two, and none of it should look like a hang.
 $(BIN)/python:
-	@echo "creating the virtual environment $(VENV) with $(PYTHON) ..."
+	@echo "creating the virtual environment $(VENV) with $(PYTHON) (it installs pip into it, silently: 5 to 20 s) ..."
 	$(PYTHON) -m venv $(VENV)
+	@echo "upgrading pip in $(VENV) (a recent pip shows a progress bar while it installs) ..."
 	$(BIN)/python -m pip install --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
