@@ -32,6 +32,10 @@ function connect() {
   if (pairs.length) headers["X-Session-Tokens"] = pairs.join(",");
   const url = "/v1/events" + (state.follow ? `?follow=${encodeURIComponent(state.follow)}` : "");
   showState($("conn"), "connecting");
+  if (!state.view) {
+    // The first list audits every session's chain: seconds on a ledger of 100,000s of rows.
+    $("sessions-hint").textContent = "Loading the sessions and their audits…";
+  }
   state.stop = streamEvents(url, {
     headers,
     onEvent: (name, data) => (name === "sessions" ? renderSessions(data) : name === "ledger" ? renderLedger(data)
