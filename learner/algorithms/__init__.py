@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import threading
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -41,9 +42,20 @@ def _declared_ids(source: str) -> list[str]:
     return found
 
 
-@cache
+# Before 3.11.8, CPython's ast kept its recursion depth in state shared by threads (gh-106905): two first reads at once
+# (the learner starting two runs together) once failed with "AST constructor recursion depth mismatch". functools.cache
+# lets two first calls both compute, so the read is behind a lock.
+_READING = threading.Lock()
+
+
 def algorithm_modules() -> dict[str, str]:
     """Each algorithm id to the name of the module that defines it, sorted by id; nothing is imported."""
+    with _READING:
+        return _read_algorithm_modules()
+
+
+@cache
+def _read_algorithm_modules() -> dict[str, str]:
     found: dict[str, str] = {}
     for path in sorted(Path(__file__).parent.glob("*.py")):
         if path.stem.startswith("_") or path.stem == "base":
