@@ -1,9 +1,11 @@
 """The session engine: every rule of an oracle session, in one place, doing no I/O.
 
 Given a session's ``Runtime`` (its fixed configuration and data), its ``Counters``, read access to what it
-has already been charged for (``Paid``) and a validated request, each step returns an ``Outcome``: the
-answer, the events the ledger must record, and the new counters. Or it raises the typed refusal
-(``OracleError`` and its subclasses), having changed nothing.
+has already been charged for (``Paid``) and a validated request (None for an operation without a body), each
+step returns an ``Outcome``: the answer, the events the ledger must record, and the new counters. Or it raises
+the typed refusal (``OracleError`` and its subclasses, with a code of ``budgetlab.errors.Code``), having changed
+nothing. Every step has that one signature (``Step``), so that the table of operations
+(``budgetlab.operations``) names a step and every transport runs it alike.
 
 Two stores apply outcomes: the oracle writes them in one database transaction (``server/store.py``) and
 ``LocalSession`` keeps them in memory. Both therefore give the same answers and the same refusals, in the
@@ -19,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
@@ -29,7 +31,7 @@ import numpy as np
 from budgetlab import budget as rules
 from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.datasets.base import Dataset, stream_order
-from budgetlab.errors import BudgetExhausted, OracleError, StreamExhausted
+from budgetlab.errors import BudgetExhausted, Code, StreamExhausted, refusal
 from budgetlab.evaluation import evaluate_weights
 from budgetlab.models import (
     Budget,
@@ -41,6 +43,7 @@ from budgetlab.models import (
     LedgerKind,
     MomentsResponse,
     NextResponse,
+    ObserveBatchRequest,
     ObserveBatchResponse,
     ObservedValues,
     ObserveRequest,
@@ -174,6 +177,26 @@ class Outcome(Generic[A]):
         return sum(len(e.examples) if isinstance(e, Observations) else 1 for e in self.events)
 
 
+# One operation's rule: its outcome for the session as it is and the request (None for an operation without a body).
+Step = Callable[[Runtime, Counters, Paid, Any], Outcome[Any]]
+
+
+class _NothingPaid:
+    """What a session has paid for of an example it has just issued: nothing."""
+
+    def cells(self, examples: Sequence[int]) -> Mapping[tuple[int, int], float]:
+        return {}
+
+    def label(self, example: int) -> float | None:
+        return None
+
+    def predicted(self, example: int) -> bool:
+        return False
+
+
+NOTHING_PAID = _NothingPaid()
+
+
 # --- opening and reading ----------------------------------------------------------------------------------
 
 
@@ -211,7 +234,7 @@ def open_session(request: SessionCreate, dataset: Dataset | None = None) -> tupl
         )
         rt = Runtime._build(config, dataset)
     except (DatasetError, ValueError) as exc:
-        raise OracleError(422, "invalid_session", str(exc)) from None
+        raise refusal(Code.INVALID_SESSION, str(exc)) from None
     payload = {
         "dataset": config.dataset, "dataset_params": config.dataset_params, "split": config.split,
         "protocol": config.protocol, "order": config.order, "seed": config.seed, "n_examples": config.n_examples,
@@ -241,10 +264,12 @@ def session_info(config: SessionConfig, counters: Counters, *, session_id: str, 
 
 def require_open(counters: Counters) -> None:
     if counters.status != "open":
-        raise OracleError(409, "session_closed", "this session is closed")
+        raise refusal(Code.SESSION_CLOSED, "this session is closed")
 
 
-def close(counters: Counters, reason: str | None = None) -> Outcome[None]:
+def close(rt: Runtime, counters: Counters, paid: Paid = NOTHING_PAID, request: None = None, *,
+          reason: str | None = None) -> Outcome[None]:
+    """Close the session (its answer: the session as it is after, which only the store can tell)."""
     require_open(counters)
     event = Event("close", payload={"reason": reason} if reason else None)
     return Outcome(None, counters._replace(status="closed"), (event,))
@@ -258,11 +283,11 @@ def position(rt: Runtime, counters: Counters, example: int) -> int:
     n = rt.config.n_examples
     if rt.order is None:
         if not 0 <= example < n:
-            raise OracleError(404, "unknown_example", f"example {example} is not in 0..{n - 1}")
+            raise refusal(Code.UNKNOWN_EXAMPLE, f"example {example} is not in 0..{n - 1}")
         return example
     if not 0 <= example < counters.issued:
-        raise OracleError(409, "example_not_issued",
-                          f"example {example} has not been issued yet ({counters.issued} issued by next)")
+        raise refusal(Code.EXAMPLE_NOT_ISSUED,
+                      f"example {example} has not been issued yet ({counters.issued} issued by next)")
     return int(rt.order[example])
 
 
@@ -281,12 +306,13 @@ def _reveal(rt: Runtime, counters: Counters, example: int, row: int) -> tuple[fl
     return label, after, Event("label", example=example, value=label, cost=budget.label_cost)
 
 
-def next_example(rt: Runtime, counters: Counters) -> Outcome[NextResponse]:
+def next_example(rt: Runtime, counters: Counters, paid: Paid = NOTHING_PAID,
+                 request: None = None) -> Outcome[NextResponse]:
     """Issue the next example of the stream; in the batch protocol its label comes with it (at the label cost)."""
     require_open(counters)
     config = rt.config
     if rt.order is None:
-        raise OracleError(409, "pool_order", "a pool session addresses examples by id; there is no next")
+        raise refusal(Code.POOL_ORDER, "a pool session addresses examples by id; there is no next")
     if counters.issued >= config.n_examples:
         raise StreamExhausted(f"all {config.n_examples} examples have been issued")
     example = counters.issued
@@ -305,7 +331,7 @@ def reveal_label(rt: Runtime, counters: Counters, paid: Paid, request: LabelRequ
     """A training label (batch protocol); one already revealed is answered again for free."""
     require_open(counters)
     if rt.config.protocol != "batch":
-        raise OracleError(409, "online_protocol", "labels are revealed by predict in the online protocol")
+        raise refusal(Code.ONLINE_PROTOCOL, "labels are revealed by predict in the online protocol")
     example = request.example
     row = position(rt, counters, example)
     seen = paid.label(example)
@@ -325,19 +351,18 @@ def observe(rt: Runtime, counters: Counters, paid: Paid,
     config = rt.config
     cells = sum(len(item.attributes) for item in items)
     if cells > rt.max_cells or len(items) > rt.max_examples:
-        raise OracleError(413, "too_many_cells", f"this request asks for {cells} cells of {len(items)} examples; at "
-                          f"most {rt.max_cells} cells of {rt.max_examples} examples are served per request: split it")
+        raise refusal(Code.TOO_MANY_CELLS, f"this request asks for {cells} cells of {len(items)} examples; at "
+                      f"most {rt.max_cells} cells of {rt.max_examples} examples are served per request: split it")
     examples = [item.example for item in items]
     if len(set(examples)) != len(examples):
-        raise OracleError(422, "duplicate_example", "an example appears twice; list all its attributes once")
+        raise refusal(Code.DUPLICATE_EXAMPLE, "an example appears twice; list all its attributes once")
     for item in items:
         if len(set(item.attributes)) != len(item.attributes):
-            raise OracleError(422, "duplicate_attributes",
-                              f"an attribute of example {item.example} is listed twice")
+            raise refusal(Code.DUPLICATE_ATTRIBUTES, f"an attribute of example {item.example} is listed twice")
     for item in items:
         if min(item.attributes) < 0 or max(item.attributes) >= config.d:  # builtins first: a batch has 100,000 cells
             bad = [a for a in item.attributes if not 0 <= a < config.d]
-            raise OracleError(404, "unknown_attribute", f"attribute {bad[0]} is not in 0..{config.d - 1}")
+            raise refusal(Code.UNKNOWN_ATTRIBUTE, f"attribute {bad[0]} is not in 0..{config.d - 1}")
     rows = [position(rt, counters, example) for example in examples]
 
     known = paid.cells(examples)
@@ -395,20 +420,13 @@ def observe_one(rt: Runtime, counters: Counters, paid: Paid, request: ObserveReq
     return Outcome(answer, outcome.counters, outcome.events)
 
 
-class _NothingPaid:
-    """What a session has paid for of an example it has just issued: nothing."""
-
-    def cells(self, examples: Sequence[int]) -> Mapping[tuple[int, int], float]:
-        return {}
-
-    def label(self, example: int) -> float | None:
-        return None
-
-    def predicted(self, example: int) -> bool:
-        return False
+def observe_batch(rt: Runtime, counters: Counters, paid: Paid,
+                  request: ObserveBatchRequest) -> Outcome[ObserveBatchResponse]:
+    """``observe`` of the request's examples, all or nothing."""
+    return observe(rt, counters, paid, request.items)
 
 
-def step(rt: Runtime, counters: Counters, request: StepRequest) -> Outcome[StepResponse]:
+def step(rt: Runtime, counters: Counters, paid: Paid, request: StepRequest) -> Outcome[StepResponse]:
     """``next`` and an ``observe`` of the example it issues, all or nothing: one round trip per example.
 
     This is the whole round of the batch protocol. In the online protocol it is the first of a round's two
@@ -424,7 +442,7 @@ def step(rt: Runtime, counters: Counters, request: StepRequest) -> Outcome[StepR
     charged = rt.config.budget.label_cost if nxt.label is not None else 0.0
     after, events = issued.counters, issued.events
     if request.attributes:
-        observed = observe(rt, after, _NothingPaid(),
+        observed = observe(rt, after, NOTHING_PAID,
                            [ObserveRequest.model_construct(example=nxt.example, attributes=request.attributes)])
         batch = observed.answer
         observed_attrs, values, fresh = request.attributes, batch.items[0].values, batch.fresh
@@ -463,11 +481,11 @@ def predict(rt: Runtime, counters: Counters, paid: Paid, request: PredictRequest
     """Commit a prediction, then reveal the label (online protocol and test sessions); one per example."""
     require_open(counters)
     if rt.config.protocol != "online":
-        raise OracleError(409, "batch_protocol", "predict belongs to the online protocol and test sessions")
+        raise refusal(Code.BATCH_PROTOCOL, "predict belongs to the online protocol and test sessions")
     example = request.example
     row = position(rt, counters, example)
     if paid.predicted(example):
-        raise OracleError(409, "already_predicted", f"a prediction for example {example} was already committed")
+        raise refusal(Code.ALREADY_PREDICTED, f"a prediction for example {example} was already committed")
     label = _label_value(rt, row)
     try:
         loss = (request.prediction - label) ** 2
@@ -475,7 +493,7 @@ def predict(rt: Runtime, counters: Counters, paid: Paid, request: PredictRequest
         loss = math.inf
     total = counters.cumulative_loss + loss
     if not math.isfinite(total):
-        raise OracleError(422, "invalid_prediction", "the squared loss of this prediction overflows; scale it down")
+        raise refusal(Code.INVALID_PREDICTION, "the squared loss of this prediction overflows; scale it down")
     after = counters._replace(predictions=counters.predictions + 1, cumulative_loss=total)
     event = Event("predict", example=example, value=request.prediction, payload={"label": label, "loss": loss})
     answer = PredictResponse(example=example, prediction=request.prediction, label=label, loss=loss,
@@ -483,27 +501,28 @@ def predict(rt: Runtime, counters: Counters, paid: Paid, request: PredictRequest
     return Outcome(answer, after, (event,))
 
 
-def evaluate(rt: Runtime, counters: Counters, request: EvaluateRequest) -> Outcome[EvaluateResponse]:
+def evaluate(rt: Runtime, counters: Counters, paid: Paid, request: EvaluateRequest) -> Outcome[EvaluateResponse]:
     """Full-information test error of a linear predictor: free, but recorded."""
     require_open(counters)
     d = rt.config.d
     if len(request.weights) != d:
-        raise OracleError(422, "invalid_weights", f"weights must have d={d} entries, got {len(request.weights)}")
+        raise refusal(Code.INVALID_WEIGHTS, f"weights must have d={d} entries, got {len(request.weights)}")
     w = np.asarray(request.weights, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         result = evaluate_weights(rt.dataset, w, request.bias)
     if not all(np.isfinite([result.mse, result.normalized_mse])):
-        raise OracleError(422, "invalid_weights", "these weights overflow the test error; scale them down")
+        raise refusal(Code.INVALID_WEIGHTS, "these weights overflow the test error; scale them down")
     payload = {"weights_sha256": hashlib.sha256(w.tobytes()).hexdigest(), "bias": float(request.bias),
                **result.model_dump()}
     return Outcome(result, counters, (Event("evaluate", payload=payload),))
 
 
-def moments(rt: Runtime, counters: Counters) -> Outcome[MomentsResponse]:
+def moments(rt: Runtime, counters: Counters, paid: Paid = NOTHING_PAID,
+            request: None = None) -> Outcome[MomentsResponse]:
     """Declared prior knowledge over the training split, E[x_i^2] and the scale bounds: free, but recorded."""
     require_open(counters)
     if rt.config.split != "train":
-        raise OracleError(409, "test_session", "prior knowledge is for training sessions")
+        raise refusal(Code.TEST_SESSION, "prior knowledge is for training sessions")
     second = rt.dataset.second_moments()
     bounds = rt.dataset.scale_bounds().as_dict()
     payload = {"what": "E[x_i^2] and the data's scale bounds over the training split",

@@ -1,26 +1,27 @@
 """Every failure of both services answers JSON ``{"error", "detail"}`` with a 4xx status; a 5xx is a bug.
 
-Also the one translation of a pydantic validation error into a refusal, used by the services for request
-bodies and by the in-process oracle for the same models, so both refuse bad input alike.
+The codes are ``budgetlab.errors.Code``'s; a request body that does not validate is answered with the same
+``validation_detail`` the in-process oracle's ``invalid_request`` summarises, so both refuse bad input alike.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from budgetlab.errors import OracleError, Refused
+from budgetlab.errors import Code, Refused, validation_detail
 from budgetlab.models import ErrorBody, Remaining
 
-INVALID_REQUEST = "invalid_request"
+INVALID_REQUEST = Code.INVALID_REQUEST.value
+# The codes of the refusals the HTTP layer itself answers, by status (any other status: http_error).
+HTTP_CODES = {code.status: code.value for code in (Code.NOT_FOUND, Code.METHOD_NOT_ALLOWED, Code.UNAUTHORIZED,
+                                                   Code.TOO_LARGE)}
 
 
 def error_body(error: str, detail: Any, remaining: Remaining | None = None) -> dict[str, Any]:
@@ -35,26 +36,6 @@ def error_response(status: int, error: str, detail: Any, remaining: Remaining | 
     return JSONResponse(status_code=status, content=body, headers=headers)
 
 
-def validation_detail(errors: Sequence[Any], drop_body: bool = False) -> list[dict[str, Any]]:
-    """pydantic's errors as plain JSON: where (``loc``), what (``msg``) and which rule (``type``)."""
-    out = []
-    for err in errors:
-        loc = [str(p) for p in err.get("loc", ())]
-        if drop_body and loc[:1] == ["body"]:
-            loc = loc[1:]
-        out.append({"loc": loc, "msg": str(err.get("msg", "")), "type": str(err.get("type", ""))})
-    return out
-
-
-def invalid_request(exc: ValidationError) -> OracleError:
-    """The oracle's 422 for a request model that does not validate (in-process, as over HTTP)."""
-    return OracleError(422, INVALID_REQUEST, _summary(validation_detail(exc.errors())))
-
-
-def _summary(detail: list[dict[str, Any]]) -> str:
-    return "; ".join(f"{'.'.join(d['loc']) or 'body'}: {d['msg']}" for d in detail)
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Refused)
     async def _refused(_: Request, exc: Refused) -> JSONResponse:
@@ -66,8 +47,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 413: "too_large"}
-        return error_response(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail))
+        code = HTTP_CODES.get(exc.status_code, Code.HTTP_ERROR.value)
+        return error_response(exc.status_code, code, str(exc.detail))
 
 
 class JsonHttpProtocol(HttpToolsProtocol):
@@ -75,7 +56,7 @@ class JsonHttpProtocol(HttpToolsProtocol):
     in a header, a malformed request line) is JSON like every other refusal, not uvicorn's plain text."""
 
     def send_400_response(self, msg: str) -> None:
-        body = json.dumps(error_body("bad_request", f"the HTTP request is malformed: {msg}")).encode()
+        body = json.dumps(error_body(Code.BAD_REQUEST.value, f"the HTTP request is malformed: {msg}")).encode()
         head = [b"HTTP/1.1 400 Bad Request\r\n"]
         head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
         head += [b"content-type: application/json\r\n", b"content-length: %d\r\n" % len(body),

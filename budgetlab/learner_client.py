@@ -51,7 +51,7 @@ class RunCalls:
 
     @staticmethod
     def start(request: RunCreate) -> Call[RunInfo]:
-        return Call("POST", "/v1/runs", RunInfo, json=request.model_dump(mode="json"))
+        return Call("POST", "/v1/runs", RunInfo, body=request)
 
     @staticmethod
     def get(run_id: str) -> Call[RunInfo]:

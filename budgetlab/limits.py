@@ -18,13 +18,15 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from budgetlab.http_errors import INVALID_REQUEST, error_body
+from budgetlab.errors import Code
+from budgetlab.http_errors import error_body
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _too_large(limit: int, setting: str) -> dict[str, Any]:
-    return error_body("too_large", f"the request body is larger than this service's limit of {limit} bytes ({setting})")
+    return error_body(Code.TOO_LARGE.value,
+                      f"the request body is larger than this service's limit of {limit} bytes ({setting})")
 
 
 async def _refuse_http(send: Send, status: int, body: dict[str, Any]) -> None:
@@ -48,7 +50,7 @@ class RequestLimits:
         if CONTROL.search(scope["path"]):
             detail = "the path has a control character; ids never do"
             if kind == "http":
-                await _refuse_http(send, 422, error_body(INVALID_REQUEST, detail))
+                await _refuse_http(send, Code.INVALID_REQUEST.status, error_body(Code.INVALID_REQUEST.value, detail))
             else:  # refused before the handshake completes, in the stream's own style (4000 + status)
                 await send({"type": "websocket.close", "code": 4422, "reason": detail})
             return
@@ -57,14 +59,14 @@ class RequestLimits:
             return
         length, chunked = _framing(scope)
         if length is not None and length > self.max_body_bytes:
-            await _refuse_http(send, 413, _too_large(self.max_body_bytes, self.setting))
+            await _refuse_http(send, Code.TOO_LARGE.status, _too_large(self.max_body_bytes, self.setting))
             return
         if not chunked:  # no body, or one the server delivers only up to its Content-Length: nothing to count
             await self.app(scope, receive, send)
             return
         body = await self._read_bounded(receive)
         if body is None:
-            await _refuse_http(send, 413, _too_large(self.max_body_bytes, self.setting))
+            await _refuse_http(send, Code.TOO_LARGE.status, _too_large(self.max_body_bytes, self.setting))
             return
         await self.app(scope, _replay(body, receive), send)
 

@@ -1,8 +1,9 @@
 """``LocalSession``: an oracle session in memory, the session engine without its database.
 
 It answers with the same models and refuses with the same errors as the SDK's ``OracleSession`` over HTTP,
-because both run the one engine (``budgetlab.engine``) on requests validated by the same wire models. It keeps
-no hash chain and no ledger rows, only what the rules need: which cells, labels and predictions were paid for.
+because both run the one engine (``budgetlab.engine``) on requests made by the same table of operations
+(``budgetlab.operations``), which gives it its methods. It keeps no hash chain and no ledger rows, only what the
+rules need: which cells, labels and predictions were paid for (so it has no ``ledger`` and no ``audit``).
 """
 
 from __future__ import annotations
@@ -13,43 +14,14 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
 
 from budgetlab import engine
 from budgetlab.datasets.base import Dataset
 from budgetlab.engine import Counters, Observations, Outcome, Runtime
-from budgetlab.http_errors import invalid_request
-from budgetlab.models import (
-    Budget,
-    EvaluateRequest,
-    EvaluateResponse,
-    LabelRequest,
-    LabelResponse,
-    MomentsResponse,
-    NextResponse,
-    ObserveBatchRequest,
-    ObserveBatchResponse,
-    ObserveRequest,
-    ObserveResponse,
-    ParamValue,
-    PredictRequest,
-    PredictResponse,
-    SessionCreate,
-    SessionInfo,
-    StepRequest,
-    StepResponse,
-)
+from budgetlab.models import Budget, Order, ParamValue, Protocol, SessionInfo, Split
+from budgetlab.operations import Kind, Operation, SessionOperations, SyncSession, session_create
 
-M = TypeVar("M", bound=BaseModel)
 A = TypeVar("A")
-
-
-def _validated(model: type[M], body: dict[str, Any]) -> M:
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise invalid_request(exc) from None
-
 
 class MemoryPaid:
     """What a session paid for, in memory: the attributes of each example, revealed labels, predictions.
@@ -92,7 +64,7 @@ class MemoryPaid:
                 self.predictions.add(event.example)
 
 
-class LocalSession:
+class LocalSession(SyncSession, SessionOperations):
     """One in-process oracle session; the same methods and answers as ``budgetlab.oracle_client.OracleSession``."""
 
     def __init__(self, rt: Runtime, opened: Outcome[None]) -> None:
@@ -103,21 +75,28 @@ class LocalSession:
         self.ledger_rows = opened.rows
         self.created_at = datetime.now(UTC)
         self.paid = MemoryPaid(rt)
-        self.info: SessionInfo = self.get()
+        self.info: SessionInfo = self._info()
 
     @classmethod
     def open(cls, dataset: str | Dataset, *, dataset_params: dict[str, ParamValue] | None = None,
-             split: str = "train", protocol: str = "batch", order: str = "stream",
+             split: Split = "train", protocol: Protocol = "batch", order: Order = "stream",
              budget: Budget | dict[str, Any] | None = None, seed: int = 0) -> LocalSession:
         """Open a session on a registered dataset (by name) or on a ``Dataset`` of your own."""
-        if isinstance(budget, Budget):
-            budget = budget.model_dump()
         name = dataset.name if isinstance(dataset, Dataset) else dataset
-        request = _validated(SessionCreate, {"dataset": name, "dataset_params": dataset_params or {}, "split": split,
-                                             "protocol": protocol, "order": order, "budget": budget or {},
-                                             "seed": seed})
+        request = session_create(name, dataset_params=dataset_params, split=split, protocol=protocol, order=order,
+                                 budget=budget, seed=seed)
         rt, opened = engine.open_session(request, dataset if isinstance(dataset, Dataset) else None)
         return cls(rt, opened)
+
+    def offers(self, op: Operation[..., Any]) -> bool:
+        return op.kind is not Kind.LEDGER
+
+    def _perform(self, op: Operation[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        request = op.request_of(args, kwargs)
+        if op.kind is Kind.READ or op.step is None:
+            return self._info()
+        answer = self._apply(op.step(self.runtime, self.counters, self.paid, request))
+        return self._info() if answer is None else answer
 
     def _apply(self, outcome: Outcome[A]) -> A:
         self.paid.record(outcome)
@@ -125,41 +104,6 @@ class LocalSession:
         self.ledger_rows += outcome.rows
         return outcome.answer
 
-    def get(self) -> SessionInfo:
+    def _info(self) -> SessionInfo:
         return engine.session_info(self.runtime.config, self.counters, session_id=self.id,
                                    ledger_rows=self.ledger_rows, head_hash="", created_at=self.created_at)
-
-    def next(self) -> NextResponse:
-        return self._apply(engine.next_example(self.runtime, self.counters))
-
-    def step(self, attributes: Sequence[int]) -> StepResponse:
-        request = _validated(StepRequest, {"attributes": [int(a) for a in attributes]})
-        return self._apply(engine.step(self.runtime, self.counters, request))
-
-    def observe(self, example: int, attributes: Sequence[int]) -> ObserveResponse:
-        request = _validated(ObserveRequest, {"example": int(example), "attributes": [int(a) for a in attributes]})
-        return self._apply(engine.observe_one(self.runtime, self.counters, self.paid, request))
-
-    def observe_batch(self, items: Sequence[tuple[int, Sequence[int]]]) -> ObserveBatchResponse:
-        body = {"items": [{"example": int(e), "attributes": [int(a) for a in attrs]} for e, attrs in items]}
-        request = _validated(ObserveBatchRequest, body)
-        return self._apply(engine.observe(self.runtime, self.counters, self.paid, request.items))
-
-    def label(self, example: int) -> LabelResponse:
-        request = _validated(LabelRequest, {"example": int(example)})
-        return self._apply(engine.reveal_label(self.runtime, self.counters, self.paid, request))
-
-    def predict(self, example: int, prediction: float) -> PredictResponse:
-        request = _validated(PredictRequest, {"example": int(example), "prediction": float(prediction)})
-        return self._apply(engine.predict(self.runtime, self.counters, self.paid, request))
-
-    def evaluate(self, weights: Sequence[float], bias: float = 0.0) -> EvaluateResponse:
-        request = _validated(EvaluateRequest, {"weights": [float(w) for w in weights], "bias": float(bias)})
-        return self._apply(engine.evaluate(self.runtime, self.counters, request))
-
-    def moments(self) -> MomentsResponse:
-        return self._apply(engine.moments(self.runtime, self.counters))
-
-    def close(self) -> SessionInfo:
-        self._apply(engine.close(self.counters))
-        return self.get()

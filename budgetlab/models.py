@@ -95,6 +95,12 @@ class ErrorBody(BaseModel):
                                         examples=[REMAINING_EXAMPLE])
 
 
+class Health(BaseModel):
+    """A service that answers (``GET /healthz`` of the oracle and of the learner)."""
+
+    status: str = Field("ok", description="'ok' while the service answers", examples=["ok"])
+
+
 # --- datasets -------------------------------------------------------------------------------------
 
 
@@ -138,6 +144,22 @@ class DatasetList(BaseModel):
         default_factory=list, description="parameterised names, e.g. 'mnist-AvB' for any two digits",
         examples=[["mnist-AvB", "fashion-AvB", "digits-AvB"]],
     )
+
+
+class DatasetAdd(BaseModel):
+    """Add a dataset from a file on the oracle's machine (CSV, NPY or NPZ)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"path": "/data/housing.csv", "name": "housing", "target": "price", "test_fraction": 0.2},
+    ]})
+    path: str = Field(..., min_length=1, description="the file on the oracle's machine: .csv, .npy or .npz",
+                      examples=["/data/housing.csv"])
+    name: str | None = Field(None, min_length=1, max_length=100, examples=["housing"],
+                             description="the dataset's name (letters, digits, '_', '-', '.'); default the file's stem")
+    target: str | int | None = Field(None, examples=["price", -1],
+                                     description="the label column, by name (CSV header) or index; default the last")
+    test_fraction: float = Field(0.2, gt=0, lt=1, examples=[0.2],
+                                 description="fraction of the rows held out as the test split")
 
 
 # --- sessions -------------------------------------------------------------------------------------
@@ -508,6 +530,16 @@ class LedgerRow(BaseModel):
                              examples=["9c5ef082f04c2d4ab82b42566791accdbb2928a2df3cadaa5608a74301181c5f"])
     tag: int | None = Field(None, description="check of an observed value: names it if it is altered",
                             examples=[-1284593021])
+
+
+class LedgerQuery(BaseModel):
+    """Which rows of a session's ledger to read, and how: a page (json), or the export of all of them."""
+
+    after: int = Field(-1, ge=-1, le=2**62, description="rows after this seq (-1: from the first row)",
+                       examples=[-1])
+    limit: int = Field(1000, ge=1, le=10_000, description="rows per page (json only)", examples=[1000])
+    format: Literal["json", "ndjson", "csv"] = Field("json", description="a page, or the whole export",
+                                                     examples=["json"])
 
 
 class LedgerPage(BaseModel):

@@ -1,17 +1,19 @@
-"""What both SDK clients share: an endpoint described once as a ``Call``, sent over httpx (sync or asyncio), and
-the one rule that turns a service's error answer into an exception.
+"""What both SDK clients share: an endpoint described once as a ``Call`` (its body a model of the wire contract),
+sent over httpx (sync or asyncio), and the one rule that turns a service's error answer into an exception.
 
 A service's 4xx answer ``{"error", "detail", "remaining"?}`` becomes its ``Refused`` subclass (``OracleError``,
 ``LearnerError``) with the same fields; a 5xx answer, an answer that is not the services' error body, or no answer
 at all becomes its ``Unavailable`` subclass. The oracle's 503 ``busy`` is a refusal (nothing was done, a retry is
 safe), so a service may name 5xx statuses that are refusals too. ``OracleClient`` and ``LearnerClient`` are these
-base clients with their endpoints.
+base clients with their endpoints. The sync and async clients differ only in how they wait: everything else is
+in ``Call`` and ``Service``, which do no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import httpx
@@ -30,14 +32,21 @@ class Call(Generic[M]):
     method: str
     path: str
     model: type[M] | None
-    json: Any = None
+    body: BaseModel | None = None
     params: dict[str, Any] | None = None
     token: str | None = None
     # The operation's name on a session's stream (``server/routers/stream.py``); None: HTTP only.
     op: str | None = None
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        if self.body is not None:
+            headers["Content-Type"] = "application/json"
+        return headers
+
+    def content(self) -> bytes | None:
+        """The body as JSON, as the model writes it."""
+        return None if self.body is None else self.body.model_dump_json().encode()
 
 
 RefusalFactory = Callable[[int, str, str, Remaining | None, float | None], Refused]
@@ -82,9 +91,10 @@ class Service:
     def unreachable(self, base_url: str, exc: Exception) -> Unavailable:
         return self.unavailable(f"cannot reach {self.name} at {base_url}: {exc}")
 
-    def parse(self, call: Call[M], response: httpx.Response) -> M | None:
+    def parse(self, call: Call[M], response: httpx.Response) -> M:
         self.raise_for(response)
-        return None if call.model is None else call.model.model_validate_json(response.content)
+        assert call.model is not None, f"{call.method} {call.path} answers no model: download it"
+        return call.model.model_validate_json(response.content)
 
 
 class ServiceClient:
@@ -107,13 +117,26 @@ class ServiceClient:
 
     def _request(self, call: Call[Any]) -> httpx.Response:
         try:
-            return self.http.request(call.method, call.path, json=call.json, params=call.params,
+            return self.http.request(call.method, call.path, content=call.content(), params=call.params,
                                      headers=call.headers())
         except httpx.TransportError as exc:
             raise self.service.unreachable(self.base_url, exc) from exc
 
     def send(self, call: Call[M]) -> M:
-        return self.service.parse(call, self._request(call))  # type: ignore[return-value]
+        return self.service.parse(call, self._request(call))
+
+    def download(self, call: Call[Any], target: Path) -> None:
+        """Stream an answer's body into ``target`` (ledger exports can be large)."""
+        try:
+            with self.http.stream(call.method, call.path, params=call.params, headers=call.headers()) as r:
+                if r.status_code >= 400:
+                    r.read()
+                    self.service.raise_for(r)
+                with target.open("wb") as out:
+                    for chunk in r.iter_bytes():
+                        out.write(chunk)
+        except httpx.TransportError as exc:
+            raise self.service.unreachable(self.base_url, exc) from exc
 
     def health(self) -> bool:
         try:
@@ -143,11 +166,24 @@ class AsyncServiceClient:
 
     async def send(self, call: Call[M]) -> M:
         try:
-            response = await self.http.request(call.method, call.path, json=call.json, params=call.params,
+            response = await self.http.request(call.method, call.path, content=call.content(), params=call.params,
                                                headers=call.headers())
         except httpx.TransportError as exc:
             raise self.service.unreachable(self.base_url, exc) from exc
-        return self.service.parse(call, response)  # type: ignore[return-value]
+        return self.service.parse(call, response)
+
+    async def download(self, call: Call[Any], target: Path) -> None:
+        """Stream an answer's body into ``target`` (ledger exports can be large)."""
+        try:
+            async with self.http.stream(call.method, call.path, params=call.params, headers=call.headers()) as r:
+                if r.status_code >= 400:
+                    await r.aread()
+                    self.service.raise_for(r)
+                with target.open("wb") as out:
+                    async for chunk in r.aiter_bytes():
+                        out.write(chunk)
+        except httpx.TransportError as exc:
+            raise self.service.unreachable(self.base_url, exc) from exc
 
     async def health(self) -> bool:
         try:

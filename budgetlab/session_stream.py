@@ -27,7 +27,8 @@ def stream_url(base_url: str, session_id: str) -> str:
 
 
 def _message(call: Call[Any]) -> str:
-    return json.dumps({"op": call.op, "body": call.json})
+    body = "null" if call.body is None else call.body.model_dump_json()
+    return f'{{"op":{json.dumps(call.op)},"body":{body}}}'
 
 
 def _parse(service: Service, call: Call[M], reply: str | bytes) -> M:

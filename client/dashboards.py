@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, FastAPI, Path
 from fastapi.responses import FileResponse
 
-from budgetlab.errors import Refused
+from budgetlab.errors import Code, Refused
 
 STATIC = FilePath(__file__).parent / "static"
 MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
@@ -36,7 +36,7 @@ def page_router(page: str) -> APIRouter:
     @router.get("/dashboard/{name}")
     def asset(name: Annotated[str, Path(pattern=r"^[a-z0-9][a-z0-9-]*\.(js|css)$")]) -> FileResponse:
         if name in others or not (STATIC / name).is_file():
-            raise Refused(404, "not_found", f"the dashboard has no file {name}")
+            raise Refused(Code.NOT_FOUND.status, Code.NOT_FOUND.value, f"the dashboard has no file {name}")
         return FileResponse(STATIC / name, media_type=MEDIA_TYPES[(STATIC / name).suffix], headers=NO_CACHE)
 
     return router

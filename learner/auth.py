@@ -16,7 +16,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from budgetlab.bearer import bearer_token, matches, new_token, token_hash
-from budgetlab.errors import LearnerError
+from budgetlab.errors import Code, learner_refusal
 from budgetlab.learner_models import CallerToken
 from learner.store import RunStore
 
@@ -58,12 +58,12 @@ class Callers:
     def identify(self, authorization: str | None) -> Caller:
         token = bearer_token(authorization)
         if token is None:
-            raise LearnerError(401, "unauthorized", UNAUTHORIZED)
+            raise learner_refusal(Code.UNAUTHORIZED, UNAUTHORIZED)
         if self._admin_hash is not None and matches(token, self._admin_hash):
             return Caller(ADMIN)
         found = self.store.caller_with(token_hash(token))
         if found is None or not matches(token, found[1]):
-            raise LearnerError(401, "unauthorized", "this token is not one this learner issued")
+            raise learner_refusal(Code.UNAUTHORIZED, "this token is not one this learner issued")
         return Caller(found[0])
 
 

@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from budgetlab.dashboard import Events, event_stream
-from budgetlab.errors import OracleError, OracleUnavailable
-from budgetlab.models import FINAL_RUN_STATUSES, DatasetList, ErrorBody
+from budgetlab.errors import Code, OracleError, OracleUnavailable, responses
+from budgetlab.models import FINAL_RUN_STATUSES, DatasetList
 from budgetlab.oracle_client import AsyncOracleClient
 from learner.auth import Caller, CurrentCaller
 from learner.oracle_access import unusable
@@ -38,10 +38,6 @@ REPORTS = Reports()
 
 router = APIRouter(tags=["dashboard"])
 ReportName = Annotated[str, PathParam(min_length=1, max_length=128)]
-
-
-def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    return {code: {"model": ErrorBody} for code in codes}
 
 
 class DashboardConfig(BaseModel):
@@ -101,7 +97,7 @@ def dashboard_config(request: Request) -> DashboardConfig:
     return DashboardConfig(oracle_url=oracle, reports_dir=str(reports_dir()))
 
 
-@router.get("/v1/dashboard/datasets", response_model=DatasetList, responses=errors(502))
+@router.get("/v1/dashboard/datasets", response_model=DatasetList, responses=responses(Code.ORACLE_UNAVAILABLE))
 async def dashboard_datasets(request: Request) -> DatasetList:
     """The datasets of the learner's oracle (``ORACLE_URL``), for the page's run form."""
     try:
@@ -118,14 +114,15 @@ def comparisons() -> ReportList:
     return REPORTS.listing()
 
 
-@router.get("/v1/dashboard/comparisons/{name}", response_model=ReportDetail, responses=errors(404, 422))
+@router.get("/v1/dashboard/comparisons/{name}", response_model=ReportDetail,
+            responses=responses(Code.NOT_FOUND, Code.INVALID_REQUEST))
 def comparison(name: ReportName) -> ReportDetail:
     """One comparison: its claims table, and per design the algorithms' results and the plots."""
     return REPORTS.detail(name)
 
 
 @router.get("/v1/dashboard/comparisons/{name}/plots/{plot}", response_class=FileResponse,
-            responses={200: {"content": {"image/png": {}}}, **errors(404, 422)})
+            responses={200: {"content": {"image/png": {}}}, **responses(Code.NOT_FOUND, Code.INVALID_REQUEST)})
 def comparison_plot(name: ReportName, plot: Annotated[str, PathParam(min_length=1, max_length=210)]) -> FileResponse:
     return FileResponse(REPORTS.plot(name, plot))
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import httpx
 
-from budgetlab.errors import LearnerError
+from budgetlab.errors import Code, LearnerError, learner_refusal
 
 UNUSABLE = ("the oracle is not one this learner may use, or it did not answer as a budgetlab oracle; a run may name "
             "only the learner's ORACLE_URL and the oracles listed in BUDGETLAB_LEARNER_ORACLES")
@@ -52,8 +52,8 @@ class OracleAllowList:
 
 def unusable() -> LearnerError:
     """The one answer for an oracle that is not allowed, cannot be reached or does not answer as an oracle."""
-    return LearnerError(502, "oracle_unavailable", UNUSABLE)
+    return learner_refusal(Code.ORACLE_UNAVAILABLE, UNUSABLE)
 
 
 def busy(retry_after: float | None) -> LearnerError:
-    return LearnerError(503, "oracle_busy", BUSY, retry_after=retry_after or 1.0)
+    return learner_refusal(Code.ORACLE_BUSY, BUSY, retry_after=retry_after or 1.0)

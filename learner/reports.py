@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from budgetlab.errors import LearnerError
+from budgetlab.errors import Code, learner_refusal
 from budgetlab.models import COMPLETED_RUN_STATUSES
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class Reports:
     def detail(self, name: str) -> ReportDetail:
         detail = self._read(self._folder(name))
         if detail is None:
-            raise LearnerError(404, "not_found", f"the report {name} cannot be read")
+            raise learner_refusal(Code.NOT_FOUND, f"the report {name} cannot be read")
         return detail
 
     def plot(self, name: str, plot: str) -> Path:
@@ -190,13 +190,13 @@ class Reports:
         detail = self.detail(name)
         named = {url.rsplit("/", 1)[-1] for design in detail.designs for url in design.plots}
         if not PLOT.fullmatch(plot) or plot not in named or not (folder / plot).is_file():
-            raise LearnerError(404, "not_found", f"the report {name} has no plot {plot}")
+            raise learner_refusal(Code.NOT_FOUND, f"the report {name} has no plot {plot}")
         return folder / plot
 
     def _folder(self, name: str) -> Path:
         folder = reports_dir() / name
         if not NAME.fullmatch(name) or not (folder / "results.json").is_file():
-            raise LearnerError(404, "not_found", f"there is no report {name} in the reports directory")
+            raise learner_refusal(Code.NOT_FOUND, f"there is no report {name} in the reports directory")
         return folder
 
     def _read(self, folder: Path) -> ReportDetail | None:

@@ -14,13 +14,13 @@ from typing import Annotated
 import httpx
 from fastapi import FastAPI, Path, Query
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
-from budgetlab.errors import LearnerError, OracleError, OracleUnavailable, SessionBusy
+from budgetlab.errors import Code, LearnerError, OracleError, OracleUnavailable, SessionBusy, learner_refusal, responses
 from budgetlab.http_errors import install_error_handlers
 from budgetlab.learner_models import CallerToken, RunPage
 from budgetlab.limits import RequestLimits
-from budgetlab.models import AlgorithmList, AuditReport, ErrorBody, RunCreate, RunInfo, RunStatus
+from budgetlab.models import AlgorithmList, AuditReport, Health, RunCreate, RunInfo, RunStatus
 from budgetlab.oracle_client import OracleClient
 from learner import dashboard
 from learner.algorithms import ParamError, algorithms, get_algorithm
@@ -35,14 +35,10 @@ from learner.store import RunStore
 RunId = Annotated[str, Path(min_length=1, max_length=64)]
 # An answer that is not an oracle's (a non-HTTP port, another kind of service): never passed on to the caller.
 NOT_AN_ORACLE = (OracleUnavailable, ValidationError, ValueError, httpx.HTTPError)
-
-
-def errors(*codes: int) -> dict[int | str, dict[str, type[BaseModel]]]:
-    return {code: {"model": ErrorBody} for code in codes}
-
-
-class Health(BaseModel):
-    status: str = Field("ok", description="'ok' while the learner answers", examples=["ok"])
+# What every endpoint about runs may refuse: the caller's token, and a path or query that does not validate.
+CALLER = (Code.UNAUTHORIZED, Code.INVALID_REQUEST)
+# What one that asks the run's oracle may refuse beyond.
+ASKS_ORACLE = (Code.ORACLE_UNAVAILABLE, Code.ORACLE_BUSY)
 
 
 def validate(request: RunCreate) -> None:
@@ -61,18 +57,18 @@ def open_session(request: RunCreate) -> HttpOracle:
                           protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
                           seed=request.seed)
     except ParamError as exc:
-        raise LearnerError(422, "invalid_params", str(exc)) from None
+        raise learner_refusal(Code.INVALID_PARAMS, str(exc)) from None
     except SessionBusy as exc:
         raise busy(exc.retry_after) from None
     except OracleError as exc:
-        raise LearnerError(422, "oracle_rejected", exc.detail) from None
+        raise learner_refusal(Code.ORACLE_REJECTED, exc.detail) from None
     except NOT_AN_ORACLE:
         raise unusable() from None
 
 
 def not_found(run_id: str) -> LearnerError:
     # Another caller's run answers exactly as one that does not exist.
-    return LearnerError(404, "not_found", f"run {run_id} does not exist (or is not one of this token's runs)")
+    return learner_refusal(Code.NOT_FOUND, f"run {run_id} does not exist (or is not one of this token's runs)")
 
 
 def create_app(settings: LearnerSettings | None = None) -> FastAPI:
@@ -122,13 +118,13 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
         return app.state.callers.issue()
 
     @app.post("/v1/runs", status_code=201, response_model=RunInfo, tags=["runs"],
-              responses=errors(401, 413, 422, 502, 503))
+              responses=responses(*CALLER, *ASKS_ORACLE, Code.TOO_LARGE, Code.INVALID_PARAMS, Code.ORACLE_REJECTED))
     def start_run(request: RunCreate, caller: CurrentCaller) -> RunInfo:
         """Open an oracle session for the run and queue it; it starts when the pool has room."""
         request = request.model_copy(update={"oracle_url": oracles.resolve(request.oracle_url)})
         return manager.start(caller.id, request, open_session(request))
 
-    @app.get("/v1/runs", response_model=RunPage, tags=["runs"], responses=errors(401, 422))
+    @app.get("/v1/runs", response_model=RunPage, tags=["runs"], responses=responses(*CALLER))
     def list_runs(
         caller: CurrentCaller,
         limit: Annotated[int, Query(ge=1, le=500, description="runs per page")] = 50,
@@ -148,13 +144,13 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
                 run.last_point = info.curve[-1] if info.curve else run.last_point
         return page
 
-    @app.get("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=errors(401, 404, 422))
+    @app.get("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=responses(*CALLER, Code.NOT_FOUND))
     def get_run(run_id: RunId, caller: CurrentCaller) -> RunInfo:
         """Status, progress, learning curve and (once ended) result of one run."""
         return owned(run_id, caller)
 
     @app.get("/v1/runs/{run_id}/audit", response_model=AuditReport, tags=["runs"],
-             responses=errors(401, 404, 422, 502, 503))
+             responses=responses(*CALLER, Code.NOT_FOUND, *ASKS_ORACLE, Code.ORACLE_ERROR))
     def audit_run(run_id: RunId, caller: CurrentCaller) -> AuditReport:
         """The oracle's audit of the run's session (the learner holds the session's token, the caller need not)."""
         stored = manager.stored(run_id)
@@ -167,11 +163,12 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
         except SessionBusy as exc:
             raise busy(exc.retry_after) from None
         except OracleError as exc:
-            raise LearnerError(502, "oracle_error", exc.detail) from None
+            raise learner_refusal(Code.ORACLE_ERROR, exc.detail) from None
         except NOT_AN_ORACLE:
             raise unusable() from None
 
-    @app.delete("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"], responses=errors(401, 404, 422))
+    @app.delete("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"],
+                responses=responses(*CALLER, Code.NOT_FOUND))
     def cancel_run(run_id: RunId, caller: CurrentCaller) -> RunInfo:
         """Stop a run: a queued one at once, an executing one at its next example, with its curve so far."""
         owned(run_id, caller)

@@ -13,14 +13,15 @@ from pydantic import BaseModel, Field
 
 from budgetlab.bearer import bearer_token
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
+from budgetlab.errors import Code, responses
 from budgetlab.http_errors import install_error_handlers
 from budgetlab.limits import RequestLimits
-from budgetlab.models import ErrorBody, ObserveBatchRequest
+from budgetlab.models import Health, ObserveBatchRequest
 from server import dashboard
 from server.batch_process import BatchProcess
 from server.config import Settings
 from server.db import make_engine, upgrade
-from server.deps import Admin, Service
+from server.deps import ADMIN_REFUSALS, Admin, Service
 from server.raw_bodies import add_components
 from server.routers import datasets, sessions, stream
 from server.sessions import SessionService
@@ -29,10 +30,6 @@ from server.sessions import SessionService
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that
 # does I/O gives the GIL up at each call and waits up to an interval to get it back).
 GIL_SWITCH_INTERVAL = 0.0001
-
-
-class Health(BaseModel):
-    status: str = Field("ok", description="'ok' while the oracle answers", examples=["ok"])
 
 
 class Closed(BaseModel):
@@ -77,7 +74,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         return Health()
 
     @app.post("/v1/admin/close-idle", response_model=Closed, tags=["admin"], dependencies=[Admin],
-              responses={code: {"model": ErrorBody} for code in (401, 403, 422, 503)})
+              responses=responses(*ADMIN_REFUSALS, Code.BUSY))
     def close_idle(
         sessions_: Service,
         idle_seconds: Annotated[float | None, Query(ge=0, le=10**9)] = None,

@@ -31,10 +31,10 @@ from starlette.concurrency import run_in_threadpool
 
 from budgetlab.bearer import B64TOKEN, bearer_token
 from budgetlab.dashboard import Events, event_stream
-from budgetlab.errors import OracleError
-from budgetlab.models import SESSION_ID_EXAMPLE, SESSION_INFO_EXAMPLE, ErrorBody, SessionInfo
+from budgetlab.errors import Code, OracleError, refusal, responses
+from budgetlab.models import SESSION_ID_EXAMPLE, SESSION_INFO_EXAMPLE, SessionInfo
 from server.config import Settings
-from server.deps import ADMIN_SCHEME, Credentials
+from server.deps import ADMIN_REFUSALS, ADMIN_SCHEME, Credentials
 from server.session_overview import (
     COUNTS_EXAMPLE,
     SUMMARY_EXAMPLE,
@@ -96,12 +96,12 @@ def viewer(
     if authorization is not None:
         token = bearer_token(authorization)
         if token is None:
-            raise OracleError(401, "unauthorized", "send the admin token as 'Authorization: Bearer <token>'")
+            raise refusal(Code.UNAUTHORIZED, "send the admin token as 'Authorization: Bearer <token>'")
         expected = request.app.state.settings.admin_token
         if expected is None:
-            raise OracleError(403, "admin_disabled", "set BUDGETLAB_ADMIN_TOKEN on the oracle to list every session")
+            raise refusal(Code.ADMIN_DISABLED, "set BUDGETLAB_ADMIN_TOKEN on the oracle to list every session")
         if not hmac.compare_digest(token.encode(), expected.encode()):
-            raise OracleError(403, "forbidden", "this token is not the admin token")
+            raise refusal(Code.FORBIDDEN, "this token is not the admin token")
         admin = True
     return Viewer(admin, held_tokens(x_session_tokens))
 
@@ -111,11 +111,10 @@ def held_tokens(header: str | None) -> dict[str, str]:
     for part in filter(None, (p.strip() for p in (header or "").split(","))):
         match = PAIR.fullmatch(part)
         if match is None:
-            raise OracleError(422, "invalid_request", "X-Session-Tokens holds 'SESSION_ID:TOKEN' pairs separated by "
-                                                      "commas")
+            raise refusal(Code.INVALID_REQUEST, "X-Session-Tokens holds 'SESSION_ID:TOKEN' pairs separated by commas")
         tokens[match[1]] = match[2]
     if len(tokens) > MAX_HELD:
-        raise OracleError(422, "invalid_request", f"at most {MAX_HELD} sessions in X-Session-Tokens")
+        raise refusal(Code.INVALID_REQUEST, f"at most {MAX_HELD} sessions in X-Session-Tokens")
     return tokens
 
 
@@ -172,8 +171,8 @@ class Feed:
             elif self.who.admin:
                 values, rows = False, [link.model_dump() for link in self._links(session_id)]
             else:
-                raise OracleError(404, "not_found", "send this session's token (or sign in as the admin) to follow "
-                                                    "its ledger")
+                raise refusal(Code.NOT_FOUND, "send this session's token (or sign in as the admin) to follow its "
+                                              "ledger")
         except OracleError as exc:
             self.follow = None
             return [("ledger", {"session": session_id, "refused": {"error": exc.error, "detail": exc.detail}})]
@@ -211,7 +210,7 @@ def dashboard_config(request: Request) -> DashboardConfig:
 
 
 @router.get("/v1/dashboard/sessions", response_model=SessionsView,
-            responses={code: {"model": ErrorBody} for code in (401, 403, 422)})
+            responses=responses(*ADMIN_REFUSALS))
 def dashboard_sessions(request: Request, who: Viewing, limit: Limit = 50) -> SessionsView:
     """The sessions this viewer may list (never a value, never a token; values only of the sessions whose tokens
     were sent), with their audit verdicts."""

@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from budgetlab.bearer import bearer_token
-from budgetlab.errors import OracleError
+from budgetlab.errors import Code, refusal
 from server.config import Settings
 from server.sessions import SessionService
 
@@ -25,6 +25,8 @@ ADMIN_SCHEME = HTTPBearer(
     description="the oracle's admin token (BUDGETLAB_ADMIN_TOKEN); admin endpoints are disabled without one",
 )
 Credentials = HTTPAuthorizationCredentials | None
+# What an admin endpoint refuses before it runs (a request that does not validate included).
+ADMIN_REFUSALS = (Code.UNAUTHORIZED, Code.ADMIN_DISABLED, Code.FORBIDDEN, Code.INVALID_REQUEST)
 
 
 async def service(request: Request) -> SessionService:
@@ -38,7 +40,7 @@ async def settings(request: Request) -> Settings:
 def _token(request: Request) -> str:
     token = bearer_token(request.headers.get("authorization"))
     if token is None:  # missing, or no token the oracle could have issued (non-ASCII, control characters, ...)
-        raise OracleError(401, "unauthorized", "send the session's token as 'Authorization: Bearer <token>'")
+        raise refusal(Code.UNAUTHORIZED, "send the session's token as 'Authorization: Bearer <token>'")
     return token
 
 
@@ -50,9 +52,9 @@ async def admin(request: Request, _: Annotated[Credentials, Depends(ADMIN_SCHEME
                 config: Annotated[Settings, Depends(settings)]) -> None:
     token = _token(request)
     if config.admin_token is None:
-        raise OracleError(403, "admin_disabled", "set BUDGETLAB_ADMIN_TOKEN on the oracle to enable admin endpoints")
+        raise refusal(Code.ADMIN_DISABLED, "set BUDGETLAB_ADMIN_TOKEN on the oracle to enable admin endpoints")
     if not hmac.compare_digest(token.encode(), config.admin_token.encode()):
-        raise OracleError(403, "forbidden", "this token is not the admin token")
+        raise refusal(Code.FORBIDDEN, "this token is not the admin token")
 
 
 Service = Annotated[SessionService, Depends(service)]

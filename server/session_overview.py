@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from budgetlab import budget as rules
 from budgetlab.audit import audit_rows
 from budgetlab.engine import Counters
-from budgetlab.errors import OracleError
+from budgetlab.errors import Code, refusal
 from budgetlab.models import (
     BUDGET_EXAMPLE,
     REMAINING_EXAMPLE,
@@ -170,7 +170,7 @@ class Overview:
             cursor.execute(self._key, (session_id,))
             found = cursor.fetchone()
             if found is None:
-                raise OracleError(404, "not_found", f"session {session_id} does not exist")
+                raise refusal(Code.NOT_FOUND, f"session {session_id} does not exist")
             if after is None:
                 cursor.execute(self._last_links, (found[0], limit))
                 rows = cursor.fetchall()[::-1]
@@ -186,7 +186,7 @@ class Overview:
         with db.read() as cursor:
             row = db.load(cursor, session_id, lock=False)
             if row is None:
-                raise OracleError(404, "not_found", f"session {session_id} does not exist")
+                raise refusal(Code.NOT_FOUND, f"session {session_id} does not exist")
             counters = Counters(**{c: row[c] for c in COUNTER_COLUMNS})
             loaded = Loaded(session_id, row["ledger_key"], counters, row["ledger_rows"], row["head_hash"], row)
             rows = db.rows(cursor, loaded.key, db.declared_costs(cursor, loaded.key))

@@ -25,32 +25,24 @@ from starlette.concurrency import run_in_threadpool
 from budgetlab import engine as rules
 from budgetlab.audit import audit_rows
 from budgetlab.datasets import DatasetError
-from budgetlab.engine import Counters, Outcome, Runtime, SessionConfig
-from budgetlab.errors import OracleError, SessionBusy
+from budgetlab.engine import Counters, Outcome, Runtime, SessionConfig, Step
+from budgetlab.errors import Code, OracleError, SessionBusy, refusal
 from budgetlab.ledger import FORMAT, GENESIS, Chain
 from budgetlab.models import (
     AuditReport,
     Budget,
-    EvaluateRequest,
-    EvaluateResponse,
-    LabelRequest,
-    LabelResponse,
+    LedgerPage,
+    LedgerQuery,
     LedgerRow,
-    MomentsResponse,
-    NextResponse,
     ObserveBatchRequest,
     ObserveBatchResponse,
     ObserveRequest,
-    ObserveResponse,
-    PredictRequest,
-    PredictResponse,
     Receipt,
     SessionCreate,
     SessionCreated,
     SessionInfo,
-    StepRequest,
-    StepResponse,
 )
+from budgetlab.operations import Kind, Operation
 from server.db import DEFAULT_LOCK_TIMEOUT
 from server.runtimes import RuntimeCache
 from server.store import BUSY, COUNTER_COLUMNS, Database, GateHeld, NotNow
@@ -58,7 +50,8 @@ from server.store import BUSY, COUNTER_COLUMNS, Database, GateHeld, NotNow
 A = TypeVar("A")
 # Set while a step runs on the event loop (``promptly``): it must then raise NotNow rather than wait.
 _PROMPT: ContextVar[bool] = ContextVar("prompt", default=False)
-Step = Callable[[Runtime, Counters, "StoredPaid"], Outcome[A]]
+# A step bound to its request, as the store runs it on the session it loaded.
+LockedStep = Callable[[Runtime, Counters, "StoredPaid"], Outcome[A]]
 # From this many cells on, an observe is prepared outside the write lock (see ``_write``): a small one is done
 # under the lock sooner than its snapshot could be read.
 PREPARE_CELLS = 1000
@@ -128,6 +121,11 @@ class SessionService:
         self.caps = {"max_cells": max_cells, "max_examples": max_examples}
         self.batch_process = batch_process
         self._runtimes = RuntimeCache()
+        # The operations of the kind LEDGER, read from the recorded rows.
+        self._ledger_reads: dict[str, Callable[[str, str, Any], BaseModel]] = {
+            "ledger": lambda session_id, token, query: self.page(session_id, token, query),
+            "audit": lambda session_id, token, _: self.audit(session_id, token),
+        }
 
     def close_connections(self) -> None:
         self.db.close()
@@ -151,7 +149,7 @@ class SessionService:
         try:
             rt = replace(Runtime.load(config), **self.caps)
         except DatasetError as exc:  # e.g. an admin removed the user dataset this session was opened on
-            raise OracleError(409, "dataset_unavailable", f"this session's dataset cannot be served: {exc}") from None
+            raise refusal(Code.DATASET_UNAVAILABLE, f"this session's dataset cannot be served: {exc}") from None
         self._runtimes.put(session_id, rt)
         return rt
 
@@ -159,7 +157,7 @@ class SessionService:
         row = self.db.load(cursor, session_id, lock=lock)
         # A wrong token and an unknown id answer the same, so a token reveals nothing about other sessions.
         if row is None or (token is not None and not hmac.compare_digest(row["token_hash"], token_hash(token))):
-            raise OracleError(404, "not_found", f"session {session_id} does not exist (or the token is not its own)")
+            raise refusal(Code.NOT_FOUND, f"session {session_id} does not exist (or the token is not its own)")
         counters = Counters(**{c: row[c] for c in COUNTER_COLUMNS})
         return Loaded(session_id, row["ledger_key"], counters, row["ledger_rows"], row["head_hash"], row)
 
@@ -169,7 +167,7 @@ class SessionService:
 
     # --- the two ways a step runs ---------------------------------------------------------------------
 
-    def _prepare(self, session_id: str, token: str | None, step: Step[A]) -> Prepared[A] | None:
+    def _prepare(self, session_id: str, token: str | None, step: LockedStep[A]) -> Prepared[A] | None:
         """``step`` worked out on a snapshot of the session, outside the write lock, hashing included (None if it
         is refused there: the locked state gives the refusal)."""
         db = self.db
@@ -183,7 +181,7 @@ class SessionService:
         return Prepared((snap.counters, snap.ledger_rows, snap.head_hash), outcome.counters, chain, outcome.answer,
                         bool(outcome.events))
 
-    def _write(self, session_id: str, token: str | None, step: Step[A], *,
+    def _write(self, session_id: str, token: str | None, step: LockedStep[A], *,
                prepared: Prepared[Any] | None = None) -> tuple[A, Loaded, Runtime]:
         """Run ``step`` on the locked session and store its outcome; returns the answer and the session after it.
 
@@ -241,10 +239,6 @@ class SessionService:
     def info(self, session_id: str, token: str) -> SessionInfo:
         return self._info(*self._read(session_id, token))
 
-    def close(self, session_id: str, token: str | None, reason: str | None = None) -> SessionInfo:
-        _, after, rt = self._write(session_id, token, lambda rt, c, paid: rules.close(c, reason))
-        return self._info(after, rt)
-
     def close_idle(self, idle_seconds: float) -> list[str]:
         """Close every open session idle for longer than ``idle_seconds``; returns their ids."""
         cutoff = _now() - timedelta(seconds=idle_seconds)
@@ -252,28 +246,46 @@ class SessionService:
             candidates = [sid for sid, last in self.db.open_sessions(cursor)
                           if last.replace(tzinfo=last.tzinfo or UTC) < cutoff]
         closed: list[str] = []
+        reason = f"idle for more than {idle_seconds:g} s"
         for session_id in candidates:
             try:
-                self.close(session_id, None, reason=f"idle for more than {idle_seconds:g} s")
+                self._write(session_id, None, lambda rt, c, paid: rules.close(rt, c, paid, reason=reason))
             except OracleError as exc:
                 # Closed meanwhile by its owner: nothing to do. A session whose dataset can no longer be served
                 # (removed by an admin) cannot take a close either; it must not stop the others from closing.
-                if exc.error not in ("session_closed", "dataset_unavailable"):
+                if exc.error not in (Code.SESSION_CLOSED, Code.DATASET_UNAVAILABLE):
                     raise
                 continue
             closed.append(session_id)
         return closed
 
-    # --- steps ----------------------------------------------------------------------------------------
+    # --- operations -----------------------------------------------------------------------------------
 
-    def next(self, session_id: str, token: str) -> NextResponse:
-        return self._write(session_id, token, lambda rt, c, paid: rules.next_example(rt, c))[0]
+    def perform(self, op: Operation[..., Any], session_id: str, token: str,
+                request: BaseModel | None = None) -> BaseModel:
+        """One operation of the table (``budgetlab.operations``) on the session, applied as its kind says."""
+        if op.kind is Kind.READ:
+            return self.info(session_id, token)
+        if op.kind is Kind.LEDGER:
+            return self._ledger_reads[op.name](session_id, token, request)
+        step = op.step
+        assert step is not None, f"the step of {op.name}"
+        if op.kind is Kind.OFF_LOCK:
+            return self._off_lock(session_id, token, step, request)
+        answer, after, rt = self._write(session_id, token, lambda rt, c, paid: step(rt, c, paid, request))
+        return self._info(after, rt) if answer is None else answer
 
-    def label(self, session_id: str, token: str, request: LabelRequest) -> LabelResponse:
-        return self._write(session_id, token, lambda rt, c, paid: rules.reveal_label(rt, c, paid, request))[0]
+    def _off_lock(self, session_id: str, token: str, step: Step, request: BaseModel | None) -> Any:
+        # Worked out on a snapshot, outside the lock (evaluate reads the whole test split): such a step reads the
+        # session's data and the request only, nothing paid. Only its record is serialised.
+        loaded, rt = self._read(session_id, token)
+        outcome = step(rt, loaded.counters, rules.NOTHING_PAID, request)
 
-    def observe(self, session_id: str, token: str, request: ObserveRequest) -> ObserveResponse:
-        return self._write(session_id, token, lambda rt, c, paid: rules.observe_one(rt, c, paid, request))[0]
+        def record(rt: Runtime, c: Counters, paid: StoredPaid) -> Outcome[Any]:
+            rules.require_open(c)
+            return Outcome(outcome.answer, c, outcome.events)
+
+        return self._write(session_id, token, record)[0]
 
     def observe_batch_json(self, session_id: str, token: str, items: list[ObserveRequest], raw: bytes) -> bytes:
         """``observe_batch``'s answer as JSON, the same bytes; a big one prepared in the batch process if there is
@@ -302,27 +314,11 @@ class SessionService:
         answer.receipt = Receipt(rows=chain.seq, head=chain.head)
         return replace(prepared, answer=batch_json(answer))
 
-    def step(self, session_id: str, token: str, request: StepRequest) -> StepResponse:
-        return self._write(session_id, token, lambda rt, c, paid: rules.step(rt, c, request))[0]
-
-    def predict(self, session_id: str, token: str, request: PredictRequest) -> PredictResponse:
-        return self._write(session_id, token, lambda rt, c, paid: rules.predict(rt, c, paid, request))[0]
-
-    def evaluate(self, session_id: str, token: str, request: EvaluateRequest) -> EvaluateResponse:
-        # The error is computed outside the lock (it reads the whole test split); only its record is serialised.
-        loaded, rt = self._read(session_id, token)
-        outcome = rules.evaluate(rt, loaded.counters, request)
-
-        def record(rt: Runtime, c: Counters, paid: StoredPaid) -> Outcome[EvaluateResponse]:
-            rules.require_open(c)
-            return Outcome(outcome.answer, c, outcome.events)
-
-        return self._write(session_id, token, record)[0]
-
-    def moments(self, session_id: str, token: str) -> MomentsResponse:
-        return self._write(session_id, token, lambda rt, c, paid: rules.moments(rt, c))[0]
-
     # --- ledger and audit -----------------------------------------------------------------------------
+
+    def page(self, session_id: str, token: str, query: LedgerQuery) -> LedgerPage:
+        rows, next_after = self.ledger_page(session_id, token, query.after, query.limit)
+        return LedgerPage(rows=rows, next_after=next_after)
 
     def ledger_page(self, session_id: str, token: str, after: int, limit: int) -> tuple[list[LedgerRow], int | None]:
         with self.db.read() as cursor:
@@ -386,7 +382,7 @@ async def promptly(call: Callable[..., A], *args: Any) -> A:
     return await run_in_threadpool(call, *args)
 
 
-def _observe_step(items: list[ObserveRequest]) -> Step[ObserveBatchResponse]:
+def _observe_step(items: list[ObserveRequest]) -> LockedStep[ObserveBatchResponse]:
     return lambda rt, c, paid: rules.observe(rt, c, paid, items)
 
 

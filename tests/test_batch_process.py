@@ -18,6 +18,7 @@ import pytest
 from budgetlab import engine as rules
 from budgetlab.errors import OracleError
 from budgetlab.models import ObserveBatchRequest, ObserveRequest, SessionCreate
+from budgetlab.operations import SessionOperations
 from client.services import announced_url, wait_healthy
 from server.batch_process import BatchProcess
 from server.db import make_engine, upgrade
@@ -102,7 +103,8 @@ def test_a_batch_prepared_before_the_session_moved_gets_the_locked_states_answer
     raw = batch(0, range(40))
     stale = batches.prepare(created.id, created.token, raw)
     assert stale is not None and json.loads(stale.answer)["charged"] == 30 * 40
-    svc.observe(created.id, created.token, ObserveRequest(example=0, attributes=[0, 1, 2]))  # the session moves
+    svc.perform(SessionOperations.observe, created.id, created.token,
+                ObserveRequest(example=0, attributes=[0, 1, 2]))  # the session moves
     items = ObserveBatchRequest.model_validate_json(raw).items
     answer = svc._write(created.id, created.token, lambda rt, c, paid: rules.observe(rt, c, paid, items),
                         prepared=stale)[0]

@@ -32,6 +32,7 @@ from budgetlab.ledger import (
 )
 from budgetlab.local_session import LocalSession
 from budgetlab.models import Receipt
+from budgetlab.operations import SessionOperations
 from budgetlab.oracle_client import OracleClient
 from server.db import MIGRATIONS, make_engine
 from server.sessions import SessionService, token_hash
@@ -112,7 +113,7 @@ def _migrated_session_audits(url: str) -> None:
     info = service.info(sid, token)
     assert info.head_hash != GENESIS and info.ledger_rows == 17
     # The migrated session keeps working and auditing: the next example continues the chain.
-    service.next(sid, token)
+    service.perform(SessionOperations.next, sid, token)
     assert service.audit(sid, token).compliant
     # And the migration goes back down and up again without losing a value.
     command.downgrade(_alembic(url), "0001")

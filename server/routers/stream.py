@@ -7,15 +7,13 @@ Each text message is one request, ``{"op": OP, "body": {...}}``, answered in ord
 answer, or ``{"error", "detail", ...}``). Bodies are validated by the wire models, and answered by the session
 service, exactly as over HTTP: the transport is all that differs.
 
-``OPS`` names the operations (``next``, ``step``, ``observe``, ``observe_batch``, ``label``, ``predict``,
-``evaluate``, ``moments``, ``get``). Single queries by hand stay plain HTTP (curl).
+``OPS`` are the operations of the table (``budgetlab.operations``) but those that read the recorded ledger
+(``ledger``, ``audit``: big answers, plain HTTP). Single queries by hand stay plain HTTP (curl).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -23,47 +21,27 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from budgetlab.bearer import bearer_token
-from budgetlab.errors import Refused
-from budgetlab.http_errors import error_body, invalid_request
-from budgetlab.models import (
-    EvaluateRequest,
-    LabelRequest,
-    ObserveBatchRequest,
-    ObserveRequest,
-    PredictRequest,
-    StepRequest,
-)
+from budgetlab.errors import Code, Refused, invalid_request
+from budgetlab.http_errors import error_body
+from budgetlab.models import ObserveBatchRequest
+from budgetlab.operations import OPERATIONS, Kind, Operation, SessionOperations
 from server.sessions import SessionService, promptly
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 # From this many characters on, a message is parsed on the thread pool: a step's is a few dozen, a 10,000-cell
 # observe_batch's about 40,000, whose json.loads alone holds the event loop for a third of a millisecond.
 BIG_MESSAGE = 16_384
+OPS: dict[str, Operation[..., Any]] = {name: op for name, op in OPERATIONS.items() if op.kind is not Kind.LEDGER}
 
 
-@dataclass(frozen=True)
-class Op:
-    """One operation: the model its body must validate as (None: no body), the service call it makes, and
-    whether it is a small step that may run in place when it needs no wait (see ``promptly``)."""
-
-    request: type[BaseModel] | None
-    call: Callable[[SessionService, str, str, Any], BaseModel | bytes]
-    prompt: bool = False
-
-
-OPS: dict[str, Op] = {
-    "get": Op(None, lambda s, sid, token, _: s.info(sid, token)),
-    "next": Op(None, lambda s, sid, token, _: s.next(sid, token), prompt=True),
-    "step": Op(StepRequest, lambda s, sid, token, body: s.step(sid, token, body), prompt=True),
-    "observe": Op(ObserveRequest, lambda s, sid, token, body: s.observe(sid, token, body), prompt=True),
-    # As JSON, and a big one through the batch process, as over HTTP (SessionService.observe_batch_json).
-    "observe_batch": Op(ObserveBatchRequest, lambda s, sid, token, body: s.observe_batch_json(
-        sid, token, body.items, body.model_dump_json().encode())),
-    "label": Op(LabelRequest, lambda s, sid, token, body: s.label(sid, token, body), prompt=True),
-    "predict": Op(PredictRequest, lambda s, sid, token, body: s.predict(sid, token, body), prompt=True),
-    "evaluate": Op(EvaluateRequest, lambda s, sid, token, body: s.evaluate(sid, token, body)),
-    "moments": Op(None, lambda s, sid, token, _: s.moments(sid, token)),
-}
+def call(op: Operation[..., Any], sessions: SessionService, session_id: str, token: str,
+         request: BaseModel | None) -> BaseModel | bytes:
+    """The operation on the session, as over HTTP: ``observe_batch`` as JSON, and a big one through the batch
+    process (``SessionService.observe_batch_json``)."""
+    if op is SessionOperations.observe_batch:
+        assert isinstance(request, ObserveBatchRequest)
+        return sessions.observe_batch_json(session_id, token, request.items, request.model_dump_json().encode())
+    return sessions.perform(op, session_id, token, request)
 
 
 def _error(status: int, body: dict[str, Any]) -> str:
@@ -89,11 +67,11 @@ async def answer(sessions: SessionService, session_id: str, token: str, message:
     if isinstance(parsed, str):
         return parsed
     op, body = parsed
-    if not op.prompt:
+    if not op.small:
         return await run_in_threadpool(_reply, op, sessions, session_id, token, body)
     try:
         request = None if op.request is None else op.request.model_validate(body or {})
-        result = await promptly(op.call, sessions, session_id, token, request)
+        result = await promptly(sessions.perform, op, session_id, token, request)
     except ValidationError as exc:
         return _refused(invalid_request(exc))
     except Refused as exc:
@@ -101,23 +79,26 @@ async def answer(sessions: SessionService, session_id: str, token: str, message:
     return f"200 {result.model_dump_json()}"
 
 
-def _parse(message: str) -> tuple[Op, Any] | str:
+def _parse(message: str) -> tuple[Operation[..., Any], Any] | str:
     """The message's operation and raw body, or the refusal of a message that names none."""
     try:
         request = json.loads(message)
     except ValueError:
-        return _error(400, {"error": "invalid_message", "detail": "a message is JSON: {\"op\": ..., \"body\": ...}"})
-    op = OPS.get(request.get("op")) if isinstance(request, dict) else None
+        return _error(Code.INVALID_MESSAGE.status, {"error": Code.INVALID_MESSAGE.value,
+                                                    "detail": "a message is JSON: {\"op\": ..., \"body\": ...}"})
+    name = request.get("op") if isinstance(request, dict) else None
+    op = OPS.get(name) if isinstance(name, str) else None
     if op is None:
-        return _error(400, {"error": "unknown_op", "detail": f"op must be one of {', '.join(OPS)}"})
+        return _error(Code.UNKNOWN_OP.status, {"error": Code.UNKNOWN_OP.value,
+                                               "detail": f"op must be one of {', '.join(OPS)}"})
     return op, request.get("body")
 
 
-def _reply(op: Op, sessions: SessionService, session_id: str, token: str, body: Any) -> str:
+def _reply(op: Operation[..., Any], sessions: SessionService, session_id: str, token: str, body: Any) -> str:
     """Validate, call and serialise, blocking (on the thread pool)."""
     try:
         request = None if op.request is None else op.request.model_validate(body or {})
-        answer = op.call(sessions, session_id, token, request)
+        answer = call(op, sessions, session_id, token, request)
         return f"200 {answer.decode() if isinstance(answer, bytes) else answer.model_dump_json()}"
     except ValidationError as exc:
         return _refused(invalid_request(exc))
