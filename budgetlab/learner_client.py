@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 
 import httpx
@@ -189,13 +189,17 @@ class AsyncLearnerClient(AsyncServiceClient):
         return await self._authorized(RunCalls.page(limit, cursor, status))
 
     async def list(self, status: str | None = None) -> list[RunSummary]:
-        runs: list[RunSummary] = []
+        """Every run of this caller, newest first, page after page."""
+        return [run async for run in self.iter_runs(status)]
+
+    async def iter_runs(self, status: str | None = None) -> AsyncIterator[RunSummary]:
         cursor = None
         while True:
             page = await self.page(PAGE_SIZE, cursor, status)
-            runs.extend(page.runs)
+            for run in page.runs:
+                yield run
             if page.next is None:
-                return runs
+                return
             cursor = page.next
 
     async def cancel(self, run_id: str) -> RunInfo:

@@ -88,7 +88,7 @@ class LocalSession(SyncSession, SessionOperations):
         rt, opened = engine.open_session(request, dataset if isinstance(dataset, Dataset) else None)
         return cls(rt, opened)
 
-    def offers(self, op: Operation[..., Any]) -> bool:
+    def _offers(self, op: Operation[..., Any]) -> bool:
         return op.kind is not Kind.LEDGER
 
     def _perform(self, op: Operation[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -79,7 +79,7 @@ class SyncSession:
     def _perform(self, op: Operation[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def offers(self, op: Operation[..., Any]) -> bool:
+    def _offers(self, op: Operation[..., Any]) -> bool:
         """Whether this session has the operation (a session in memory has no ledger to read)."""
         return True
 
@@ -90,7 +90,7 @@ class AsyncSession:
     async def _perform(self, op: Operation[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def offers(self, op: Operation[..., Any]) -> bool:
+    def _offers(self, op: Operation[..., Any]) -> bool:
         return True
 
 
@@ -153,7 +153,7 @@ class Operation(Generic[P, A]):
     def __get__(self, session: SyncSession | AsyncSession | None, owner: type[Any]) -> Any:
         if session is None:
             return self
-        if not session.offers(self):
+        if not session._offers(self):
             raise AttributeError(f"{type(session).__name__} has no {self.name}: a session in memory keeps no ledger")
         perform = session._perform
         op = self
