@@ -94,7 +94,7 @@ class AsyncSession:
         return True
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Operation(Generic[P, A]):
     """One operation of a session. As an attribute of a session class, it is that session's method (``build``'s
     parameters, the answer ``response``), which the session performs its own way."""
@@ -115,6 +115,9 @@ class Operation(Generic[P, A]):
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
+
+    def __repr__(self) -> str:
+        return f"<operation {self.method} {self.url}: {self.name}{self.signature}>"
 
     @property
     def url(self) -> str:
