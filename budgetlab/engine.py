@@ -53,6 +53,7 @@ from budgetlab.models import (
     PredictRequest,
     PredictResponse,
     Remaining,
+    SessionBasics,
     SessionCreate,
     SessionInfo,
     Spent,
@@ -65,6 +66,7 @@ from budgetlab.models import (
 )
 
 A = TypeVar("A")
+V = TypeVar("V", bound=SessionBasics)
 Status = Literal["open", "closed"]
 # The most cells, and examples, one request may ask for: no request holds a session's (or SQLite's) write lock
 # for long (an example costs a ledger link, about as much as 20 to 80 cells).
@@ -248,18 +250,27 @@ def remaining(config: SessionConfig, counters: Counters) -> Remaining:
     return rules.remaining(config.budget, counters.spent_cost)
 
 
+def session_view(model: type[V], config: SessionConfig, counters: Counters, *, session_id: str, ledger_rows: int,
+                 created_at: datetime, **more: Any) -> V:
+    """A session as ``model`` shows it, from its configuration and counters (and ``more``, the fields the model
+    adds to ``SessionBasics``): ``SessionInfo`` for its owner, the dashboard's listing for others."""
+    return model(
+        id=session_id, dataset=config.dataset, dataset_params=config.dataset_params, split=config.split,
+        protocol=config.protocol, order=config.order, budget=config.budget, n_examples=config.n_examples, d=config.d,
+        status=counters.status,
+        spent=Spent(cost=counters.spent_cost, attributes=counters.spent_attributes, labels=counters.labels,
+                    examples_issued=counters.issued),
+        remaining=remaining(config, counters), predictions=counters.predictions, ledger_rows=ledger_rows,
+        created_at=created_at, **more,
+    )
+
+
 def session_info(config: SessionConfig, counters: Counters, *, session_id: str, ledger_rows: int, head_hash: str,
                  created_at: datetime) -> SessionInfo:
     """What ``GET /v1/sessions/{id}`` answers, from the session's configuration, counters and ledger head."""
-    return SessionInfo(
-        id=session_id, dataset=config.dataset, dataset_params=config.dataset_params, split=config.split,
-        protocol=config.protocol, order=config.order, budget=config.budget, seed=config.seed,
-        n_examples=config.n_examples, d=config.d, status=counters.status,
-        spent=Spent(cost=counters.spent_cost, attributes=counters.spent_attributes, labels=counters.labels,
-                    examples_issued=counters.issued),
-        remaining=remaining(config, counters), predictions=counters.predictions,
-        cumulative_loss=counters.cumulative_loss, ledger_rows=ledger_rows, head_hash=head_hash, created_at=created_at,
-    )
+    return session_view(SessionInfo, config, counters, session_id=session_id, ledger_rows=ledger_rows,
+                        created_at=created_at, seed=config.seed, cumulative_loss=counters.cumulative_loss,
+                        head_hash=head_hash)
 
 
 def require_open(counters: Counters) -> None:

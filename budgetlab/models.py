@@ -262,8 +262,9 @@ class Remaining(BaseModel):
                                            examples=[1])
 
 
-class SessionInfo(BaseModel):
-    """A session's configuration, what it spent and what remains; never a value."""
+class SessionBasics(BaseModel):
+    """What a session is and what it used, as anyone allowed to list it sees it: never a value, never a token,
+    nor what its seed, its losses or its chain head would tell (``SessionInfo`` adds those for its owner)."""
 
     id: str = Field(description="the session's id", examples=["f396ed88b0c0e8e3d6b3b937b222247e"])
     dataset: str = Field(description="the dataset's name", examples=["powerlaw"])
@@ -274,7 +275,6 @@ class SessionInfo(BaseModel):
                                examples=["batch"])
     order: Order = Field(description="stream (next, in a seeded order) or pool (by id)", examples=["stream"])
     budget: Budget = Field(description="the budgets the session was opened with", examples=[BUDGET_EXAMPLE])
-    seed: int = Field(description="the seed of the data and the stream order", examples=[0])
     n_examples: int = Field(description="examples the session may use (its split, or its part)", examples=[20000])
     d: int = Field(description="the dimension d: attributes per example", examples=[100])
     status: Literal["open", "closed"] = Field(description="closed: nothing more is charged or served",
@@ -282,13 +282,19 @@ class SessionInfo(BaseModel):
     spent: Spent = Field(description="what the session has spent", examples=[SPENT_EXAMPLE])
     remaining: Remaining = Field(description="what is left of its budgets", examples=[REMAINING_EXAMPLE])
     predictions: int = Field(0, description="predictions committed (online protocol)", examples=[0])
-    cumulative_loss: float = Field(0.0, description="sum of the squared losses of the predictions (the regret's "
-                                                    "first term)", examples=[0.0])
     ledger_rows: int = Field(0, description="rows in the session's ledger", examples=[1001])
-    head_hash: str = Field("", description="sha256 digest (hex) of the last chain link of the ledger",
-                           examples=["10da1aa5a5187019109e301fa5fba5d5f03c2eb203906ac3d2d91a43b2fe0c6e"])
     created_at: datetime = Field(description="when the session was opened (UTC)",
                                  examples=["2026-11-23T15:32:02.148551Z"])
+
+
+class SessionInfo(SessionBasics):
+    """A session's configuration, what it spent and what remains; never a value."""
+
+    seed: int = Field(description="the seed of the data and the stream order", examples=[0])
+    cumulative_loss: float = Field(0.0, description="sum of the squared losses of the predictions (the regret's "
+                                                    "first term)", examples=[0.0])
+    head_hash: str = Field("", description="sha256 digest (hex) of the last chain link of the ledger",
+                           examples=["10da1aa5a5187019109e301fa5fba5d5f03c2eb203906ac3d2d91a43b2fe0c6e"])
 
 
 class SessionCreated(BaseModel):

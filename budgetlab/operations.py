@@ -111,6 +111,9 @@ class Operation(Generic[P, A]):
     refusals: tuple[Code, ...] = ()  # the step's own; those every operation of its kind may give are added
     # A small per-example step: the oracle answers it in place on its event loop when it needs no wait.
     small: bool = False
+    # Offered on the session's stream (one WebSocket, no HTTP round per request). Not so: what reads the recorded
+    # ledger (big answers) and close, the session's last request, for which a stream would not be worth opening.
+    stream: bool = True
     name: str = field(default="", init=False)
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -226,7 +229,7 @@ class SessionOperations:
         "GET", "", SessionInfo, _nothing, None, kind=Kind.READ,
         doc="The session's configuration, what it spent and what remains of its budgets (never a value).")
     close = Operation(
-        "DELETE", "", SessionInfo, _nothing, None, step=engine.close,
+        "DELETE", "", SessionInfo, _nothing, None, step=engine.close, stream=False,
         doc="Close the session: its ledger stays readable and auditable; every later charging request is a 409.")
     next = Operation(
         "POST", "/next", NextResponse, _nothing, None, step=engine.next_example, small=True,
@@ -261,12 +264,12 @@ class SessionOperations:
         "POST", "/moments", MomentsResponse, _nothing, None, step=engine.moments, refusals=(Code.TEST_SESSION,),
         doc="Declared prior knowledge: E[x_i^2] over the training split (recorded in the ledger).")
     ledger = Operation(
-        "GET", "/ledger", LedgerPage, _ledger, LedgerQuery, kind=Kind.LEDGER,
+        "GET", "/ledger", LedgerPage, _ledger, LedgerQuery, kind=Kind.LEDGER, stream=False,
         doc="A page of the ledger (json), or the whole ledger from ``after`` on as an NDJSON or CSV export.\n\n"
             "The NDJSON export starts with ``{\"type\": \"ledger\", \"format\": 2, ...}`` and ends with the session's "
             "recorded counters (``{\"type\": \"head\", ...}``), which ``budgetlab audit FILE`` checks offline.")
     audit = Operation(
-        "GET", "/audit", AuditReport, _nothing, None, kind=Kind.LEDGER,
+        "GET", "/audit", AuditReport, _nothing, None, kind=Kind.LEDGER, stream=False,
         doc="Recompute every budget from the rows, the per-example maxima and the hash chain.")
 
 

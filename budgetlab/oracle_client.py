@@ -38,7 +38,7 @@ from budgetlab.models import (
     SessionInfo,
     Split,
 )
-from budgetlab.operations import SESSIONS, AsyncSession, Kind, Operation, SessionOperations, SyncSession, session_create
+from budgetlab.operations import SESSIONS, AsyncSession, Operation, SessionOperations, SyncSession, session_create
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_async_stream, open_stream
 
@@ -95,7 +95,7 @@ class SessionCore:
 
     def call(self, op: Operation[..., Any], request: BaseModel | None) -> Call[Any]:
         path = f"{SESSIONS}/{self.id}{op.path}"
-        on_stream = op.name if op.kind is not Kind.LEDGER else None
+        on_stream = op.name if op.stream else None
         if op.method == "GET":
             params = None if request is None else request.model_dump(mode="json")
             return Call(op.method, path, op.response, params=params, token=self.token, op=on_stream)

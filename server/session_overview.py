@@ -4,8 +4,10 @@ A session seen without its token shows what it is and what it used: dataset and 
 protocol, budget, counters (cost and attributes spent, labels, examples issued, predictions), status, ledger
 rows, times, and its audit verdict. Not its seed (with the dataset it regenerates synthetic data), its cumulative
 loss (made of labels), its chain head, or any row's example, attribute, value or payload: its ledger reads as
-links, each a kind, a row count and a cost. The SQL here selects only those columns, so a value is never read
-on this path; the audit does read the rows (it must, to check the chain) but answers a verdict.
+links, each a kind, a row count and a cost. The SQL here selects no token, no chain head and no row's content
+(``SESSION_FACTS``, ``LinkSummary``), so a value is never read on this path; the audit does read the rows (it
+must, to check the chain) but answers a verdict. A session's row is read as the session service reads it
+(``server.session_rows``), and shown as ``SessionBasics`` (``budgetlab.engine.session_view``).
 
 These are blocking reads on snapshots (no write lock): callers run them on the thread pool.
 """
@@ -16,14 +18,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from budgetlab import budget as rules
 from budgetlab.audit import audit_rows
-from budgetlab.engine import Counters
+from budgetlab.engine import session_view
 from budgetlab.errors import Code, refusal
 from budgetlab.models import (
     BUDGET_EXAMPLE,
@@ -31,21 +32,13 @@ from budgetlab.models import (
     SESSION_ID_EXAMPLE,
     SPENT_EXAMPLE,
     AuditReport,
-    Budget,
     LedgerKind,
-    Order,
-    ParamValue,
-    Protocol,
-    Remaining,
-    Spent,
-    Split,
+    SessionBasics,
 )
+from server.session_rows import SESSION_FACTS, config_of, counters_of, moment
 from server.sessions import Loaded, SessionService, recorded_counters
-from server.store import COUNTER_COLUMNS, LINKS, SESSIONS
+from server.store import LINKS, SESSIONS
 
-LISTED_COLUMNS = ("id", "dataset", "dataset_params", "split", "protocol", "example_order", "budget", "n_examples",
-                  "d", "status", "spent_cost", "spent_attributes", "labels", "issued", "predictions", "ledger_rows",
-                  "created_at", "last_active")
 # The audit reads every row of a session; bigger sessions are left to `budgetlab audit` (seconds per million rows).
 AUDIT_MAX_ROWS = 200_000
 # An open session's verdict is at most this old (seconds) while it keeps writing rows.
@@ -67,28 +60,9 @@ class Verdict(BaseModel):
     detail: str = Field("", description="why the session was not audited here, if it was not", examples=[""])
 
 
-class SessionSummary(BaseModel):
+class SessionSummary(SessionBasics):
     """A session as the dashboard lists it without its token: never a value."""
 
-    id: str = Field(description="the session's id", examples=[SESSION_ID_EXAMPLE])
-    dataset: str = Field(description="the dataset's name", examples=["powerlaw"])
-    dataset_params: dict[str, ParamValue] = Field(description="every parameter of the dataset in effect",
-                                                  examples=[{"alpha": -1.0, "scenario": "ridge", "d": 100}])
-    split: Split = Field(description="the split the session serves", examples=["train"])
-    protocol: Protocol = Field(description="batch or online", examples=["batch"])
-    order: Order = Field(description="stream or pool", examples=["stream"])
-    budget: Budget = Field(description="the local budget k, the global budget K and the costs",
-                           examples=[BUDGET_EXAMPLE])
-    n_examples: int = Field(description="examples the session may use", examples=[20000])
-    d: int = Field(description="the dimension d: attributes per example", examples=[100])
-    status: Literal["open", "closed"] = Field(description="closed: nothing more is charged or served",
-                                              examples=["open"])
-    spent: Spent = Field(description="what the session has spent", examples=[SPENT_EXAMPLE])
-    remaining: Remaining = Field(description="what is left of its budgets", examples=[REMAINING_EXAMPLE])
-    predictions: int = Field(description="predictions committed (online protocol)", examples=[0])
-    ledger_rows: int = Field(description="rows in the session's ledger", examples=[1001])
-    created_at: datetime = Field(description="when the session was opened (UTC)",
-                                 examples=["2026-11-23T15:32:02.148551Z"])
     last_active: datetime = Field(description="its last request that wrote to the ledger (UTC)",
                                   examples=["2026-11-23T15:34:40.512207Z"])
     audit: Verdict | None = Field(None, description="the audit's verdict on its ledger", examples=[VERDICT_EXAMPLE])
@@ -128,7 +102,7 @@ class Overview:
         self.db = service.db
         p = self.db.sql.p
         s, links = SESSIONS.name, LINKS.name
-        listed = f"SELECT {', '.join(LISTED_COLUMNS)} FROM {s}"
+        listed = f"SELECT {', '.join(SESSION_FACTS)} FROM {s}"
         self._newest = f"{listed} ORDER BY ledger_key DESC LIMIT {p}"
         self._with_ids = listed + " WHERE id IN ({marks})"
         self._counts = f"SELECT status, COUNT(*), COALESCE(SUM(ledger_rows), 0) FROM {s} GROUP BY status"
@@ -187,8 +161,7 @@ class Overview:
             row = db.load(cursor, session_id, lock=False)
             if row is None:
                 raise refusal(Code.NOT_FOUND, f"session {session_id} does not exist")
-            counters = Counters(**{c: row[c] for c in COUNTER_COLUMNS})
-            loaded = Loaded(session_id, row["ledger_key"], counters, row["ledger_rows"], row["head_hash"], row)
+            loaded = Loaded(session_id, row["ledger_key"], counters_of(row), row["ledger_rows"], row["head_hash"], row)
             rows = db.rows(cursor, loaded.key, db.declared_costs(cursor, loaded.key))
         return audit_rows(session_id, rows, recorded_counters(loaded))
 
@@ -221,20 +194,8 @@ class Overview:
         return verdict
 
     def _summary(self, values: Sequence[Any]) -> SessionSummary:
-        row = dict(zip(LISTED_COLUMNS, values, strict=True))
-        decode = self.db.decode
-        budget = Budget.model_validate(decode(row, "budget"))
-        return SessionSummary(
-            id=row["id"], dataset=row["dataset"], dataset_params=decode(row, "dataset_params"), split=row["split"],
-            protocol=row["protocol"], order=row["example_order"], budget=budget, n_examples=row["n_examples"],
-            d=row["d"], status=row["status"],
-            spent=Spent(cost=row["spent_cost"], attributes=row["spent_attributes"], labels=row["labels"],
-                        examples_issued=row["issued"]),
-            remaining=rules.remaining(budget, row["spent_cost"]), predictions=row["predictions"],
-            ledger_rows=row["ledger_rows"], created_at=_utc(decode(row, "created_at")),
-            last_active=_utc(decode(row, "last_active")))
-
-
-def _utc(moment: datetime) -> datetime:
-    # SQLite gives back the UTC times the oracle stored without their zone; a page would read them as local time.
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        row = dict(zip(SESSION_FACTS, values, strict=True))
+        db = self.db
+        return session_view(SessionSummary, config_of(db, row), counters_of(row), session_id=row["id"],
+                            ledger_rows=row["ledger_rows"], created_at=moment(db, row, "created_at"),
+                            last_active=moment(db, row, "last_active"))

@@ -25,12 +25,11 @@ from starlette.concurrency import run_in_threadpool
 from budgetlab import engine as rules
 from budgetlab.audit import audit_rows
 from budgetlab.datasets import DatasetError
-from budgetlab.engine import Counters, Outcome, Runtime, SessionConfig, Step
+from budgetlab.engine import Counters, Outcome, Runtime, Step
 from budgetlab.errors import Code, OracleError, SessionBusy, refusal
 from budgetlab.ledger import FORMAT, GENESIS, Chain
 from budgetlab.models import (
     AuditReport,
-    Budget,
     LedgerPage,
     LedgerQuery,
     LedgerRow,
@@ -45,7 +44,8 @@ from budgetlab.models import (
 from budgetlab.operations import Kind, Operation
 from server.db import DEFAULT_LOCK_TIMEOUT
 from server.runtimes import RuntimeCache
-from server.store import BUSY, COUNTER_COLUMNS, Database, GateHeld, NotNow
+from server.session_rows import config_of, counter_values, counters_of, moment, new_row
+from server.store import BUSY, Database, GateHeld, NotNow
 
 A = TypeVar("A")
 # Set while a step runs on the event loop (``promptly``): it must then raise NotNow rather than wait.
@@ -139,15 +139,8 @@ class SessionService:
             return rt
         if _PROMPT.get():  # loading a dataset can take long: not on the event loop
             raise NotNow
-        db = self.db
-        config = SessionConfig(
-            dataset=row["dataset"], dataset_params=db.decode(row, "dataset_params"), split=row["split"],
-            protocol=row["protocol"], order=row["example_order"],
-            budget=Budget.model_validate(db.decode(row, "budget")), seed=row["seed"], n_examples=row["n_examples"],
-            d=row["d"],
-        )
         try:
-            rt = replace(Runtime.load(config), **self.caps)
+            rt = replace(Runtime.load(config_of(self.db, row)), **self.caps)
         except DatasetError as exc:  # e.g. an admin removed the user dataset this session was opened on
             raise refusal(Code.DATASET_UNAVAILABLE, f"this session's dataset cannot be served: {exc}") from None
         self._runtimes.put(session_id, rt)
@@ -158,12 +151,11 @@ class SessionService:
         # A wrong token and an unknown id answer the same, so a token reveals nothing about other sessions.
         if row is None or (token is not None and not hmac.compare_digest(row["token_hash"], token_hash(token))):
             raise refusal(Code.NOT_FOUND, f"session {session_id} does not exist (or the token is not its own)")
-        counters = Counters(**{c: row[c] for c in COUNTER_COLUMNS})
-        return Loaded(session_id, row["ledger_key"], counters, row["ledger_rows"], row["head_hash"], row)
+        return Loaded(session_id, row["ledger_key"], counters_of(row), row["ledger_rows"], row["head_hash"], row)
 
     def _info(self, loaded: Loaded, rt: Runtime) -> SessionInfo:
         return rules.session_info(rt.config, loaded.counters, session_id=loaded.id, ledger_rows=loaded.ledger_rows,
-                                  head_hash=loaded.head_hash, created_at=self.db.decode(loaded.row, "created_at"))
+                                  head_hash=loaded.head_hash, created_at=moment(self.db, loaded.row, "created_at"))
 
     # --- the two ways a step runs ---------------------------------------------------------------------
 
@@ -199,7 +191,7 @@ class SessionService:
                 outcome = step(rt, loaded.counters, StoredPaid(db, cursor, loaded.key))
                 chain = Chain(session_id, loaded.key, loaded.ledger_rows, loaded.head_hash).record(outcome.events)
                 answer, c, recorded = outcome.answer, outcome.counters, bool(outcome.events)
-            db.append(cursor, session_id, chain, [getattr(c, name) for name in COUNTER_COLUMNS], now=_now())
+            db.append(cursor, session_id, chain, counter_values(c), now=_now())
         if recorded and isinstance(answer, BaseModel) and "receipt" in type(answer).model_fields:
             answer.receipt = Receipt(rows=chain.seq, head=chain.head)
         after = Loaded(session_id, loaded.key, c, chain.seq, chain.head, loaded.row)
@@ -220,17 +212,11 @@ class SessionService:
         token = secrets.token_urlsafe(32)
         now = _now()
         c = outcome.counters
-        record = {
-            "id": session_id, "token_hash": token_hash(token), "dataset": config.dataset,
-            "dataset_params": config.dataset_params, "split": config.split, "protocol": config.protocol,
-            "example_order": config.order, "budget": config.budget.model_dump(), "seed": config.seed,
-            "n_examples": config.n_examples, "d": config.d, **{name: getattr(c, name) for name in COUNTER_COLUMNS},
-            "ledger_rows": 0, "head_hash": GENESIS, "created_at": now, "last_active": now,
-        }
+        record = new_row(session_id, token_hash(token), config, c, head_hash=GENESIS, now=now)
         with self.db.write() as cursor:
             key = self.db.insert_session(cursor, record)
             chain = Chain(session_id, key, 0, GENESIS).record(outcome.events)
-            self.db.append(cursor, session_id, chain, [getattr(c, name) for name in COUNTER_COLUMNS], now=now)
+            self.db.append(cursor, session_id, chain, counter_values(c), now=now)
         self._runtimes.put(session_id, rt)
         info = rules.session_info(config, c, session_id=session_id, ledger_rows=chain.seq, head_hash=chain.head,
                                   created_at=now)

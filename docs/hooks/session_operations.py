@@ -25,8 +25,8 @@ def render() -> str:
 
     lines: list[str] = []
     for op in OPERATIONS.values():
-        where = "over HTTP only (a session in memory keeps no ledger)" if op.kind is Kind.LEDGER else (
-            "in memory, over HTTP and over the session's stream")
+        where = ("over HTTP (a session in memory keeps no ledger)" if op.kind is Kind.LEDGER
+                 else "in memory, over HTTP and over the session's stream" if op.stream else "in memory and over HTTP")
         codes = ", ".join(f"`{code.value}` ({code.status})" for code in op.all_refusals)
         lines += [f"### `session.{signature(op)}`", "", op.doc.replace("``", "`"), "",
                   f"`{op.method} {op.url}`, {where}. Refuses with {codes}.", ""]

@@ -7,8 +7,8 @@ Each text message is one request, ``{"op": OP, "body": {...}}``, answered in ord
 answer, or ``{"error", "detail", ...}``). Bodies are validated by the wire models, and answered by the session
 service, exactly as over HTTP: the transport is all that differs.
 
-``OPS`` are the operations of the table (``budgetlab.operations``) but those that read the recorded ledger
-(``ledger``, ``audit``: big answers, plain HTTP). Single queries by hand stay plain HTTP (curl).
+``OPS`` are the operations of the table (``budgetlab.operations``) offered on the stream (``Operation.stream``:
+all but ``close`` and the reads of the recorded ledger). Single queries by hand stay plain HTTP (curl).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from budgetlab.bearer import bearer_token
 from budgetlab.errors import Code, Refused, invalid_request
 from budgetlab.http_errors import error_body
 from budgetlab.models import ObserveBatchRequest
-from budgetlab.operations import OPERATIONS, Kind, Operation, SessionOperations
+from budgetlab.operations import OPERATIONS, Operation, SessionOperations
 from server.sessions import SessionService, promptly
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 # From this many characters on, a message is parsed on the thread pool: a step's is a few dozen, a 10,000-cell
 # observe_batch's about 40,000, whose json.loads alone holds the event loop for a third of a millisecond.
 BIG_MESSAGE = 16_384
-OPS: dict[str, Operation[..., Any]] = {name: op for name, op in OPERATIONS.items() if op.kind is not Kind.LEDGER}
+OPS: dict[str, Operation[..., Any]] = {name: op for name, op in OPERATIONS.items() if op.stream}
 
 
 def call(op: Operation[..., Any], sessions: SessionService, session_id: str, token: str,
