@@ -115,6 +115,8 @@ class Code(StrEnum):
     TOO_LARGE = "too_large", 413, "the body is larger than the service's limit (BUDGETLAB_MAX_BODY_BYTES)"
     INVALID_REQUEST = "invalid_request", 422, "the path, query, headers or body do not validate (see detail)"
     HTTP_ERROR = "http_error", 400, "any other refusal of the HTTP layer (its status says which)"
+    INTERNAL_ERROR = ("internal_error", 500, "a bug: the service failed to answer a stream message (the stream stays "
+                                             "open; the service logs one line)")
     # Admin endpoints.
     ADMIN_DISABLED = "admin_disabled", 403, "the oracle has no admin token (BUDGETLAB_ADMIN_TOKEN)"
     FORBIDDEN = "forbidden", 403, "this token is not the admin token"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
 from websockets.sync.client import connect
 
 from budgetlab.errors import BudgetExhausted
@@ -113,3 +114,49 @@ def test_the_sdk_falls_back_to_http_when_the_oracle_offers_no_stream(tmp_path: P
         first = s.step([0, 1])
         assert s.transport == "http" and first.receipt is not None and len(first.values) == 2
         assert s.step([5]).example == 1 and s.audit().compliant
+
+
+def test_nothing_a_client_sends_crashes_the_stream(oracle_url: str) -> None:
+    """Binary frames, JSON too deep to parse and ops that are not names get a 400 and the stream stays usable;
+    a text frame that is not UTF-8 is closed with 1007 as RFC 6455 says, logged in one line."""
+    lines: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = lines.append  # type: ignore[method-assign]
+    logging.getLogger("uvicorn.error").addHandler(handler)
+    try:
+        with OracleClient(oracle_url) as client:
+            s = client.open_session(DATASET, dataset_params=PARAMS, budget={"per_example": 2}, seed=1)
+            headers = {"Authorization": f"Bearer {s.token}"}
+            with connect(stream_url(oracle_url, s.id), additional_headers=headers) as ws:
+                for message, error in [(b"\x00\x01", "invalid_message"),
+                                       ("[" * 100_000 + "]" * 100_000, "invalid_message"),
+                                       ('{"op": "step", "body": ' + "[" * 5_000 + "]" * 5_000 + "}", "invalid_message"),
+                                       (json.dumps({"op": ["step"]}), "unknown_op"),
+                                       (json.dumps({"op": {"step": 1}}), "unknown_op")]:
+                    ws.send(message)
+                    code, _, body = ws.recv(timeout=30).partition(" ")
+                    assert (code, json.loads(body)["error"]) == ("400", error), str(message)[:30]
+                ws.send(json.dumps({"op": "step", "body": {"attributes": [0]}}))
+                code, _, body = ws.recv(timeout=30).partition(" ")
+                assert code == "200" and json.loads(body)["example"] == 0
+            with connect(stream_url(oracle_url, s.id), additional_headers=headers) as ws:
+                ws.send(b"\xff\xfe", text=True)
+                with pytest.raises(ConnectionClosedError) as closed:
+                    ws.recv(timeout=30)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
+            assert s.get().spent.attributes == 1  # nothing refused was charged; the stream's step was
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(handler)
+    errors = [r for r in lines if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info is None, [r.getMessage() for r in errors]
+
+
+@pytest.mark.parametrize(("headers", "status", "error"), [({}, 401, "unauthorized"),
+                                                          ({"Authorization": "Bearer wrong"}, 404, "not_found")])
+def test_a_refused_handshake_is_the_http_refusal(oracle_url: str, headers: dict, status: int, error: str) -> None:
+    with OracleClient(oracle_url) as client:
+        s = client.open_session(DATASET, dataset_params=PARAMS, seed=1)
+        with pytest.raises(InvalidStatus) as refused:
+            connect(stream_url(oracle_url, s.id), additional_headers=headers, open_timeout=10)
+    assert refused.value.response.status_code == status
+    assert json.loads(bytes(refused.value.response.body or b""))["error"] == error

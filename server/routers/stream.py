@@ -1,11 +1,18 @@
 """A session over one WebSocket: the same requests as the HTTP endpoints, without a round of HTTP for each.
 
 ``GET /v1/sessions/{id}/stream`` upgrades to a WebSocket; the handshake carries the session's bearer token
-(``Authorization`` header) and is refused with close code 4000 + status (4401, 4404) when it does not match.
+(``Authorization`` header); a handshake without a token or with one that does not match is refused with the HTTP
+status and JSON error body a request would get (401, 404), or, behind a server without the WebSocket denial
+extension, with close code 4000 + that status (4401, 4404).
 Each text message is one request, ``{"op": OP, "body": {...}}``, answered in order by one message
 ``"STATUS BODY"``: the status an HTTP request would get, a space, and the very JSON body it would get (the
 answer, or ``{"error", "detail", ...}``). Bodies are validated by the wire models, and answered by the session
 service, exactly as over HTTP: the transport is all that differs.
+
+Nothing a client sends ends the connection: a binary frame, a message that is not JSON or nested too deep to
+parse, or an ``op`` that is not an operation's name is answered ``400 {"error": "invalid_message" | "unknown_op"}``,
+and the stream stays open. The one exception is the WebSocket protocol's own: a text frame that is not UTF-8 is
+closed by the server with code 1007 (RFC 6455), before the application sees it.
 
 ``OPS`` are the operations of the table (``budgetlab.operations``) offered on the stream (``Operation.stream``:
 all but ``close`` and the reads of the recorded ledger). Single queries by hand stay plain HTTP (curl).
@@ -14,9 +21,11 @@ all but ``close`` and the reads of the recorded ledger). Single queries by hand 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -27,6 +36,20 @@ from budgetlab.models import ObserveBatchRequest
 from budgetlab.operations import OPERATIONS, Operation, SessionOperations
 from server.sessions import SessionService, promptly
 
+log = logging.getLogger(__name__)
+
+
+class _NoTraceback(logging.Filter):
+    """uvicorn logs its refusal of a text frame that is not UTF-8 with a traceback: a client sending such frames
+    would write thirty lines of log each. One line says it all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Invalid UTF-8"):
+            record.exc_info = record.exc_text = None
+        return True
+
+
+logging.getLogger("uvicorn.error").addFilter(_NoTraceback())
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 # From this many characters on, a message is parsed on the thread pool: a step's is a few dozen, a 10,000-cell
 # observe_batch's about 40,000, whose json.loads alone holds the event loop for a third of a millisecond.
@@ -84,14 +107,19 @@ def _parse(message: str) -> tuple[Operation[..., Any], Any] | str:
     try:
         request = json.loads(message)
     except ValueError:
-        return _error(Code.INVALID_MESSAGE.status, {"error": Code.INVALID_MESSAGE.value,
-                                                    "detail": "a message is JSON: {\"op\": ..., \"body\": ...}"})
+        return _invalid_message("a message is JSON: {\"op\": ..., \"body\": ...}")
+    except RecursionError:
+        return _invalid_message("the message is nested too deep to parse")
     name = request.get("op") if isinstance(request, dict) else None
     op = OPS.get(name) if isinstance(name, str) else None
     if op is None:
         return _error(Code.UNKNOWN_OP.status, {"error": Code.UNKNOWN_OP.value,
                                                "detail": f"op must be one of {', '.join(OPS)}"})
     return op, request.get("body")
+
+
+def _invalid_message(detail: str) -> str:
+    return _error(Code.INVALID_MESSAGE.status, {"error": Code.INVALID_MESSAGE.value, "detail": detail})
 
 
 def _reply(op: Operation[..., Any], sessions: SessionService, session_id: str, token: str, body: Any) -> str:
@@ -117,17 +145,38 @@ async def stream(websocket: WebSocket, session_id: str) -> None:
     sessions: SessionService = websocket.app.state.sessions
     token = bearer_token(websocket.headers.get("authorization"))
     if token is None:
-        await websocket.close(code=4401, reason="send the session's token as 'Authorization: Bearer <token>'")
+        await _deny(websocket, Code.UNAUTHORIZED.status, Code.UNAUTHORIZED.value,
+                    "send the session's token as 'Authorization: Bearer <token>'")
         return
     try:
         await run_in_threadpool(sessions.info, session_id, token)
     except Refused as exc:
-        await websocket.close(code=4000 + exc.status, reason=exc.detail[:120])
+        await _deny(websocket, exc.status, exc.error, exc.detail)
         return
     await websocket.accept()
     while True:
         try:
-            message = await websocket.receive_text()
+            message = await websocket.receive()
         except WebSocketDisconnect:
             return
-        await websocket.send_text(await answer(sessions, session_id, token, message))
+        if message["type"] == "websocket.disconnect":
+            return
+        text = message.get("text")
+        if text is None:
+            reply = _invalid_message("send each request as a text frame, not a binary one")
+        else:
+            try:
+                reply = await answer(sessions, session_id, token, text)
+            except Exception as exc:  # the stream outlives a bug: the client gets a 500, the log one line
+                log.error("stream %s: %s answering a message: %s", session_id, type(exc).__name__, exc)
+                reply = _error(Code.INTERNAL_ERROR.status, {"error": Code.INTERNAL_ERROR.value,
+                                                            "detail": "the oracle failed to answer; see its log"})
+        await websocket.send_text(reply)
+
+
+async def _deny(websocket: WebSocket, status: int, error: str, detail: str) -> None:
+    """Refuse the handshake with the HTTP answer a request would get, or a close code where that cannot be sent."""
+    try:
+        await websocket.send_denial_response(JSONResponse(error_body(error, detail), status_code=status))
+    except RuntimeError:  # the server lacks the denial extension (wsproto, say)
+        await websocket.close(code=4000 + status, reason=detail[:120])
