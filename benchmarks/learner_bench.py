@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 from _harness import Report, arguments, oracle_process, progress
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunResult
 from budgetlab.datasets.base import Dataset
-from budgetlab.models import Budget, RunResult
 from budgetlab.oracle_client import OracleClient
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle

@@ -51,10 +51,11 @@ import httpx
 import numpy as np
 from _harness import ADMIN_TOKEN, Report, arguments, free_disk, learner_process, oracle_process, progress, tree_memory
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunCreate
 from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES
 from budgetlab.learner_client import LearnerClient
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, unpack_cells
-from budgetlab.models import Budget, RunCreate
 from budgetlab.oracle_client import OracleClient
 from server.db import upgrade
 

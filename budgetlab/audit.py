@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from budgetlab import ledger, ledger_v1
-from budgetlab.models import AuditReport, Budget, Receipt
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.ledger import AuditReport, Receipt
 
 _SLACK = 1e-6
 

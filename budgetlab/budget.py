@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from budgetlab.models import Budget, Remaining
+from budgetlab.contract.budgets import Budget, Remaining
 
 # Costs are summed in floating point; a budget equal to the exact sum must not fail on the last ulp.
 _COST_SLACK = 1e-9

@@ -29,18 +29,13 @@ from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 import numpy as np
 
 from budgetlab import budget as rules
-from budgetlab.datasets import DatasetError, load_dataset
-from budgetlab.datasets.base import Dataset, stream_order
-from budgetlab.errors import BudgetExhausted, Code, StreamExhausted, refusal
-from budgetlab.evaluation import evaluate_weights
-from budgetlab.models import (
-    Budget,
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget, ExamplePart, Remaining, Spent
+from budgetlab.contract.calls import (
     EvaluateRequest,
     EvaluateResponse,
-    ExamplePart,
     LabelRequest,
     LabelResponse,
-    LedgerKind,
     MomentsResponse,
     NextResponse,
     ObserveBatchRequest,
@@ -48,22 +43,18 @@ from budgetlab.models import (
     ObservedValues,
     ObserveRequest,
     ObserveResponse,
-    Order,
-    ParamValue,
     PredictRequest,
     PredictResponse,
-    Remaining,
-    SessionBasics,
-    SessionCreate,
-    SessionInfo,
-    Spent,
-    Split,
     StepRequest,
     StepResponse,
 )
-from budgetlab.models import (
-    Protocol as SessionProtocol,
-)
+from budgetlab.contract.ledger import LedgerKind
+from budgetlab.contract.sessions import Order, SessionBasics, SessionCreate, SessionInfo, Split
+from budgetlab.contract.sessions import Protocol as SessionProtocol
+from budgetlab.datasets import DatasetError, load_dataset
+from budgetlab.datasets.base import Dataset, stream_order
+from budgetlab.errors import BudgetExhausted, Code, StreamExhausted, refusal
+from budgetlab.evaluation import evaluate_weights
 
 A = TypeVar("A")
 V = TypeVar("V", bound=SessionBasics)

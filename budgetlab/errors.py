@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from budgetlab.models import ErrorBody, Remaining
+from budgetlab.contract.budgets import Remaining
+from budgetlab.contract.service import ErrorBody
 
 
 class BudgetlabError(Exception):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from budgetlab.contract.calls import EvaluateResponse
 from budgetlab.datasets.base import Dataset
-from budgetlab.models import EvaluateResponse
 
 
 def evaluate_weights(dataset: Dataset, weights: np.ndarray, bias: float = 0.0) -> EvaluateResponse:

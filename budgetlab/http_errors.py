@@ -15,8 +15,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from budgetlab.contract.budgets import Remaining
+from budgetlab.contract.service import ErrorBody
 from budgetlab.errors import Code, Refused, validation_detail
-from budgetlab.models import ErrorBody, Remaining
 
 INVALID_REQUEST = Code.INVALID_REQUEST.value
 # The codes of the refusals the HTTP layer itself answers, by status (any other status: http_error).

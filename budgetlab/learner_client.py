@@ -25,9 +25,11 @@ from dataclasses import replace
 
 import httpx
 
+from budgetlab.contract.algorithms import AlgorithmList
+from budgetlab.contract.callers import CallerToken
+from budgetlab.contract.ledger import AuditReport
+from budgetlab.contract.runs import FINAL_RUN_STATUSES, RunCreate, RunInfo, RunPage, RunSummary
 from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
-from budgetlab.learner_models import CallerToken, RunPage, RunSummary
-from budgetlab.models import FINAL_RUN_STATUSES, AlgorithmList, AuditReport, RunCreate, RunInfo
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 
 DEFAULT_LEARNER_URL = "http://127.0.0.1:8001"

@@ -16,9 +16,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from budgetlab import engine
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.sessions import Order, Protocol, SessionInfo, Split
 from budgetlab.datasets.base import Dataset
 from budgetlab.engine import Counters, Observations, Outcome, Runtime
-from budgetlab.models import Budget, Order, ParamValue, Protocol, SessionInfo, Split
 from budgetlab.operations import Kind, Operation, SessionOperations, SyncSession, session_create
 
 A = TypeVar("A")

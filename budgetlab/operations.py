@@ -27,34 +27,28 @@ from typing import Any, Generic, Literal, ParamSpec, Self, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from budgetlab import engine
-from budgetlab.engine import Step
-from budgetlab.errors import Code, invalid_request
-from budgetlab.models import (
-    AuditReport,
-    Budget,
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.calls import (
     EvaluateRequest,
     EvaluateResponse,
     LabelRequest,
     LabelResponse,
-    LedgerPage,
-    LedgerQuery,
     MomentsResponse,
     NextResponse,
     ObserveBatchRequest,
     ObserveBatchResponse,
     ObserveRequest,
     ObserveResponse,
-    Order,
-    ParamValue,
     PredictRequest,
     PredictResponse,
-    Protocol,
-    SessionCreate,
-    SessionInfo,
-    Split,
     StepRequest,
     StepResponse,
 )
+from budgetlab.contract.ledger import AuditReport, LedgerPage, LedgerQuery
+from budgetlab.contract.sessions import Order, Protocol, SessionCreate, SessionInfo, Split
+from budgetlab.engine import Step
+from budgetlab.errors import Code, invalid_request
 
 P = ParamSpec("P")
 A = TypeVar("A", bound=BaseModel)

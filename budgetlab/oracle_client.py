@@ -22,22 +22,12 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel
 
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.datasets import DatasetAdd, DatasetInfo, DatasetList
+from budgetlab.contract.ledger import LedgerQuery, LedgerRow, Receipt
+from budgetlab.contract.sessions import Order, Protocol, SessionCreated, SessionInfo, Split
 from budgetlab.errors import OracleUnavailable, SessionBusy, oracle_refusal
-from budgetlab.models import (
-    Budget,
-    DatasetAdd,
-    DatasetInfo,
-    DatasetList,
-    LedgerQuery,
-    LedgerRow,
-    Order,
-    ParamValue,
-    Protocol,
-    Receipt,
-    SessionCreated,
-    SessionInfo,
-    Split,
-)
 from budgetlab.operations import SESSIONS, AsyncSession, Operation, SessionOperations, SyncSession, session_create
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_async_stream, open_stream

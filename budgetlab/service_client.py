@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from budgetlab.contract.budgets import Remaining
 from budgetlab.errors import Refused, Unavailable
-from budgetlab.models import Remaining
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -15,8 +15,8 @@ from typing import Literal
 import numpy as np
 from rich.table import Table
 
+from budgetlab.contract.runs import CurvePoint
 from budgetlab.datasets import DatasetError, load_dataset
-from budgetlab.models import CurvePoint
 from client.config import ClaimSpec, CompareConfig, Design
 from client.summary import AlgorithmSummary
 

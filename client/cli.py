@@ -22,7 +22,8 @@ from rich.markup import escape
 from client.runs_cli import runs_app
 
 if TYPE_CHECKING:
-    from budgetlab.models import ParamValue, Receipt
+    from budgetlab.contract.base import ParamValue
+    from budgetlab.contract.ledger import Receipt
 
 app = typer.Typer(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -264,8 +265,8 @@ def session_open(
     seed: int = 0,
 ) -> None:
     """Open a session; prints its id and token (export BUDGETLAB_TOKEN=... for the other commands)."""
+    from budgetlab.contract.budgets import Budget
     from budgetlab.datasets import DatasetError, parse_dataset_spec
-    from budgetlab.models import Budget
     from budgetlab.oracle_client import OracleClient
 
     try:
@@ -366,7 +367,7 @@ def audit(
 
 
 def _receipt(text: str) -> Receipt:
-    from budgetlab.models import Receipt
+    from budgetlab.contract.ledger import Receipt
 
     rows, _, head = text.partition(":")
     if not rows.isdigit() or len(head) != 64:
@@ -438,8 +439,9 @@ def run(
               soft_wrap=True, highlight=False)
     from pydantic import ValidationError
 
+    from budgetlab.contract.budgets import Budget
+    from budgetlab.contract.runs import RunCreate
     from budgetlab.datasets import DatasetError, parse_dataset_spec
-    from budgetlab.models import Budget, RunCreate
     from client.running import execute_run
 
     try:

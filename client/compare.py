@@ -17,9 +17,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from budgetlab.errors import LearnerError, LearnerUnavailable, OracleUnavailable, Unavailable
 from budgetlab.learner_client import LearnerClient
-from budgetlab.models import COMPLETED_RUN_STATUSES
 from budgetlab.oracle_client import OracleClient
 from client.claims import claims_table
 from client.config import CompareConfig, load_config, quick_config, resolve_designs

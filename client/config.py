@@ -15,8 +15,10 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from budgetlab.contract.algorithms import DEFAULTS_DESCRIPTION, Defaults
+from budgetlab.contract.base import ParamValue, Strict
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets import describe
-from budgetlab.models import DEFAULTS_DESCRIPTION, Budget, Defaults, ParamValue, Strict
 from client.config_errors import ConfigError, shape_errors
 
 Metric = Literal["test_mse", "normalized_mse"]

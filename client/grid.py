@@ -22,10 +22,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunCreate, RunInfo, RunResult
 from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
 from budgetlab.learner_client import POLL_SECONDS, LearnerClient
-from budgetlab.models import COMPLETED_RUN_STATUSES, ParamValue, RunCreate, RunInfo, RunResult
 from budgetlab.service_client import Call, M
 from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
 from learner.algorithms import get_algorithm

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter, PercentFormatter  # noqa: E402
 
-from budgetlab.models import Task  # noqa: E402
+from budgetlab.contract.datasets import Task  # noqa: E402
 from client.config import Design  # noqa: E402
 from client.summary import AlgorithmSummary  # noqa: E402
 from learner.algorithms import ParamError, get_algorithm  # noqa: E402

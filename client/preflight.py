@@ -14,9 +14,11 @@ from typing import Protocol
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.datasets import DatasetInfo
 from budgetlab.datasets import DatasetError, UnknownDataset, describe, list_datasets
 from budgetlab.errors import OracleError
-from budgetlab.models import Budget, DatasetInfo, ParamValue
 from budgetlab.oracle_client import OracleClient
 from client.config import AlgorithmEntry, CompareConfig, DatasetSpec
 from client.config_errors import Loc, did_you_mean, key_lines, line_of, located, unknown

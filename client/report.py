@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from budgetlab.contract.datasets import Task
 from budgetlab.datasets import DatasetError, describe, load_dataset
 from budgetlab.evaluation import evaluate_weights
-from budgetlab.models import Task
 from client.claims import ClaimResult, claims_markdown, evaluate_claims
 from client.config import CompareConfig, Design
 from client.grid import RunOutcome

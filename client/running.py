@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from budgetlab.contract.runs import RunCreate, RunResult
 from budgetlab.datasets import DatasetError
 from budgetlab.errors import OracleError, OracleUnavailable
-from budgetlab.models import RunCreate, RunResult
 from learner.algorithms import ParamError, get_algorithm
 from learner.runner import Progress as RunnerProgress
 from learner.scoring import run_and_score, session_opener

@@ -15,9 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from budgetlab.contract.runs import RunInfo, RunSummary
     from budgetlab.learner_client import LearnerClient
-    from budgetlab.learner_models import RunSummary
-    from budgetlab.models import RunInfo
 
 runs_app = typer.Typer(help="The runs of a learner service: list, show, cancel, wait.", no_args_is_help=True)
 console = Console()
@@ -183,8 +182,8 @@ def wait(
     """Follow a run until it ends; exit 0 if it completed (finished or budget exhausted), 1 if not."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
     from budgetlab.errors import RunTimeout
-    from budgetlab.models import COMPLETED_RUN_STATUSES
 
     bar = Progress(TextColumn(run_id), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
                    TimeElapsedColumn(), console=err, disable=as_json, transient=True)

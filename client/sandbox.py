@@ -23,10 +23,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from budgetlab.contract.datasets import DatasetInfo
 from budgetlab.datasets import DatasetError, UnknownDataset
 from budgetlab.errors import Unavailable
 from budgetlab.learner_client import LearnerClient
-from budgetlab.models import DatasetInfo
 from budgetlab.oracle_client import OracleClient
 from client.claims import ClaimResult, claims_table, evaluate_claims
 from client.config import CompareConfig

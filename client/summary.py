@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from budgetlab.models import COMPLETED_RUN_STATUSES
+from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from client.config import Design
 from client.grid import RunOutcome
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from budgetlab.models import COMPLETED_RUN_STATUSES
+from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 
 EXTRA = "pip install 'budgetlab[mlflow]'"
 # MLflow refuses larger batches (mlflow.utils.validation: 1000 metrics, 100 params or tags per log_batch).

@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget, ExamplePart
+from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunCreate
 from budgetlab.datasets import DatasetError, describe
 from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.local_session import LocalSession
-from budgetlab.models import COMPLETED_RUN_STATUSES, Budget, ExamplePart, ParamValue, RunCreate
 from budgetlab.oracle_client import OracleClient
 from client.config import AlgorithmEntry, CompareConfig, Design, TuneSpec, parse_value
 from client.grid import Job, RunOutcome, execute

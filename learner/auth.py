@@ -16,8 +16,8 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from budgetlab.bearer import bearer_token, matches, new_token, token_hash
+from budgetlab.contract.callers import CallerToken
 from budgetlab.errors import Code, learner_refusal
-from budgetlab.learner_models import CallerToken
 from learner.store import RunStore
 
 ADMIN = "admin"  # the owner of runs the admin starts; caller ids are hex, so no caller is named so

@@ -21,9 +21,10 @@ from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from budgetlab.contract.datasets import DatasetList
+from budgetlab.contract.runs import FINAL_RUN_STATUSES
 from budgetlab.dashboard import Events, event_stream
 from budgetlab.errors import Code, OracleError, OracleUnavailable, responses
-from budgetlab.models import FINAL_RUN_STATUSES, DatasetList
 from budgetlab.oracle_client import AsyncOracleClient
 from learner.auth import Caller, CurrentCaller
 from learner.oracle_access import unusable

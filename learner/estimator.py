@@ -12,8 +12,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
+from budgetlab.contract.algorithms import Defaults
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunResult
 from budgetlab.datasets import Dataset
-from budgetlab.models import COMPLETED_RUN_STATUSES, Budget, Defaults, ParamValue, RunResult
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 

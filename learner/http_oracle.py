@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from budgetlab.models import Budget, ParamValue, Protocol, Split
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.sessions import Protocol, Split
 from budgetlab.oracle_client import OracleClient
 from learner.oracle import SessionOracle
 

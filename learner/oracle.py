@@ -14,9 +14,12 @@ from typing import Protocol as TypingProtocol
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.calls import EvaluateResponse, MomentsResponse
+from budgetlab.contract.sessions import Order, Protocol, Split
 from budgetlab.datasets.base import Dataset
 from budgetlab.local_session import LocalSession
-from budgetlab.models import Budget, EvaluateResponse, MomentsResponse, Order, ParamValue, Protocol, Split
 
 
 class Oracle(TypingProtocol):

@@ -12,8 +12,8 @@ from itertools import combinations, islice
 
 import numpy as np
 
+from budgetlab.contract.sessions import Split
 from budgetlab.datasets.base import Dataset, stream_order
-from budgetlab.models import Split
 
 _SUPPORT_CHUNK = 4096
 _BISECTION_STEPS = 100

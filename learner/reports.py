@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from budgetlab.errors import Code, learner_refusal
-from budgetlab.models import COMPLETED_RUN_STATUSES
 
 log = logging.getLogger(__name__)
 

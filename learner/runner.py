@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from budgetlab.contract.algorithms import Defaults
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.runs import CurvePoint, RunResult, RunStatus
 from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
-from budgetlab.models import CurvePoint, Defaults, ParamValue, RunResult, RunStatus
 from learner.algorithms import Algorithm, DataScale, Problem, get_algorithm
 from learner.oracle import Oracle
 

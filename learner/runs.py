@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
 from budgetlab.errors import OracleError, OracleUnavailable
-from budgetlab.models import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
 from budgetlab.oracle_client import OracleClient
 from learner.http_oracle import HttpOracle
 from learner.runner import Progress

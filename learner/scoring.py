@@ -15,7 +15,9 @@ from typing import Protocol as TypingProtocol
 
 import numpy as np
 
-from budgetlab.models import COMPLETED_RUN_STATUSES, Budget, Protocol, RunCreate, RunResult, Split
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunCreate, RunResult
+from budgetlab.contract.sessions import Protocol, Split
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle, Oracle
 from learner.runner import Progress, run_algorithm

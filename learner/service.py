@@ -16,11 +16,14 @@ from fastapi import FastAPI, Path, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
+from budgetlab.contract.algorithms import AlgorithmList
+from budgetlab.contract.callers import CallerToken
+from budgetlab.contract.ledger import AuditReport
+from budgetlab.contract.runs import RunCreate, RunInfo, RunPage, RunStatus
+from budgetlab.contract.service import Health
 from budgetlab.errors import Code, LearnerError, OracleError, OracleUnavailable, SessionBusy, learner_refusal, responses
 from budgetlab.http_errors import install_error_handlers
-from budgetlab.learner_models import CallerToken, RunPage
 from budgetlab.limits import RequestLimits
-from budgetlab.models import AlgorithmList, AuditReport, Health, RunCreate, RunInfo, RunStatus
 from budgetlab.oracle_client import OracleClient
 from learner import dashboard
 from learner.algorithms import ParamError, algorithms, get_algorithm

@@ -13,8 +13,7 @@ from typing import Any
 
 from sqlalchemy import Engine, Table, func, insert, select, tuple_, update
 
-from budgetlab.learner_models import RunPage, RunSummary
-from budgetlab.models import CurvePoint, RunCreate, RunInfo, RunResult
+from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunPage, RunResult, RunSummary
 from learner.tables import CallerRecord, CurvePointRecord, RunRecord
 
 CALLERS: Table = CallerRecord.__table__  # type: ignore[assignment]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from budgetlab.contract.runs import TestScore
 from budgetlab.errors import StreamExhausted
-from budgetlab.models import TestScore
 from learner.oracle import Oracle
 
 

@@ -12,11 +12,12 @@ from fastapi import FastAPI, Query
 from pydantic import BaseModel, Field
 
 from budgetlab.bearer import bearer_token
+from budgetlab.contract.calls import ObserveBatchRequest
+from budgetlab.contract.service import Health
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.errors import Code, responses
 from budgetlab.http_errors import install_error_handlers
 from budgetlab.limits import RequestLimits
-from budgetlab.models import Health, ObserveBatchRequest
 from server import dashboard
 from server.batch_process import BatchProcess
 from server.config import Settings

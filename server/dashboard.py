@@ -30,9 +30,10 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from budgetlab.bearer import B64TOKEN, bearer_token
+from budgetlab.contract.base import SESSION_ID_EXAMPLE
+from budgetlab.contract.sessions import SESSION_INFO_EXAMPLE, SessionInfo
 from budgetlab.dashboard import Events, event_stream
 from budgetlab.errors import Code, OracleError, refusal, responses
-from budgetlab.models import SESSION_ID_EXAMPLE, SESSION_INFO_EXAMPLE, SessionInfo
 from server.config import Settings
 from server.deps import ADMIN_REFUSALS, ADMIN_SCHEME, Credentials
 from server.session_overview import (

@@ -24,17 +24,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from budgetlab.audit import audit_rows
+from budgetlab.contract.base import SESSION_ID_EXAMPLE
+from budgetlab.contract.budgets import BUDGET_EXAMPLE, REMAINING_EXAMPLE, SPENT_EXAMPLE
+from budgetlab.contract.ledger import AuditReport, LedgerKind
+from budgetlab.contract.sessions import SessionBasics
 from budgetlab.engine import session_view
 from budgetlab.errors import Code, refusal
-from budgetlab.models import (
-    BUDGET_EXAMPLE,
-    REMAINING_EXAMPLE,
-    SESSION_ID_EXAMPLE,
-    SPENT_EXAMPLE,
-    AuditReport,
-    LedgerKind,
-    SessionBasics,
-)
 from server.session_rows import SESSION_FACTS, config_of, counters_of, moment
 from server.sessions import Loaded, SessionService, recorded_counters
 from server.store import LINKS, SESSIONS

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.engine import Counters, SessionConfig
-from budgetlab.models import Budget
 from server.store import COUNTER_COLUMNS, Database
 
 # The columns of a session that say what it is and what it used (no token, no chain head): what a listing reads.

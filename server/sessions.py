@@ -24,23 +24,13 @@ from starlette.concurrency import run_in_threadpool
 
 from budgetlab import engine as rules
 from budgetlab.audit import audit_rows
+from budgetlab.contract.calls import ObserveBatchRequest, ObserveBatchResponse, ObserveRequest
+from budgetlab.contract.ledger import AuditReport, LedgerPage, LedgerQuery, LedgerRow, Receipt
+from budgetlab.contract.sessions import SessionCreate, SessionCreated, SessionInfo
 from budgetlab.datasets import DatasetError
 from budgetlab.engine import Counters, Outcome, Runtime, Step
 from budgetlab.errors import Code, OracleError, SessionBusy, refusal
 from budgetlab.ledger import FORMAT, GENESIS, Chain
-from budgetlab.models import (
-    AuditReport,
-    LedgerPage,
-    LedgerQuery,
-    LedgerRow,
-    ObserveBatchRequest,
-    ObserveBatchResponse,
-    ObserveRequest,
-    Receipt,
-    SessionCreate,
-    SessionCreated,
-    SessionInfo,
-)
 from budgetlab.operations import Kind, Operation
 from server.db import DEFAULT_LOCK_TIMEOUT
 from server.runtimes import RuntimeCache

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
-from budgetlab.models import Budget
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms._l1_projection import project_l1_ball
 from learner.algorithms.aer import AER

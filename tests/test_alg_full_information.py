@@ -7,8 +7,8 @@ import pytest
 from sklearn.linear_model import Lasso as SklearnLasso
 from sklearn.linear_model import LassoCV, RidgeCV
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
-from budgetlab.models import Budget
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms.eg_lasso import EGLasso
 from learner.algorithms.lasso import CV_TOLERANCE, MAX_ITERATIONS, N_ALPHAS, PATH_EPS, Lasso

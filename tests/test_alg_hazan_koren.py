@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
-from budgetlab.models import Budget
 from learner.algorithms import _iterates, algorithms, get_algorithm
 from learner.algorithms._attribute_efficient import DataPointSampler, SampledGradient
 from learner.algorithms._estimators import smoothed_derivative, truncated_smoothed_derivative

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunResult
 from budgetlab.datasets import load_dataset
-from budgetlab.models import Budget, RunResult
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms._ito import dual_averaging, estimate_gradient, observe
 from learner.oracle import LocalOracle

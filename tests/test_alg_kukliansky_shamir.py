@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
-from budgetlab.models import Budget
 from client.claims import improvement_ratio
 from learner.algorithms import get_algorithm
 from learner.algorithms._iterates import LassoIterate, RidgeIterate

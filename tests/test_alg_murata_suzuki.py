@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
-from budgetlab.models import Budget
 from learner.algorithms import ParamError, Problem
 from learner.algorithms._hard_thresholding import hard_threshold
 from learner.algorithms.exploitation import Exploitation

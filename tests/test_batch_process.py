@@ -16,8 +16,9 @@ import httpx
 import pytest
 
 from budgetlab import engine as rules
+from budgetlab.contract.calls import ObserveBatchRequest, ObserveRequest
+from budgetlab.contract.sessions import SessionCreate
 from budgetlab.errors import OracleError
-from budgetlab.models import ObserveBatchRequest, ObserveRequest, SessionCreate
 from budgetlab.operations import SessionOperations
 from client.services import announced_url, wait_healthy
 from server.batch_process import BatchProcess

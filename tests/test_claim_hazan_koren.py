@@ -21,9 +21,10 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pytest
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunResult
 from budgetlab.datasets import load_dataset
 from budgetlab.datasets.base import Dataset
-from budgetlab.models import Budget, RunResult
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 

@@ -21,8 +21,9 @@ import sklearn
 from rich.console import Console
 from typer.testing import CliRunner
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunCreate, RunResult
 from budgetlab.learner_client import LearnerClient
-from budgetlab.models import Budget, RunCreate, RunResult
 from client.cli import app
 from client.compare import INTERRUPTED, RUNS_FAILED
 from client.grid import NOT_STARTED, progress_bars

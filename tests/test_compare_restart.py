@@ -19,8 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunCreate
 from budgetlab.errors import LearnerUnavailable
-from budgetlab.models import Budget, RunCreate
 from client.compare import RUNS_FAILED
 from client.grid import PatientLearner
 from client.services import running

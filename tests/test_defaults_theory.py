@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from budgetlab.models import Budget
+from budgetlab.contract.budgets import Budget
 from client.cli import app
 from learner.algorithms import algorithms
 from learner.estimator import BudgetedRegressor

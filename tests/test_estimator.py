@@ -7,8 +7,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets import Dataset
-from budgetlab.models import Budget
 from learner.estimator import BudgetedRegressor
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm

@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunCreate
 from budgetlab.learner_client import LearnerClient
-from budgetlab.models import Budget, RunCreate
 from tests.servers import learner_server
 
 ADMIN = "learner-admin-token-for-tests"

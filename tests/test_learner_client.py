@@ -8,9 +8,10 @@ import time
 import httpx
 import pytest
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import FINAL_RUN_STATUSES, RunCreate, RunInfo
 from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
 from budgetlab.learner_client import AsyncLearnerClient, LearnerClient
-from budgetlab.models import FINAL_RUN_STATUSES, Budget, RunCreate, RunInfo
 
 GAUSS = {"d": 20, "n_train": 60, "n_test": 30, "s_plus": 3, "s_minus": 2}
 UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing listens there

@@ -14,7 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
-from budgetlab.models import Budget
+from budgetlab.contract.budgets import Budget
 from budgetlab.oracle_client import OracleClient
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle

@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunCreate
 from budgetlab.learner_client import LearnerClient
-from budgetlab.models import Budget, RunCreate
 
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
 GAUSS = {"d": 20, "n_train": 60, "n_test": 30, "s_plus": 3, "s_minus": 2}

@@ -20,6 +20,7 @@ from alembic.config import Config
 
 from budgetlab import ledger_v1
 from budgetlab.audit import audit_ndjson
+from budgetlab.contract.ledger import Receipt
 from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.ledger import (
     GENESIS,
@@ -31,7 +32,6 @@ from budgetlab.ledger import (
     value_tags,
 )
 from budgetlab.local_session import LocalSession
-from budgetlab.models import Receipt
 from budgetlab.operations import SessionOperations
 from budgetlab.oracle_client import OracleClient
 from server.db import MIGRATIONS, make_engine

@@ -9,11 +9,11 @@ import httpx
 import numpy as np
 import pytest
 
+from budgetlab.contract.calls import ObserveBatchResponse
 from budgetlab.datasets import load_dataset
 from budgetlab.datasets.base import stream_order
 from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.evaluation import evaluate_weights
-from budgetlab.models import ObserveBatchResponse
 from budgetlab.oracle_client import OracleClient
 from server.routers.sessions import serialized
 from server.sessions import batch_json

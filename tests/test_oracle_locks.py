@@ -13,8 +13,9 @@ import httpx
 import psycopg
 import pytest
 
+from budgetlab.contract.calls import ObserveBatchRequest, ObserveRequest
+from budgetlab.contract.sessions import SessionCreate
 from budgetlab.errors import SessionBusy
-from budgetlab.models import ObserveBatchRequest, ObserveRequest, SessionCreate
 from budgetlab.oracle_client import OracleClient
 from server.app import create_app
 from server.checkpoint import WRITER_BACKSTOP_PAGES

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets import load_dataset
-from budgetlab.models import Budget
 from learner.oracle import LocalOracle
 from learner.runner import build_algorithm, run_algorithm
 

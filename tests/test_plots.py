@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from budgetlab.models import Budget, CurvePoint, RunResult
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import CurvePoint, RunResult
 from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, Design
 from client.grid import RunOutcome, attach_regret
 from client.plots import design_figures

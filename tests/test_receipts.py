@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from budgetlab.audit import audit_ndjson
-from budgetlab.models import Receipt
+from budgetlab.contract.ledger import Receipt
 from budgetlab.oracle_client import OracleClient, OracleSession
 from server.app import create_app
 from server.config import Settings

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from budgetlab.models import Budget, ParamValue, RunResult
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunResult
 from learner.algorithms import Algorithm, algorithms
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunCreate
 from budgetlab.learner_client import AsyncLearnerClient, LearnerClient
 from budgetlab.local_session import LocalSession
-from budgetlab.models import Budget, RunCreate
 from budgetlab.operations import OPERATIONS, Kind
 from budgetlab.oracle_client import AsyncOracleClient, AsyncOracleSession, OracleClient, OracleSession
 

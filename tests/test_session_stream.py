@@ -11,8 +11,8 @@ import pytest
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 from websockets.sync.client import connect
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.errors import BudgetExhausted
-from budgetlab.models import Budget
 from budgetlab.oracle_client import OracleClient
 from budgetlab.session_stream import stream_url
 from learner.http_oracle import HttpOracle

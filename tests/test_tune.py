@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from budgetlab.contract.budgets import Budget, ExamplePart
 from budgetlab.datasets import load_dataset, stream_order
 from budgetlab.errors import OracleError
-from budgetlab.models import Budget, ExamplePart
 from budgetlab.oracle_client import OracleClient
 from client.cli import app
 from client.config import TuneSpec

@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from budgetlab.models import DatasetInfo, DatasetParam, ParamValue, Split, Task
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.datasets import DatasetInfo, DatasetParam, Task
+from budgetlab.contract.sessions import Split
 
 EVAL_CHUNK_ROWS = 65_536
 # A chunk of a wide matrix is bounded in cells too (2^22 float64 = 32 MB), whatever d is.

@@ -14,8 +14,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.datasets import DatasetParam, Task
 from budgetlab.datasets.base import DatasetError
-from budgetlab.models import DatasetParam, ParamValue, Task
 
 # A generated set may hold at most this many cells (n_train + n_test) * d: 4e8 bytes at float32.
 MAX_CELLS = 100_000_000

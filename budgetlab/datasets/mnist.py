@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.base import split_rows
 from budgetlab.datasets.cache import cached_arrays
 from budgetlab.datasets.family import read_only
 from budgetlab.datasets.pairs import PairFamily, pair_positions
-from budgetlab.models import ParamValue
 
 PER_DIGIT = 500
 N_TEST = 100

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.base import DatasetError
 from budgetlab.datasets.family import Data, Family, Param, read_only
-from budgetlab.models import ParamValue
 
 _TAG = 0x1705
 

@@ -13,9 +13,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.base import DatasetError
 from budgetlab.datasets.family import Data, Family
-from budgetlab.models import ParamValue
 
 
 class PairFamily(Family):

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.family import Data, Family, Param, read_only
-from budgetlab.models import ParamValue
 
 _TAG = 0x9017
 # Rows drawn at a time: about 4 MB of float64 draws, whatever d (the draws are the same whatever the chunk).

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.datasets import DatasetInfo, DatasetList
 from budgetlab.datasets import fashion, mnist, online_sparse, powerlaw, sklearn_sets, sparse_gaussian, user
 from budgetlab.datasets.base import Dataset, DatasetError, UnknownDataset
 from budgetlab.datasets.family import Family, resolve_params
-from budgetlab.models import DatasetInfo, DatasetList, ParamValue
 
 BUILTINS: tuple[Family, ...] = (
     powerlaw.FAMILY,

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.base import split_rows, split_sizes
 from budgetlab.datasets.cache import cached_arrays
 from budgetlab.datasets.family import Data, Family, Param, read_only
 from budgetlab.datasets.pairs import PairFamily, pair_positions
-from budgetlab.models import ParamValue
 
 TEST_FRACTION = 0.2
 CACHE_VERSION = 1  # of the conversions below: a new value loads the sets again

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.base import DatasetError
 from budgetlab.datasets.family import Data, Family, Param, read_only
-from budgetlab.models import ParamValue
 
 _TAG = 0x5A55
 _CHUNK_ROWS = 8_192

@@ -33,8 +33,8 @@ from typing import IO
 
 import numpy as np
 
+from budgetlab.contract.datasets import DatasetInfo, Task
 from budgetlab.datasets.base import Dataset, DatasetError, split_rows, split_sizes
-from budgetlab.models import DatasetInfo, Task
 
 DATA_DIR_ENV = "BUDGETLAB_DATA_DIR"
 DEFAULT_DATA_DIR = "budgetlab-data"

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
 # Theorem 2 sets λ_t = 8 sqrt(t / C_{d,k',k1}); Lemma 4 with G_t <= 16/C is what makes 8 the optimal constant.

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms._l1_projection import project_l1_ball
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 

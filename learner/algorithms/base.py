@@ -17,7 +17,9 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from budgetlab.models import AlgorithmInfo, Defaults, ParamSpec, ParamValue, Protocol
+from budgetlab.contract.algorithms import AlgorithmInfo, Defaults, ParamSpec
+from budgetlab.contract.base import ParamValue
+from budgetlab.contract.sessions import Protocol
 
 Observed = Mapping[int, float]
 

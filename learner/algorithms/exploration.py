@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms._hard_thresholding import hard_threshold, support
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 

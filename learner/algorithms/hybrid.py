@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.exploitation import ExploitationPhase
 from learner.algorithms.exploration import MURATA_SUZUKI, Exploration

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms._ito import (
     ADAPTIVE,
     LAMBDA_PARAMS,

@@ -22,7 +22,7 @@ Our reconstruction of the two changes:
 
 from __future__ import annotations
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms.base import ParamError, Problem
 from learner.algorithms.ito2 import Ito2
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms._row_buffer import RowBuffer, dense_row
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.ridge import FULL_INFORMATION, CrossValidationSchedule, GramStatistics, require_full_budget

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms._label_bound import RUNNING, LabelBound, given_or_running
 from learner.algorithms._row_buffer import dense_row
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.linalg
 
-from budgetlab.models import ParamValue
+from budgetlab.contract.base import ParamValue
 from learner.algorithms._row_buffer import RowBuffer, dense_row
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from budgetlab.contract.datasets import DatasetAdd, DatasetInfo, DatasetList
 from budgetlab.datasets import (
     DatasetError,
     UnknownDataset,
@@ -17,7 +18,6 @@ from budgetlab.datasets import (
     remove_dataset,
 )
 from budgetlab.errors import Code, refusal, responses
-from budgetlab.models import DatasetAdd, DatasetInfo, DatasetList
 from server.deps import ADMIN_REFUSALS, Admin
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])

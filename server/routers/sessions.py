@@ -22,9 +22,11 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
+from budgetlab.contract.calls import ObserveBatchRequest
+from budgetlab.contract.ledger import LedgerQuery
+from budgetlab.contract.sessions import SessionCreate, SessionCreated
 from budgetlab.errors import responses
 from budgetlab.ledger import ROW_FIELDS, canonical_json
-from budgetlab.models import LedgerQuery, ObserveBatchRequest, SessionCreate, SessionCreated
 from budgetlab.operations import OPEN_REFUSALS, OPERATIONS, Operation, SessionOperations
 from server.deps import Service, Token
 from server.raw_bodies import documented, parsed

@@ -30,9 +30,9 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from budgetlab.bearer import bearer_token
+from budgetlab.contract.calls import ObserveBatchRequest
 from budgetlab.errors import Code, Refused, invalid_request
 from budgetlab.http_errors import error_body
-from budgetlab.models import ObserveBatchRequest
 from budgetlab.operations import OPERATIONS, Operation, SessionOperations
 from server.sessions import SessionService, promptly
 

@@ -1,0 +1,20 @@
+"""What every part of the contract is made of: the value of a parameter, the strict request body, and the examples
+that models of several concerns show.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+ParamValue = int | float | str | bool
+
+# Examples of the models that other models hold, for the fields that hold them: the OpenAPI documents show an
+# example of every field (tests/test_openapi.py checks each against its schema).
+SESSION_ID_EXAMPLE = "f396ed88b0c0e8e3d6b3b937b222247e"
+HASH_EXAMPLE = "9c5ef082f04c2d4ab82b42566791accdbb2928a2df3cadaa5608a74301181c5f"
+
+
+class Strict(BaseModel):
+    """A request body: a field it does not declare is refused, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
