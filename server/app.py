@@ -26,6 +26,7 @@ from server.deps import ADMIN_REFUSALS, Admin, Service
 from server.raw_bodies import add_components
 from server.routers import datasets, sessions, stream
 from server.sessions import SessionService
+from server.steps import Caps
 
 # A worker's small requests wait on the GIL behind a big request's Python work (parsing, hashing) as well as on
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that
@@ -46,10 +47,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     if migrate:
         upgrade(settings.database_url)
     engine = make_engine(settings.database_url, settings.lock_timeout)
-    caps = {"max_cells": settings.max_cells, "max_examples": settings.max_examples}
+    caps = Caps(settings.max_cells, settings.max_examples)
     batches = (BatchProcess(settings.database_url, settings.lock_timeout, caps, settings.dataset_cache_bytes)
                if settings.batch_process else None)
-    service = SessionService(engine, settings.lock_timeout, **caps, batch_process=batches)
+    service = SessionService(engine, settings.lock_timeout, caps, batch_process=batches)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -2,7 +2,7 @@
 
 In a worker's process, a 10,000-cell batch's Python work (the engine's checks, hashing the chain, the answer's
 JSON: about 3 ms) shares the GIL with every other request of the worker and roughly halves their speed while it
-runs. The batch process does that work on a snapshot of the session (``SessionService.prepare_batch``) and hands
+runs. The batch process does that work on a snapshot of the session (``server.batch_preparation``) and hands
 back the ledger rows to insert and the answer's bytes; the worker then only inserts them under the write lock, if
 the session has not moved meanwhile, and otherwise does the whole step itself under the lock, as without this
 process. The process starts with the worker's first big batch (a worker that never gets one, as most in the
@@ -24,7 +24,8 @@ from typing import Any
 from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits
 from budgetlab.malloc import tune_malloc
 from server.db import make_engine
-from server.sessions import Prepared, SessionService
+from server.sessions import SessionService
+from server.steps import Caps, Prepared
 
 log = logging.getLogger(__name__)
 # A big batch is worked out within a second (the engine's caps); this is a wedged process, not a slow one.
@@ -35,13 +36,13 @@ WATCH_PERIOD = 0.5
 _service: SessionService | None = None
 
 
-def _start(database_url: str, lock_timeout: float, caps: dict[str, int], cache_bytes: int, worker: int) -> None:
+def _start(database_url: str, lock_timeout: float, caps: Caps, cache_bytes: int, worker: int) -> None:
     """In the batch process: the session service it prepares with (its dataset cache bounded as the worker's),
     and a watch on the worker that started it."""
     global _service
     tune_malloc()
     cache_limits(CACHE_ENTRIES, cache_bytes)
-    _service = SessionService(make_engine(database_url, lock_timeout), lock_timeout, **caps)
+    _service = SessionService(make_engine(database_url, lock_timeout), lock_timeout, caps)
 
     def watch() -> None:
         while os.getppid() == worker:
@@ -57,13 +58,13 @@ def _ready() -> bool:
 
 def _prepare(session_id: str, token: str, raw: bytes) -> Prepared[bytes] | None:
     assert _service is not None
-    return _service.prepare_batch(session_id, token, raw)
+    return _service.batches.prepare(session_id, token, raw)
 
 
 class BatchProcess:
     """The worker's side: ``prepare`` a batch in the batch process, or None when the worker must do it itself."""
 
-    def __init__(self, database_url: str, lock_timeout: float, caps: dict[str, int],
+    def __init__(self, database_url: str, lock_timeout: float, caps: Caps,
                  cache_bytes: int = CACHE_BYTES) -> None:
         self._args = (database_url, lock_timeout, caps, cache_bytes, os.getpid())
         self._lock = threading.Lock()

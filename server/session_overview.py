@@ -23,7 +23,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from budgetlab.audit import audit_rows
 from budgetlab.contract.base import SESSION_ID_EXAMPLE
 from budgetlab.contract.budgets import BUDGET_EXAMPLE, REMAINING_EXAMPLE, SPENT_EXAMPLE
 from budgetlab.contract.ledger import AuditReport, LedgerKind
@@ -31,7 +30,7 @@ from budgetlab.contract.sessions import SessionBasics
 from budgetlab.engine import session_view
 from budgetlab.errors import Code, refusal
 from server.session_rows import SESSION_FACTS, config_of, counters_of, moment
-from server.sessions import Loaded, SessionService, recorded_counters
+from server.sessions import SessionService
 from server.store import LINKS, SESSIONS
 
 # The audit reads every row of a session; bigger sessions are left to `budgetlab audit` (seconds per million rows).
@@ -151,14 +150,7 @@ class Overview:
     def audit(self, session_id: str) -> AuditReport:
         """The audit ``GET /v1/sessions/{id}/audit`` answers, without the session's token (the report names no
         value; the dashboard keeps only its verdict)."""
-        db = self.db
-        with db.read() as cursor:
-            row = db.load(cursor, session_id, lock=False)
-            if row is None:
-                raise refusal(Code.NOT_FOUND, f"session {session_id} does not exist")
-            loaded = Loaded(session_id, row["ledger_key"], counters_of(row), row["ledger_rows"], row["head_hash"], row)
-            rows = db.rows(cursor, loaded.key, db.declared_costs(cursor, loaded.key))
-        return audit_rows(session_id, rows, recorded_counters(loaded))
+        return self.service.audit(session_id, None)
 
     def with_verdicts(self, sessions: list[SessionSummary]) -> list[SessionSummary]:
         for summary in sessions:

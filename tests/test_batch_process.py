@@ -24,8 +24,9 @@ from client.services import announced_url, wait_healthy
 from server.batch_process import BatchProcess
 from server.db import make_engine, upgrade
 from server.sessions import SessionService
+from server.steps import Caps
 
-CAPS = {"max_cells": 100_000, "max_examples": 5_000}
+CAPS = Caps(max_cells=100_000, max_examples=5_000)
 POOL = {"dataset": "sparse-gaussian", "order": "pool", "seed": 4,
         "dataset_params": {"d": 60, "n_train": 400, "n_test": 10}}
 BUDGETLAB = str(Path(sys.executable).with_name("budgetlab"))
@@ -39,7 +40,7 @@ def service(tmp_path: Path, name: str, batches: bool = False) -> tuple[SessionSe
     if process is not None:
         process.start()
         assert process.ready(timeout=60)
-    return SessionService(make_engine(url), 5.0, **CAPS, batch_process=process), process
+    return SessionService(make_engine(url), 5.0, CAPS, batch_process=process), process
 
 
 @pytest.fixture
@@ -57,7 +58,7 @@ def batch(first: int, attributes: range) -> bytes:
 
 def answered(svc: SessionService, session: tuple[str, str], raw: bytes) -> dict:
     items = ObserveBatchRequest.model_validate_json(raw).items
-    answer = json.loads(svc.observe_batch_json(*session, items, raw))
+    answer = json.loads(svc.batches.observe_json(*session, items, raw))
     answer.pop("receipt")  # its head hashes the session's random id
     return answer
 
@@ -75,7 +76,7 @@ def test_the_batch_process_answers_and_records_what_the_worker_would(
     for svc, (sid, token) in zip((in_process, in_worker), sessions, strict=True):
         report = svc.audit(sid, token)
         assert report.compliant and report.attributes_recomputed == 30 * 40 + 15 * 40 + 15 * 20
-    values = [[(r["example"], r["attribute"], r["value"]) for r in svc.iter_ledger(*s) if r["kind"] == "observe"]
+    values = [[(r["example"], r["attribute"], r["value"]) for r in svc.export.rows(*s) if r["kind"] == "observe"]
               for svc, s in zip((in_process, in_worker), sessions, strict=True)]
     assert values[0] == values[1]
 
@@ -91,7 +92,7 @@ def test_a_batch_refused_in_the_batch_process_leaves_the_refusal_to_the_worker(
     for session_id, token in ((created.id, "wrong"), ("nosuchsession", created.token)):
         assert batches.prepare(session_id, token, raw) is None
         with pytest.raises(OracleError) as refused:
-            svc.observe_batch_json(session_id, token, items, raw)
+            svc.batches.observe_json(session_id, token, items, raw)
         assert refused.value.status == 404
     assert batches.ready(timeout=0) and batches.prepare(created.id, created.token, raw) is not None
     assert svc.audit(created.id, created.token).attributes_recomputed == 0
@@ -107,8 +108,8 @@ def test_a_batch_prepared_before_the_session_moved_gets_the_locked_states_answer
     svc.perform(SessionOperations.observe, created.id, created.token,
                 ObserveRequest(example=0, attributes=[0, 1, 2]))  # the session moves
     items = ObserveBatchRequest.model_validate_json(raw).items
-    answer = svc._write(created.id, created.token, lambda rt, c, paid: rules.observe(rt, c, paid, items),
-                        prepared=stale)[0]
+    answer = svc.steps.write(created.id, created.token, lambda rt, c, paid: rules.observe(rt, c, paid, items),
+                             prepared=stale)[0]
     assert answer.charged == 30 * 40 - 3  # the three cells paid meanwhile were free
     report = svc.audit(created.id, created.token)
     assert report.compliant and report.attributes_recomputed == 30 * 40

@@ -35,7 +35,8 @@ from budgetlab.local_session import LocalSession
 from budgetlab.operations import SessionOperations
 from budgetlab.oracle_client import OracleClient
 from server.db import MIGRATIONS, make_engine
-from server.sessions import SessionService, token_hash
+from server.sessions import SessionService
+from server.steps import token_hash
 
 DATASET = "sparse-gaussian"
 PARAMS = {"d": 12, "n_train": 40, "n_test": 10, "s_plus": 2, "s_minus": 2}
@@ -106,7 +107,7 @@ def _migrated_session_audits(url: str) -> None:
     report = service.audit(sid, token)
     assert report.compliant, report.reasons
     assert report.rows == 1 + 4 * 4 and report.attributes_recomputed == 12 and report.spent_recomputed == 14.0
-    rows = list(service.iter_ledger(sid, token))
+    rows = list(service.export.rows(sid, token))
     assert [(r["example"], r["attribute"], r["value"]) for r in rows if r["kind"] == "observe"] == cells
     # Consecutive values of one example became one link each; the session goes on from the new head.
     assert sum(1 for r in rows if r["hash"] is not None) == 1 + 4 * 2
@@ -120,7 +121,7 @@ def _migrated_session_audits(url: str) -> None:
     command.upgrade(_alembic(url), "head")
     again = SessionService(make_engine(url))
     assert again.audit(sid, token).compliant
-    assert [(r["example"], r["attribute"], r["value"]) for r in again.iter_ledger(sid, token)
+    assert [(r["example"], r["attribute"], r["value"]) for r in again.export.rows(sid, token)
             if r["kind"] == "observe"] == cells
 
 

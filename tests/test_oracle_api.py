@@ -15,8 +15,8 @@ from budgetlab.datasets.base import stream_order
 from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.evaluation import evaluate_weights
 from budgetlab.oracle_client import OracleClient
+from server.batch_preparation import batch_json
 from server.routers.sessions import serialized
-from server.sessions import batch_json
 
 DATASET = "sparse-gaussian"
 PARAMS = {"d": 20, "n_train": 300, "n_test": 100, "s_plus": 5, "s_minus": 5}

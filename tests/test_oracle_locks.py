@@ -153,7 +153,7 @@ def test_the_log_is_checkpointed_by_a_thread_of_its_own_not_inside_a_write(tmp_p
         before = path.stat().st_size  # the session's few rows: far below the 5 MB looked for
         for first in range(0, 2000, 100):  # 400,000 values: about 6 MB of log, past SQLite's default 1,000 pages
             items = [ObserveRequest(example=e, attributes=list(range(200))) for e in range(first, first + 100)]
-            service.observe_batch_json(created.id, created.token, items,
+            service.batches.observe_json(created.id, created.token, items,
                                        ObserveBatchRequest(items=items).model_dump_json().encode())
         deadline = time.monotonic() + 10
         while path.stat().st_size < before + (5 << 20) and time.monotonic() < deadline:

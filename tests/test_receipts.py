@@ -15,8 +15,8 @@ from budgetlab.audit import audit_ndjson
 from budgetlab.contract.ledger import Receipt
 from budgetlab.oracle_client import OracleClient, OracleSession
 from server.app import create_app
+from server.batch_preparation import PREPARE_CELLS
 from server.config import Settings
-from server.sessions import PREPARE_CELLS
 from tests.servers import serve_in_thread
 
 DATASET = "sparse-gaussian"
@@ -30,7 +30,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list
     """The oracle with its batch process up, and a record of each batch sent there (True: it prepared it)."""
     path = tmp_path_factory.mktemp("receipts") / "ledger.db"
     app = create_app(Settings(database_url=f"sqlite:///{path}", batch_process=True))
-    batches = app.state.sessions.batch_process
+    batches = app.state.sessions.batches.process
     batches.start()
     assert batches.ready(timeout=60)
     prepared: list[bool] = []

@@ -4,6 +4,8 @@ which call takes which is the table of operations' (``budgetlab.operations``).
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from budgetlab.contract.base import Strict
@@ -13,8 +15,16 @@ from budgetlab.contract.ledger import RECEIPT_EXAMPLE, Receipt
 MAX_ATTRIBUTES_PER_REQUEST = 100_000
 OBSERVED_EXAMPLE = {"example": 1, "attributes": [5, 9], "values": [0.0, 1.0]}
 
+# Every answer of a charging call holds the session's chain head after it (the oracle fills it in; None in memory).
 RECEIPT = Field(None, description="the chain head after this request, when it recorded anything (oracle only)",
                 examples=[RECEIPT_EXAMPLE])
+
+
+@runtime_checkable
+class Receipted(Protocol):
+    """An answer that carries a ``receipt`` (``RECEIPT``)."""
+
+    receipt: Receipt | None
 
 
 class NextResponse(BaseModel):

@@ -10,11 +10,8 @@ also streams the whole ledger as an export.
 
 from __future__ import annotations
 
-import csv
 import inspect
-import io
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -26,11 +23,10 @@ from budgetlab.contract.calls import ObserveBatchRequest
 from budgetlab.contract.ledger import LedgerQuery
 from budgetlab.contract.sessions import SessionCreate, SessionCreated
 from budgetlab.errors import responses
-from budgetlab.ledger import ROW_FIELDS, canonical_json
 from budgetlab.operations import OPEN_REFUSALS, OPERATIONS, Operation, SessionOperations
 from server.deps import Service, Token
 from server.raw_bodies import documented, parsed
-from server.sessions import export_header, promptly
+from server.scheduling import promptly
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 SessionId = Annotated[str, Path(min_length=1, max_length=64)]
@@ -76,40 +72,11 @@ def ledger(session_id: SessionId, sessions: Service, token: Token,
            query: Annotated[LedgerQuery, Query()]) -> Response:
     if query.format == "json":
         return serialized(sessions.page(session_id, token, query))
-    # Authenticate before streaming starts: once the status line is out, an error can no longer be a 404.
-    head = sessions.head(session_id, token)
-    rows_iter = sessions.iter_ledger(session_id, token, query.after)
     if query.format == "ndjson":
-
-        def ndjson() -> Iterator[str]:
-            yield json.dumps(export_header(session_id)) + "\n"
-            dumps = json.dumps
-            lines: list[str] = []
-            for row in rows_iter:
-                lines.append(dumps(row))
-                if len(lines) >= 2000:
-                    yield "\n".join(lines) + "\n"
-                    lines.clear()
-            if lines:
-                yield "\n".join(lines) + "\n"
-            yield json.dumps(head) + "\n"
-
-        return StreamingResponse(ndjson(), media_type="application/x-ndjson",
+        return StreamingResponse(sessions.export.ndjson(session_id, token, query.after),
+                                 media_type="application/x-ndjson",
                                  headers={"Content-Disposition": f'attachment; filename="{session_id}.ndjson"'})
-
-    def as_csv() -> Iterator[str]:
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=ROW_FIELDS)
-        writer.writeheader()
-        for i, row in enumerate(rows_iter, start=1):
-            writer.writerow({**row, "payload": canonical_json(row["payload"])})
-            if i % 2000 == 0:
-                yield buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
-        yield buffer.getvalue()
-
-    return StreamingResponse(as_csv(), media_type="text/csv")
+    return StreamingResponse(sessions.export.csv(session_id, token, query.after), media_type="text/csv")
 
 
 async def observe_batch(session_id: SessionId, request: Request, sessions: Service, token: Token) -> Response:
@@ -117,7 +84,8 @@ async def observe_batch(session_id: SessionId, request: Request, sessions: Servi
 
     def run() -> Response:  # parsing a big body included: none of it on the event loop (server.raw_bodies)
         body = parsed(ObserveBatchRequest, raw)
-        return Response(sessions.observe_batch_json(session_id, token, body.items, raw), media_type="application/json")
+        answer = sessions.batches.observe_json(session_id, token, body.items, raw)
+        return Response(answer, media_type="application/json")
 
     return await run_in_threadpool(run)
 

@@ -34,7 +34,8 @@ from budgetlab.contract.calls import ObserveBatchRequest
 from budgetlab.errors import Code, Refused, invalid_request
 from budgetlab.http_errors import error_body
 from budgetlab.operations import OPERATIONS, Operation, SessionOperations
-from server.sessions import SessionService, promptly
+from server.scheduling import promptly
+from server.sessions import SessionService
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +61,10 @@ OPS: dict[str, Operation[..., Any]] = {name: op for name, op in OPERATIONS.items
 def call(op: Operation[..., Any], sessions: SessionService, session_id: str, token: str,
          request: BaseModel | None) -> BaseModel | bytes:
     """The operation on the session, as over HTTP: ``observe_batch`` as JSON, and a big one through the batch
-    process (``SessionService.observe_batch_json``)."""
+    process (``server.batch_preparation``)."""
     if op is SessionOperations.observe_batch:
         assert isinstance(request, ObserveBatchRequest)
-        return sessions.observe_batch_json(session_id, token, request.items, request.model_dump_json().encode())
+        return sessions.batches.observe_json(session_id, token, request.items, request.model_dump_json().encode())
     return sessions.perform(op, session_id, token, request)
 
 
