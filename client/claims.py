@@ -3,7 +3,9 @@ ours, and whether it holds.
 
 A preset declares its claims as ``[[claims]]`` (``client.config.ClaimSpec``); they are checked here against the
 comparison's summaries. A claim is never dropped: one whose design did not run (``--quick`` runs fewer) says
-"not run", one whose algorithms produced no result says so, and one that fails shows the numbers that fail it.
+"not run", one whose algorithms produced no result says so, and one that fails shows the numbers that fail it and
+the cause its preset names (or says that it was expected to hold). Each claim carries the paper's sentence or table
+cell it stands for (``quote``), listed under the table.
 """
 
 from __future__ import annotations
@@ -33,9 +35,20 @@ class ClaimResult:
     ours: str
     verdict: Verdict
     values: dict[str, float]
+    quote: str = ""
+    cause: str = ""  # why it fails here, as the preset states it; empty: expected to hold
+
+    @property
+    def expected(self) -> Literal["holds", "fails"]:
+        return "fails" if self.cause else "holds"
 
     def json(self) -> dict[str, object]:
-        return asdict(self)
+        return {**asdict(self), "expected": self.expected}
+
+
+def _result(claim: ClaimSpec, design: str, ours: str, verdict: Verdict, values: dict[str, float]) -> ClaimResult:
+    return ClaimResult(claim.claim, claim.source, design, claim.paper, ours, verdict, values, claim.quote,
+                       claim.cause)
 
 
 def improvement_ratio(second_moments: np.ndarray, scenario: str) -> float:
@@ -132,15 +145,13 @@ def _rho(claim: ClaimSpec, design: Design, seed: int) -> ClaimResult:
     try:
         dataset = load_dataset(design.dataset.name, design.dataset.params, seed)
     except DatasetError as exc:
-        return ClaimResult(claim.claim, claim.source, design.name, claim.paper, f"dataset unavailable: {exc}",
-                           "no result", {})
+        return _result(claim, design.name, f"dataset unavailable: {exc}", "no result", {})
     assert claim.rho is not None and claim.target is not None and claim.tolerance is not None
     rho = improvement_ratio(dataset.second_moments(), claim.rho)
     holds = abs(rho - claim.target) <= claim.tolerance
-    return ClaimResult(claim.claim, claim.source, design.name, claim.paper,
-                       f"ρ_{claim.rho} = {rho:.3g} from E x_i² over the {dataset.n('train'):,} training examples "
-                       f"(needs {claim.target:g} ± {claim.tolerance:g})", "holds" if holds else "fails",
-                       {"rho": rho})
+    return _result(claim, design.name, f"ρ_{claim.rho} = {rho:.3g} from E x_i² over the {dataset.n('train'):,} "
+                   f"training examples (needs {claim.target:g} ± {claim.tolerance:g})", "holds" if holds else "fails",
+                   {"rho": rho})
 
 
 def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design],
@@ -148,7 +159,7 @@ def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design
     where = claim.design or ""
     chosen = [i for i, d in enumerate(designs) if claim.design is None or claim.design in (d.name, d.group)]
     if not chosen:
-        return ClaimResult(claim.claim, claim.source, where, claim.paper, "—", "not run", {})
+        return _result(claim, where, "—", "not run", {})
     if claim.kind == "rho":
         return _rho(claim, designs[chosen[0]], config.seeds[0])
     values, early = _values(claim, [summaries[i] for i in chosen])
@@ -156,8 +167,7 @@ def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design
         where = f"{where} (median over {len(chosen)} datasets)".strip()
     missing = [label for label, v in values.items() if v is None]
     if missing:
-        return ClaimResult(claim.claim, claim.source, where, claim.paper,
-                           f"no completed run of {', '.join(missing)}", "no result", {})
+        return _result(claim, where, f"no completed run of {', '.join(missing)}", "no result", {})
     got = {label: float(v) for label, v in values.items() if v is not None}
     if claim.kind == "ordering":
         text, holds = _ordering(claim, got)
@@ -182,7 +192,7 @@ def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design
     if early:
         text += (f"; {', '.join(sorted(early))} read before the first evaluation, between the zero predictor at 0 "
                  "attributes and that evaluation")
-    return ClaimResult(claim.claim, claim.source, where, claim.paper, text, "holds" if holds else "fails", got)
+    return _result(claim, where, text, "holds" if holds else "fails", got)
 
 
 def evaluate_claims(config: CompareConfig, designs: list[Design],
@@ -198,25 +208,42 @@ def metric_words(claim: ClaimSpec) -> str:
     return words + (", at equal attributes" if claim.at == "equal_attributes" else "")
 
 
+def _failure_line(r: ClaimResult) -> str:
+    where = ", ".join(x for x in (r.source, r.design) if x)
+    line = f"- {r.claim} ({where}): the paper has {r.paper}; we get {r.ours}."
+    if r.verdict == "no result":
+        return line
+    if r.cause:
+        return f"{line} Cause: {r.cause}"
+    return f"{line} Cause not established: the preset expected this claim to hold."
+
+
 def claims_markdown(config: CompareConfig, results: list[ClaimResult]) -> list[str]:
-    """The table that opens the report, and a line under it for every claim that does not hold."""
+    """The table that opens the report; under it a line for every claim that does not hold, with its cause, and
+    the paper's words each claim stands for."""
     if not results:
         return []
     held = sum(r.verdict == "holds" for r in results)
     lines = [f"## Claims: {held} of {len(results)} hold", "",
-             "| claim | paper | ours | verdict |", "|---|---|---|---|"]
-    for spec, r in zip(config.claims, results, strict=True):
+             "| # | claim | paper | ours | verdict |", "|---|---|---|---|---|"]
+    for number, (spec, r) in enumerate(zip(config.claims, results, strict=True), 1):
         context = "; ".join(x for x in (r.source, r.design, metric_words(spec)) if x)
-        lines.append(f"| {r.claim} ({context}) | {r.paper} | {r.ours} | **{r.verdict}** |")
+        lines.append(f"| {number} | {r.claim} ({context}) | {r.paper} | {r.ours} | **{r.verdict}** |")
     failing = [r for r in results if r.verdict in ("fails", "no result")]
     if failing:
-        lines += ["", "Not reproduced here:", ""]
-        lines += [f"- {r.claim} ({', '.join(x for x in (r.source, r.design) if x)}): the paper has {r.paper}; "
-                  f"we get {r.ours}." for r in failing]
+        lines += ["", "Not reproduced here:", "", *(_failure_line(r) for r in failing)]
+    surprises = [r for r in results if r.verdict == "holds" and r.cause]
+    if surprises:
+        lines += ["", "Expected to fail, but holding in this run:", ""]
+        lines += [f"- {r.claim} ({r.source}): the preset's expected cause was: {r.cause}" for r in surprises]
     not_run = sum(r.verdict == "not run" for r in results)
     if not_run:
         lines += ["", f"{not_run} claim(s) concern designs this run left out (--quick runs fewer); the full "
                   "comparison checks them."]
+    quoted = [(number, r) for number, r in enumerate(results, 1) if r.quote]
+    if quoted:
+        lines += ["", "What each claim stands for, in the paper's words:", ""]
+        lines += [f"{number}. {r.source}: \"{r.quote}\"" for number, r in quoted]
     return lines + [""]
 
 
@@ -228,5 +255,6 @@ def claims_table(results: list[ClaimResult]) -> Table:
     table.add_column("ours", ratio=3, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for r in results:
-        table.add_row(f"{r.claim} ({r.source})", r.paper, r.ours, f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]")
+        ours = f"{r.ours} Cause: {r.cause}" if r.verdict == "fails" and r.cause else r.ours
+        table.add_row(f"{r.claim} ({r.source})", r.paper, ours, f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]")
     return table

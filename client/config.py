@@ -84,11 +84,17 @@ class ClaimSpec(Strict):
     ``difference``: for ``algorithm`` minus ``over`` (a gap in points of 0-1 error, as a paper quotes two rates).
     ``rho``: the improvement ratio of Kukliansky & Shamir (eqs. (11)-(12)) of the design's data is within
     ``tolerance`` of ``target``. A ``design`` that names a group (``datasets = [...]``) takes the median over it.
+    A claim is never loosened to hold: one that fails here keeps the paper's statement and names its ``cause``.
     """
 
     claim: str = Field(..., description="the paper's words, shortened")
     source: str = Field(..., description="where in the paper: 'Fig. 1', 'Table 3, (10, 2, 4)'")
     paper: str = Field(..., description="the paper's figure as printed, e.g. '17.19 < 20.59 < 26.88'")
+    quote: str = Field("", description="the sentence or table cell of the paper the claim stands for, verbatim "
+                       "(every preset's claims have one; the report shows it)")
+    cause: str = Field("", description="why the claim does not hold here, with numbers: data size, regime, a "
+                       "detail the paper leaves unstated. A claim with a cause is expected to fail; the report "
+                       "shows the cause under the table when it does")
     kind: ClaimKind
     design: str | None = Field(None, description="a design or group name; default the only design")
     metric: ClaimMetric = "test_mse"

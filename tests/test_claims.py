@@ -48,6 +48,7 @@ algorithms = [{ id = "ridge", label = "Ridge", per_example = 500 }]
 claim = "ridge beats a learner that cannot move"
 source = "Fig. 9"
 paper = "Ridge < AERR"
+quote = "Ridge regression performs best on this data set."
 kind = "ordering"
 design = "digits"
 order = ["Ridge", "AERR"]
@@ -56,6 +57,7 @@ order = ["Ridge", "AERR"]
 claim = "the reverse, which must fail"
 source = "Fig. 9"
 paper = "AERR < Ridge"
+cause = "eta = 1e-9 keeps AERR at the zero predictor (normalised MSE about 1)"
 kind = "ordering"
 design = "digits"
 order = ["AERR", "Ridge"]
@@ -144,8 +146,30 @@ def test_the_claims_table_opens_the_report_and_failures_show_their_numbers(compa
     reverse = compared["claims"][1]
     assert f"| the reverse, which must fail (Fig. 9; digits; test MSE) | AERR < Ridge | {reverse['ours']} " \
            "| **fails** |" in report
-    assert f"- the reverse, which must fail (Fig. 9, digits): the paper has AERR < Ridge; we get {reverse['ours']}." \
-           in report
+    assert f"- the reverse, which must fail (Fig. 9, digits): the paper has AERR < Ridge; we get {reverse['ours']}. " \
+           "Cause: eta = 1e-9 keeps AERR at the zero predictor (normalised MSE about 1)" in report
+    assert reverse["cause"].startswith("eta = 1e-9") and reverse["expected"] == "fails"
+    # The paper's words each claim stands for, under the table, numbered as the table's rows.
+    holds = compared["claims"][0]
+    assert holds["quote"] and holds["expected"] == "holds"
+    assert '1. Fig. 9: "Ridge regression performs best on this data set."' in report
+    assert report.index("| 1 | ridge beats a learner that cannot move") < report.index("1. Fig. 9: ")
+
+
+def test_a_claim_failing_without_a_stated_cause_says_so_and_one_holding_against_its_cause_too(tmp_path: Path) -> None:
+    """The cause lives in the preset: a claim expected to hold that fails is flagged as such, and one whose preset
+    expects a failure but which holds is listed apart, so a stale cause cannot stand unnoticed."""
+    text = CONFIG.replace('cause = "eta = 1e-9', 'quote = "x"\n#').replace(
+        'quote = "Ridge regression performs best on this data set."',
+        'cause = "stated: ridge loses here"')
+    (tmp_path / "c.toml").write_text(text)
+    result = RUNNER.invoke(app, ["compare", str(tmp_path / "c.toml"), "--out", str(tmp_path / "out"), "--local"])
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "out" / "report.md").read_text()
+    reverse_line = next(line for line in report.splitlines() if line.startswith("- the reverse, which must fail"))
+    assert reverse_line.endswith("Cause not established: the preset expected this claim to hold.")
+    assert "Expected to fail, but holding in this run:\n\n- ridge beats a learner that cannot move (Fig. 9): " \
+           "the preset's expected cause was: stated: ridge loses here" in report
 
 
 def test_compare_prints_the_claims_within_80_columns(compared: dict) -> None:
