@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from client.cli import app
 from client.config import resolve_designs
 from client.presets import load_preset, preset_names
+from tests.references import dangling
 
 RUNNER = CliRunner()
 PAPERS = {"cesa-bianchi-mnist", "hazan-koren-fig1", "hazan-koren-fig2", "kukliansky-synthetic", "kukliansky-mnist",
@@ -51,6 +52,7 @@ def test_quick_preset_runs_with_a_section_per_design(name: str, tmp_path: Path) 
             assert [r["result"]["status"] for r in algorithm["runs"]] == ["finished"] * len(quick.seeds)
             assert algorithm["summary"]["test_mse"]["mean"] >= 0
     assert load_preset(name).expected_time in report
+    assert dangling(report) == []  # every file or section the report points at is in the project
     # The claims table opens the report, one row per claim the preset declares, each with a verdict.
     claims = results["claims"]
     assert len(claims) == len(quick.claims) >= 2

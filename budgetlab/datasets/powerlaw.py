@@ -1,4 +1,4 @@
-"""``powerlaw``: the simulated data of Kukliansky & Shamir (2015), §5.1, with ERRATA's reading.
+"""``powerlaw``: the simulated data of Kukliansky & Shamir (2015), §5.1, with the reading of docs/papers.md.
 
 u_i = i^alpha (i = 1..d); the attribute means E[x] are u projected on the L2 unit ball (scenario
 ``ridge``: u / max(1, ||u||_2)) or on the L_inf unit ball (``lasso``: clip(u, -1, 1)); each attribute is an

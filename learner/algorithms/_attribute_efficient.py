@@ -178,7 +178,7 @@ def lasso_iterate(d: int, B: float, c: np.ndarray | None, start: np.ndarray | No
 
 
 def floored_moments(moments: np.ndarray, floor: float) -> np.ndarray:
-    """(1 - floor) E[x²] + floor · mean E[x²]: keeps every q_i > 0 when floor > 0 (ERRATA, ε = 0)."""
+    """(1 - floor) E[x²] + floor · mean E[x²]: keeps every q_i > 0 when floor > 0 (ε = 0: docs/papers.md)."""
     moments = np.maximum(np.asarray(moments, dtype=np.float64), 0.0)
     if not moments.sum() > 0:
         return np.ones_like(moments)

@@ -9,11 +9,11 @@ Choices the paper leaves open (see docs/papers.md):
 - Budget: k + 1 attributes per example (k uniform draws and one |w|-weighted draw); the experiments'
   "k = 4" is a local budget of 5. Draws are i.i.d. with replacement, repeated indices paid for once.
 - w_1 = 0 (z+ = z- = 1) leaves p undefined: while w = 0, <w, x> = 0 exactly, so φ̃ = -y and the
-  |w|-weighted draw is skipped (ERRATA: "spend the draw with ŷ term 0").
+  |w|-weighted draw is skipped (docs/papers.md: the draw is spent with ŷ term 0).
 - Scale (the bounds this theorem uses: max |x_i|, max |y|, ||w*||_1, declared by the oracle). Theorem 3.4
   assumes ||x||_∞ <= 1, |y| <= B and ||w*||_1 <= B. B defaults to the declared ||w*||_1 bound, widened to
   max|y| / max|x_i|; η defaults to the theorem's step as its proof gives it, (1/2B') sqrt(k log 2d / (10 d m))
-  (ERRATA: the printed (1/4B²) sqrt(2k log 2d / (5md)) is a factor 1/B off) for the data scaled into the unit
+  (docs/papers.md: the printed (1/4B²) sqrt(2k log 2d / (5md)) is a factor 1/B off) for the data scaled into the unit
   L∞ ball, B' = max|x_i|·B, divided by max|x_i| on w (``AttributeEfficient``), m the run's examples.
 - That step is a worst-case choice, far below what the papers' cross-validation picked: on the 900 training
   images of ``mnist-3v5`` AELR barely leaves w = 0 within one pass (normalised test MSE about 0.99). Fig. 1's
@@ -34,7 +34,7 @@ from learner.algorithms.aerr import HAZAN_KOREN
 
 
 def aelr_eta(k: int, d: int, m: int, B: float) -> float:
-    """Theorem 3.4 as its proof derives it (ERRATA): η = (1/2B) sqrt(k log 2d / (10 d m))."""
+    """Theorem 3.4 as its proof derives it (docs/papers.md): η = (1/2B) sqrt(k log 2d / (10 d m))."""
     return math.sqrt(k * math.log(2 * d) / (10 * d * max(m, 1))) / (2 * B)
 
 
@@ -47,7 +47,7 @@ class AELR(AttributeEfficient):
     algorithm = "Algorithm 2"
     params = {
         "B": (None, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (ERRATA), "
+        "eta": (None, "step size η; default Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (docs/papers.md), "
                 "B' = max|x_i|·B, k = budget - 1"),
     }
 

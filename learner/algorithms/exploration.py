@@ -9,12 +9,12 @@ per block (d'·B examples) the concatenated block gradients g form an unbiased e
 
 Choices the paper leaves open (see docs/papers.md; the paper gives no hyper-parameters):
 
-- s' is the per-example budget k. s defaults to round(0.6 s') (30 at s' = 50, the working value of
-  ERRATA on the §6 design), clipped to 1 ≤ s < s'.
-- η = 0.2 / max_i E[x_i²] and B = 100 examples per block per update by default; ERRATA: smaller batches
+- s' is the per-example budget k. s defaults to round(0.6 s') (30 at s' = 50, the working value on the §6
+  design, docs/papers.md), clipped to 1 ≤ s < s'.
+- η = 0.2 / max_i E[x_i²] and B = 100 examples per block per update by default; smaller batches
   diverge (hard thresholding keeps the noisiest coordinates). B is constant here, as in Theorem 4.1.
 - Scale (the bound this theorem uses: the smoothness L_s of the loss on s-sparse vectors, which scales with
-  E[x_i²], declared by the oracle as max_i E[x_i²]). Theorem 4.1 asks η = Θ(1/L_s); ERRATA's working value
+  E[x_i²], declared by the oracle as max_i E[x_i²]). Theorem 4.1 asks η = Θ(1/L_s); the working value
   0.2 is for the §6 design, x ~ N(0, I) (E[x_i²] = 1), so the default is 0.2 / max_i E[x_i²]: the same
   step on that design, and the same step relative to L_s on data of any scale.
 - The loss is the paper's squared loss ℓ_y(a) = (a − y)², so ℓ'_y(a) = 2(a − y).
@@ -35,11 +35,11 @@ from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
 MURATA_SUZUKI = "Murata & Suzuki 2018, Sample Efficient Stochastic Gradient Iterative Hard Thresholding Method"
 SPARSITY_SHARE = 0.6
-ERRATA_ETA = 0.2
+WORKING_ETA = 0.2  # η that works on the §6 design, where E[x_i²] = 1 (docs/papers.md)
 
 
 def default_sparsity(budget: int) -> int:
-    """s = round(0.6 s'), ERRATA's s ≈ 30 at s' = 50, kept in 1 ≤ s < s'."""
+    """s = round(0.6 s'), the working s ≈ 30 at s' = 50, kept in 1 ≤ s < s'."""
     return min(max(1, round(SPARSITY_SHARE * budget)), budget - 1)
 
 
@@ -51,8 +51,8 @@ def resolve_sparsity(value: ParamValue | None, budget: int) -> int:
 
 
 def resolve_eta(value: ParamValue | None, problem: Problem) -> float:
-    """η as given, else ERRATA's 0.2 at E[x_i²] = 1 scaled to the declared max_i E[x_i²] (η = Θ(1/L_s))."""
-    return ERRATA_ETA / problem.scale.max_second_moment if value is None else float(value)
+    """η as given, else the working 0.2 at E[x_i²] = 1 scaled to the declared max_i E[x_i²] (η = Θ(1/L_s))."""
+    return WORKING_ETA / problem.scale.max_second_moment if value is None else float(value)
 
 
 def block_gradient(
@@ -79,7 +79,7 @@ class Exploration(Algorithm):
     min_budget = 2
     needs_scale = True
     params = {
-        "eta": (None, "constant step size η (Theorem 4.1: Θ(1/L_s)); default ERRATA's working value 0.2 "
+        "eta": (None, "constant step size η (Theorem 4.1: Θ(1/L_s)); default the working value 0.2 "
                 "divided by max_i E[x_i²]"),
         "s": (None, "sparsity s of the iterate, s < s' = k; default round(0.6 k) (30 at k = 50)"),
         "batch": (100, "mini-batch B_t: examples per block per update (d' = ⌈d/(k−s)⌉ blocks)"),

@@ -10,9 +10,9 @@ Choices the paper leaves open (see docs/papers.md; the paper gives no hyper-para
 - T⁻_k = 3, as Theorem 4.4 sets it.
 - T_k = T̃ = ⌈log(d/(s'−s) ∨ 1) / log(1/(1−α̌))⌉ (Theorem 4.4, with its Θ(κ_s²) factor taken as 1),
   at least 1 so that every stage exploits; α̌ = Θ(1/κ_s) is a parameter, 1/2 by default.
-- Mini-batches grow geometrically per stage (ERRATA): B⁻_{t,k} = B_{t,k} = ⌈B·(1/(1−α̌))^{k−1}⌉, the
+- Mini-batches grow geometrically per stage (docs/papers.md): B⁻_{t,k} = B_{t,k} = ⌈B·(1/(1−α̌))^{k−1}⌉, the
   1/(1−α̌)^k growth of Theorem 4.4's B_k; B counts examples per block per Exploration update and
-  examples per Exploitation update, 100 by default, with η = 0.2 / max_i E[x_i²] (ERRATA, scaled as in
+  examples per Exploitation update, 100 by default, with η = 0.2 / max_i E[x_i²] (docs/papers.md, scaled as in
   exploration.py) and s = round(0.6 s').
 - ``weights`` is the latest iterate, of whichever phase is running.
 """

@@ -12,7 +12,7 @@ Choices (the paper's experiments, §5; see docs/papers.md):
   from its average iterate. Every value observed in phase 1 feeds A, each distinct attribute of an
   example once: which attributes are drawn depends only on past examples, so each per-attribute mean
   of x_i² stays unbiased, and it uses the whole budget instead of the k + 1 uniform draws of line 5.
-- ε = 0, as in the experiments (the q_i of line 12 use A itself, not A + 13ε/6), with ERRATA's floor:
+- ε = 0, as in the experiments (the q_i of line 12 use A itself, not A + 13ε/6), with a floor (docs/papers.md):
   q and p use (1 - floor) A + floor · mean(A), ``floor`` = 0.01 by default, so an attribute phase 1
   never saw keeps q_i > 0 and can still be learnt (with floor = 0 it could not).
 - Phase 2 is DDAERR / DDAELR as in ddaerr.py / ddaelr.py: p_j ∝ |w_j| sqrt(A_j), the budget split
