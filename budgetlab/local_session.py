@@ -58,7 +58,13 @@ class MemoryPaid:
     def record(self, outcome: Outcome[Any]) -> None:
         for event in outcome.events:
             if isinstance(event, Observations):
-                for example, attribute in zip(event.examples, event.attributes, strict=True):
+                examples = event.examples
+                if examples and examples.count(examples[0]) == len(examples):
+                    # One example's cells (a step): one set update instead of a Python loop over up to d cells;
+                    # a full-information run pays 784 cells an example, 9.4 million on a Fashion-MNIST pair.
+                    self.observed.setdefault(examples[0], set()).update(event.attributes)
+                    continue
+                for example, attribute in zip(examples, event.attributes, strict=True):
                     self.observed.setdefault(example, set()).add(attribute)
             elif event.kind == "label" and event.example is not None and event.value is not None:
                 self.labels[event.example] = event.value

@@ -11,6 +11,7 @@ cell it stands for (``quote``), listed under the table.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -87,8 +88,8 @@ def _at_attributes(summary: AlgorithmSummary, metric: str, attributes: float) ->
 
 def _final(summary: AlgorithmSummary, metric: str) -> float | None:
     if metric == "regret":
-        regret = summary.regret()
-        return regret.mean / 100 if regret else None  # R_T / 10^2, the unit of Ito et al.'s tables
+        regret = summary.regret()  # R_T itself; Ito et al.'s tables print R_T / 10^2, the presets quote R_T
+        return regret.mean if regret else None
     found = summary.of("attributes") if metric == "attributes" else summary.final(metric)
     return found.mean if found else None
 
@@ -121,14 +122,82 @@ def _number(x: float) -> str:
     return f"{x:.4g}"
 
 
-def _ordering(claim: ClaimSpec, values: dict[str, float]) -> tuple[str, bool]:
-    text = f"{claim.order[0]} {_number(values[claim.order[0]])}"
-    holds = True
-    for before, after in zip(claim.order, claim.order[1:], strict=False):
-        below = values[before] < values[after]
-        holds &= below
-        text += f" {'<' if below else '≥'} {after} {_number(values[after])}"
-    return text, holds
+def _per_seed(summary: AlgorithmSummary, metric: str) -> dict[int, float]:
+    """Each completed run's final ``metric`` by its seed."""
+    out = {}
+    for run in summary.completed:
+        value = (run.regret if metric == "regret" else float(run.result.attributes) if metric == "attributes"
+                 else getattr(run.result.final, metric))
+        if value is not None:
+            out[run.seed] = float(value)
+    return out
+
+
+@dataclass(frozen=True)
+class Difference:
+    """first − second paired by seed: its mean, the standard error of that mean, and the number of seeds."""
+
+    first: str
+    second: str
+    mean: float
+    se: float
+    n: int
+
+    def text(self) -> str:
+        return f"{self.first} − {self.second} = {_number(self.mean)} ± {_number(self.se)} (paired over {self.n} " \
+               "seeds, ± one standard error)"
+
+
+Paired = Callable[[str, str], Difference | None]
+
+
+def _paired(claim: ClaimSpec, summaries: list[AlgorithmSummary]) -> Paired:
+    """The difference of two labels' final values paired by seed: what says whether an ordering that fails is a
+    reversal or a tie within the spread over seeds."""
+    by_label = {s.label: _per_seed(s, claim.metric) for s in summaries if s.label in claim.labels}
+
+    def paired(first: str, second: str) -> Difference | None:
+        seeds = sorted(by_label[first].keys() & by_label[second].keys())
+        if len(seeds) < 2:
+            return None
+        diffs = [by_label[first][seed] - by_label[second][seed] for seed in seeds]
+        return Difference(first, second, statistics.fmean(diffs), statistics.stdev(diffs) / len(diffs) ** 0.5,
+                          len(seeds))
+
+    return paired
+
+
+def _tier(labels: list[str], values: dict[str, float]) -> str:
+    text = ", ".join(f"{label} {_number(values[label])}" for label in labels)
+    return text if len(labels) == 1 else f"{{{text}}}"
+
+
+def _ordering(claim: ClaimSpec, values: dict[str, float], paired: Paired | None) -> tuple[str, bool]:
+    """The tiers with their values, ``<`` where every pair is in order (``≥``, or ``≮`` between tiers, where one
+    is not); then the paired difference of every pair out of order, or within ``margin_se`` of a tie."""
+    tiers = claim.tiers
+    text = _tier(tiers[0], values)
+    failing: list[tuple[str, str]] = []
+    in_order: list[tuple[str, str]] = []
+    for before, after in zip(tiers, tiers[1:], strict=False):
+        wrong = [(b, a) for b in before for a in after if not values[b] < values[a]]
+        failing += wrong
+        in_order += [(b, a) for b in before for a in after if (b, a) not in wrong]
+        sign = "<" if not wrong else "≥" if len(before) == len(after) == 1 else "≮"
+        text += f" {sign} {_tier(after, values)}"
+    shown = [d.text() for d in (paired(b, a) for b, a in failing) if d] if paired else []
+    ties = False
+    if claim.margin_se and paired:
+        margins = [paired(b, a) for b, a in in_order]
+        close = [d for d in margins if d is not None and -d.mean <= claim.margin_se * d.se]
+        shown += [d.text() for d in close]
+        ties = bool(close) or None in margins
+        if ties:
+            shown.append(f"each pair must be apart by more than {claim.margin_se:g} standard error(s)"
+                         + (" (one seed: no standard error)" if None in margins else ""))
+    if shown:
+        text += "; " + "; ".join(shown)
+    return text, not failing and not ties
 
 
 def _bounded(value: float, claim: ClaimSpec) -> bool:
@@ -170,7 +239,8 @@ def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design
         return _result(claim, where, f"no completed run of {', '.join(missing)}", "no result", {})
     got = {label: float(v) for label, v in values.items() if v is not None}
     if claim.kind == "ordering":
-        text, holds = _ordering(claim, got)
+        one_run_each = len(chosen) == 1 and (claim.at == "end" or claim.metric in ("regret", "attributes"))
+        text, holds = _ordering(claim, got, _paired(claim, summaries[chosen[0]]) if one_run_each else None)
     else:
         assert claim.algorithm is not None
         value = got[claim.algorithm]
@@ -204,7 +274,7 @@ def metric_words(claim: ClaimSpec) -> str:
     if claim.kind == "rho":
         return ""  # a property of the data, not of a run
     words = {"test_mse": "test MSE", "normalized_mse": "normalized MSE", "zero_one": "0-1 error",
-             "regret": "R_T / 10^2", "attributes": "attributes paid"}[claim.metric]
+             "regret": "regret R_T", "attributes": "attributes paid"}[claim.metric]
     return words + (", at equal attributes" if claim.at == "equal_attributes" else "")
 
 

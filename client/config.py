@@ -79,7 +79,9 @@ ClaimMetric = Literal["test_mse", "normalized_mse", "zero_one", "regret", "attri
 class ClaimSpec(Strict):
     """One ``[[claims]]`` entry: a result the paper reports, and how ``client.claims`` checks it in ours.
 
-    ``ordering``: the algorithms of ``order`` have increasing ``metric`` (best first). ``value``: ``metric`` of
+    ``ordering``: the algorithms of ``order`` have increasing ``metric`` (best first); an entry may be a list of
+    labels, a tier: every member of a tier lies below every member of the next (``["A1", ["A2", "A3"], ["G", "U"]]``:
+    A1 below A2 and A3, both below G and U), the members of a tier unordered. ``value``: ``metric`` of
     ``algorithm`` lies below ``below`` / above ``above``. ``ratio``: the same for ``algorithm`` over ``over``;
     ``difference``: for ``algorithm`` minus ``over`` (a gap in points of 0-1 error, as a paper quotes two rates).
     ``rho``: the improvement ratio of Kukliansky & Shamir (eqs. (11)-(12)) of the design's data is within
@@ -100,7 +102,10 @@ class ClaimSpec(Strict):
     metric: ClaimMetric = "test_mse"
     at: Literal["end", "equal_attributes"] = Field("end", description="final values, or each curve read at the "
                                                    "attributes the most frugal of the compared algorithms paid")
-    order: list[str] = Field(default_factory=list)
+    order: list[str | list[str]] = Field(default_factory=list, description="labels best first; a list is a tier")
+    margin_se: float = Field(0.0, ge=0, description="an ordering holds only where each pair is apart by more than "
+                             "this many standard errors of their difference paired by seed (0: the means' order, "
+                             "as the papers' tables; a tie then holds or fails by chance)")
     algorithm: str | None = None
     over: str | None = None
     below: float | None = None
@@ -123,7 +128,11 @@ class ClaimSpec(Strict):
 
     @property
     def labels(self) -> list[str]:
-        return [*self.order, *(x for x in (self.algorithm, self.over) if x)]
+        return [*(label for tier in self.tiers for label in tier), *(x for x in (self.algorithm, self.over) if x)]
+
+    @property
+    def tiers(self) -> list[list[str]]:
+        return [[tier] if isinstance(tier, str) else tier for tier in self.order]
 
 
 class TuneSpec(Strict):

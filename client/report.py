@@ -3,7 +3,8 @@
 Per design and algorithm: the final errors that fit the task as mean ± sd (ddof = 1) over the seeds that produced
 a curve (test MSE; normalized MSE unless the labels are ±1, where it is the same number; 0-1 error unless it is a
 regression), what was paid, wall time, the audit of every session and every failure, then the same per seed;
-online runs add their cumulative loss and regret R_T / 10^2 (the unit of Ito et al.'s Tables 2-3). Designs that
+online runs add their cumulative loss and regret R_T (eq. (1) of Ito et al.; their Tables 2-3 print R_T / 10^2,
+which the presets quote converted to R_T). Designs that
 share a group (the digit pairs of Cesa-Bianchi et al.'s table) are also summarised by the median over the group.
 The claims table (``client.claims``) opens the report; a tuned algorithm's section says what tuning chose and what
 it paid. ``results.json`` keeps everything with the software and host that produced it (``client.provenance``);
@@ -91,14 +92,14 @@ def per_seed_table(summaries: list[AlgorithmSummary], columns: list[Column]) -> 
     what it paid and its audit."""
     regret = any(r.regret is not None for s in summaries for r in s.runs)
     lines = ["", "Per seed:", "", "| algorithm | seed | status | " + " | ".join(c.header for c in columns)
-             + (" | R_T / 10^2" if regret else "") + " | attributes paid | examples | wall time (s) | audit |",
+             + (" | R_T" if regret else "") + " | attributes paid | examples | wall time (s) | audit |",
              "|---|---|---|" + "---|" * (len(columns) + regret + 4)]
     for s in summaries:
         for r in s.runs:
             final = r.result.final or (r.result.curve[-1] if r.result.curve else None)
             scores = [f"{getattr(final, c.key):.{c.digits}g}" if final is not None else "—" for c in columns]
             if regret:
-                scores.append(f"{r.regret / 100:.4g}" if r.regret is not None else "—")
+                scores.append(f"{r.regret:.4g}" if r.regret is not None else "—")
             lines.append(f"| {s.label} | {r.seed} | {r.result.status} | " + " | ".join(scores)
                          + f" | {r.result.attributes:,} | {r.result.examples:,} | {r.result.wall_time:.3g} "
                            f"| {r.audit or '—'} |")
@@ -131,13 +132,11 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
     if online:
         lines += ["", "Online protocol (Ito et al. 2017): cumulative squared loss of the predictions made before "
                   "each label, and the regret R_T against the best "
-                  f"{design.regret_k}-sparse predictor in the unit ball, in units of 10^2 as in Tables 2-3.", "",
-                  "| algorithm | rounds T | cumulative loss | R_T / 10^2 |", "|---|---|---|---|"]
+                  f"{design.regret_k}-sparse w with ||w|| <= 1 (eq. (1)); Tables 2-3 print R_T / 10^2.", "",
+                  "| algorithm | rounds T | cumulative loss | R_T |", "|---|---|---|---|"]
         for s in online:
-            regret = s.regret()
-            scaled = Stat(regret.mean / 100, regret.std / 100, regret.n) if regret else None
             lines.append(f"| {s.label} | {_cell(s.of('examples'), 6)} | {_cell(s.cumulative_loss())} "
-                         f"| {_cell(scaled, 4)} |")
+                         f"| {_cell(s.regret(), 4)} |")
         missing = dict.fromkeys(r.regret_missing for s in online for r in s.completed if r.regret_missing)
         if missing:
             lines += ["", *(f"**{text}.**" for text in missing)]

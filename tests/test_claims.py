@@ -121,7 +121,9 @@ def test_claims_are_checked_against_the_results(compared: dict) -> None:
     assert holds["verdict"] == "holds" and reverse["verdict"] == "fails"
     ridge, aerr = holds["values"]["Ridge"], holds["values"]["AERR"]
     assert ridge < 0.5 < 0.95 < aerr  # eta = 1e-9 keeps AERR at the zero predictor
-    assert reverse["ours"] == f"AERR {aerr:.4g} ≥ Ridge {ridge:.4g}"
+    # Out of order, with the difference paired by seed that says it is no tie.
+    assert reverse["ours"].startswith(f"AERR {aerr:.4g} ≥ Ridge {ridge:.4g}; AERR − Ridge = 0.8")
+    assert reverse["ours"].endswith("(paired over 2 seeds, ± one standard error)")
     # AERR pays at most its 4 of the 64 attributes of each example that ridge pays in full.
     assert ratio["verdict"] == "holds" and 0 < ratio["values"]["ratio"] <= 4 / 64
     assert ratio["design"] == "pairs (median over 2 datasets)"
@@ -199,3 +201,55 @@ def test_a_claim_that_names_nothing_real_is_refused_with_the_file(tmp_path: Path
     result = RUNNER.invoke(app, ["compare", str(tmp_path / "c.toml"), "--out", str(tmp_path / "out"), "--local"])
     assert result.exit_code == 1
     assert str(tmp_path / "c.toml") in result.output and message in " ".join(result.output.split())
+
+
+# --- tiers and margins, on the regrets of online runs (Ito et al.'s tables) -------------------------------------
+
+def regret_design(regrets: dict[str, list[float]], claims: list[dict]) -> tuple:
+    """A one-design config whose runs have the given regrets per seed (seeds 0, 1, ...), and its summaries."""
+    from budgetlab.models import CurvePoint, RunResult
+    from client.config import CompareConfig, resolve_designs
+    from client.grid import RunOutcome
+    from client.summary import summarize
+
+    config = CompareConfig.model_validate({
+        "title": "regrets", "dataset": {"name": "online-sparse"}, "seeds": list(range(len(regrets["A1"]))),
+        "algorithms": [{"id": "ito1", "label": label} for label in regrets], "claims": claims})
+    designs = resolve_designs(config)
+    point = CurvePoint(examples=5000, attributes=20000, test_mse=0.1, normalized_mse=0.5, zero_one=0.3)
+    outcomes = [RunOutcome(0, entry, seed, RunResult(algorithm="ito1", dataset="online-sparse", seed=seed,
+                                                     status="finished", final=point), regret=value)
+                for entry in designs[0].algorithms for seed, value in enumerate(regrets[entry.label])]
+    return config, designs, [summarize(0, designs[0], outcomes)]
+
+
+def test_an_ordering_of_tiers_and_the_paired_difference_of_what_fails() -> None:
+    from client.claims import evaluate_claims
+
+    regrets = {"A1": [10.0, 12.0, 11.0], "A2": [20.0, 22.0, 21.0], "A3": [19.0, 25.0, 20.0],
+               "G": [40.0, 41.0, 39.0], "U": [50.0, 52.0, 13.0]}
+    tiers = {"claim": "A1 below A2 and A3, both below G and U", "source": "Table 2", "paper": "p", "kind": "ordering",
+             "metric": "regret", "order": ["A1", ["A2", "A3"], ["G", "U"]]}
+    holds, fails = evaluate_claims(*regret_design(regrets, [tiers, {**tiers, "order": [["A2", "A3"], "A1"]}]))
+    assert holds.verdict == "holds" and holds.values["U"] == pytest.approx(115 / 3)
+    assert holds.ours == "A1 11 < {A2 21, A3 21.33} < {G 40, U 38.33}"
+    assert fails.verdict == "fails"
+    # Each pair out of order, with its difference paired by seed: A2 - A1 = 10, 10, 10 has no spread.
+    assert fails.ours == ("{A2 21, A3 21.33} ≮ A1 11; A2 − A1 = 10 ± 0 (paired over 3 seeds, ± one standard error); "
+                          "A3 − A1 = 10.33 ± 1.333 (paired over 3 seeds, ± one standard error)")
+
+
+def test_a_margin_in_standard_errors_turns_a_tie_into_a_failure() -> None:
+    from client.claims import evaluate_claims
+
+    tie = {"A1": [30.5, 30.0, 31.0, 29.0], "A2": [30.0, 31.0, 29.0, 30.0]}  # A2 - A1 = -0.5, 1, -2, 1: mean -0.125
+    claim = {"claim": "A2 below A1", "source": "Table 3", "paper": "p", "kind": "ordering", "metric": "regret",
+             "order": ["A2", "A1"]}
+    means, margin = evaluate_claims(*regret_design(tie, [claim, {**claim, "margin_se": 1.0}]))
+    assert means.verdict == "holds"  # the means' order, as a table of means shows it
+    assert margin.verdict == "fails"
+    assert margin.ours.startswith("A2 30 < A1 30.12; A2 − A1 = -0.125 ± 0.7181 (paired over 4 seeds")
+    assert margin.ours.endswith("each pair must be apart by more than 1 standard error(s)")
+    apart = {"A1": [30.5, 30.0, 31.0, 29.0], "A2": [20.0, 21.0, 19.0, 20.0]}
+    (clear,) = evaluate_claims(*regret_design(apart, [{**claim, "margin_se": 1.0}]))
+    assert clear.verdict == "holds" and clear.ours == "A2 20 < A1 30.12"
