@@ -137,7 +137,7 @@ def test_baseline_unbiased_loss_estimate_matches_the_true_loss() -> None:
 
 
 def test_baseline_printed_estimate_misses_the_diagonal() -> None:
-    # ERRATA: Fig. 1's I×J construction has E[A] = d/(d−1)(xx' − diag(x²)); its loss estimate is biased.
+    # docs/papers.md: Fig. 1's I×J construction has E[A] = d/(d−1)(xx' − diag(x²)); its loss estimate is biased.
     d, k, reps = 6, 4, 20_000
     rng = np.random.default_rng(5)
     x, y = rng.uniform(-1, 1, d), -0.4

@@ -183,7 +183,7 @@ def test_compare_prints_the_claims_within_80_columns(compared: dict) -> None:
 
 
 def test_improvement_ratio_gives_the_papers_values() -> None:
-    # Kukliansky & Shamir section 5.1, as ERRATA.md reproduces them exactly: rho_lasso at alpha = -1 is 0.0136.
+    # Kukliansky & Shamir section 5.1, as docs/papers.md reproduces them exactly: rho_lasso at alpha = -1 is 0.0136.
     dataset = load_dataset("powerlaw", {"alpha": -1.0, "scenario": "lasso", "n_train": 2000, "n_test": 10}, 0)
     assert improvement_ratio(dataset.second_moments(), "lasso") == pytest.approx(0.0136, rel=0.05)
     assert improvement_ratio([1.0, 1.0, 1.0], "ridge") == pytest.approx(1.0)

@@ -38,7 +38,7 @@ def full_matrix(dataset, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize(
     ("alpha", "rho_ridge", "rho_lasso"),
-    # ERRATA.md's exact values for the reading that reproduces the paper (0/1 Bernoulli attributes).
+    # docs/papers.md's exact values for the reading that reproduces the paper (0/1 Bernoulli attributes).
     [(0.0, 1.0, 1.0), (-0.5, 0.909, 0.0866), (-1.0, 0.552, 0.0136), (-2.0, 0.056, 0.00329)],
 )
 def test_powerlaw_improvement_ratios_match_the_paper(alpha: float, rho_ridge: float, rho_lasso: float) -> None:
@@ -105,6 +105,26 @@ def test_online_sparse_meets_the_papers_assumptions(seed: int) -> None:
         moments = X.T @ X / len(X)
         eigenvalues = np.linalg.eigvalsh(moments)
         assert eigenvalues[0] > 0.1 * eigenvalues[-1], eigenvalues
+
+
+def test_online_sparse_at_the_scale_of_the_papers_tables() -> None:
+    """scale = unit-variance: the same instance (w*, z) without the 1 / (2 sqrt d) scaling into the unit ball, so
+    each feature has variance 1 and E[y²] is of order 1, as Ito et al.'s regrets imply (Table 3's uniform learner
+    loses more than 1.2 a round); in the unit ball E[y²] is about 0.02."""
+    params = {"d": 10, "k": 4, "n_train": 5000, "n_test": 500}
+    ball = load_dataset("online-sparse", params, 3)
+    paper = load_dataset("online-sparse", {**params, "scale": "unit-variance"}, 3)
+    np.testing.assert_array_equal(paper.true_weights, ball.true_weights)
+    X, y = full_matrix(paper, "train")
+    X_ball, y_ball = full_matrix(ball, "train")
+    inside = np.linalg.norm(X_ball, axis=1) < 0.999  # rows the unit ball did not project (they have norm 1)
+    np.testing.assert_allclose(X[inside] / (2 * np.sqrt(10)), X_ball[inside])
+    assert np.var(X, axis=0) == pytest.approx(np.ones(10), abs=0.08)
+    assert np.all(np.abs(y - X @ paper.true_weights) <= 0.1 + 1e-12)  # the same noise
+    assert 0.3 < np.mean(y**2) and np.mean(y_ball**2) < 0.05
+    assert "unit variance" in describe("online-sparse", {**params, "scale": "unit-variance"}, 3).description
+    with pytest.raises(DatasetError, match="must be one of unit-ball, unit-variance"):
+        load_dataset("online-sparse", {"scale": "paper"})
 
 
 # --- determinism, seeds and splits -----------------------------------------------------------------------
