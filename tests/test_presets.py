@@ -4,6 +4,7 @@ with their run time."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,9 @@ from client.presets import load_preset, preset_names
 from tests.references import dangling
 
 RUNNER = CliRunner()
-PAPERS = {"cesa-bianchi-mnist", "hazan-koren-fig1", "hazan-koren-fig2", "kukliansky-synthetic", "kukliansky-mnist",
-          "ito-synthetic", "murata-synthetic"}
+PAPERS = {"cesa-bianchi-mnist", "cesa-bianchi-fashion", "hazan-koren-fig1", "hazan-koren-fig2", "kukliansky-synthetic",
+          "kukliansky-mnist", "ito-synthetic", "murata-synthetic"}
+CAUSES = ("data size: ", "regime: ", "unstated detail: ")
 # ito-synthetic goes through the services that compare starts itself (subprocesses, SQLite ledger); the rest local.
 THROUGH_SERVICES = "ito-synthetic"
 
@@ -31,6 +33,14 @@ def test_list_names_every_preset_with_its_run_time() -> None:
     for name in preset_names():
         assert name in result.output
         assert load_preset(name).expected_time in result.output
+
+
+@pytest.mark.parametrize("name", sorted(PAPERS))
+def test_every_claim_quotes_its_paper_and_every_expected_failure_names_its_cause_with_numbers(name: str) -> None:
+    for claim in load_preset(name).claims:
+        assert len(claim.quote) >= 40, claim.claim  # a sentence or a table's cells, not a word
+        if claim.cause:
+            assert claim.cause.startswith(CAUSES) and re.search(r"\d", claim.cause), claim.cause
 
 
 @pytest.mark.parametrize("name", sorted(PAPERS))
