@@ -26,9 +26,11 @@ Choices the outline leaves open:
 - Ties among the |w̄_s| (all of them before the first estimate, or many zeros in Algorithm 3) are broken at
   random, once per block.
 - Table 3 (k' = k, where Algorithms 2 and 3 should beat Algorithm 1) is not reproduced: at (d, k1, k) =
-  (10, 2, 4) the mean regret over 5 instances is A1 32.6, A2 35.0, A3 36.7 against the paper's 26.88 > 20.59 >
-  17.19 (×10²). w* is estimated on the ⌊√T⌋ = 70 square rounds only; by T = 5,000 the block holds the whole
-  support on 1-2 instances in 5 (docs/papers.md; ``tests/test_claim_ito_table3.py``, xfail).
+  (10, 2, 4) the mean R_T over 5 unit-ball instances is A1 32.6, A2 35.0, A3 36.7, and at the paper's scale
+  (``online-sparse`` with ``scale = "unit-variance"``, 10 instances) A1 1,246, A2 1,312, A3 1,279, a tie, against
+  the paper's R_T 2,688 > 2,059 > 1,719 (printed as R_T / 10²: 26.88, 20.59, 17.19). w* is estimated on the
+  ⌊√T⌋ = 70 square rounds only; by T = 5,000 the block holds the whole support on 1-2 instances in 5
+  (docs/papers.md; ``tests/test_claim_ito_table3.py``, xfail).
 - ``weights`` is the next non-exploration round's predictor: w̃ restricted to the block's set (a k'-sparse
   vector, as online sparse regression asks); ``current_weights`` is w̃_t, applied to what round t observed.
 """
