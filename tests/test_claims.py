@@ -207,7 +207,7 @@ def test_a_claim_that_names_nothing_real_is_refused_with_the_file(tmp_path: Path
 
 def regret_design(regrets: dict[str, list[float]], claims: list[dict]) -> tuple:
     """A one-design config whose runs have the given regrets per seed (seeds 0, 1, ...), and its summaries."""
-    from budgetlab.models import CurvePoint, RunResult
+    from budgetlab.contract.runs import CurvePoint, RunResult
     from client.config import CompareConfig, resolve_designs
     from client.grid import RunOutcome
     from client.summary import summarize
