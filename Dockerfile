@@ -14,10 +14,11 @@ RUN apt-get update \
 # Installed the way README.md's quick start does it (the Makefile's install step).
 COPY pyproject.toml README.md ./
 COPY budgetlab ./budgetlab
+COPY web ./web
 COPY server ./server
 COPY learner ./learner
 COPY client ./client
-RUN python -m pip install --progress-bar on -e .
+RUN python -m pip install --progress-bar on -e '.[all]'
 
 EXPOSE 8000 8001
 # The oracle by default; the learner runs `budgetlab serve learner --host 0.0.0.0` (docker-compose.yml).

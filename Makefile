@@ -19,13 +19,13 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	@echo "installing budgetlab and its dependencies into $(VENV) (a minute or two the first time) ..."
-	$(BIN)/python -m pip install --progress-bar on -e .
+	@echo "installing budgetlab with all its extras (oracle, learner, command) into $(VENV) (a minute or two the first time) ..."
+	$(BIN)/python -m pip install --progress-bar on -e '.[all]'
 	touch $@
 
 $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
 	@echo "installing budgetlab with its dev extra into $(VENV) (a few minutes the first time) ..."
-	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
+	$(BIN)/python -m pip install --progress-bar on -e '.[all,dev]'
 	touch $(VENV)/.installed $@
 
 ## Install, start oracle + learner on the embedded SQLite ledger, run the demo comparison (Ctrl-C stops).

@@ -195,6 +195,11 @@ def responses(*codes: Code) -> dict[int | str, dict[str, Any]]:
             for status in sorted(by_status)}
 
 
+def error_body(error: str, detail: Any, remaining: Remaining | None = None) -> dict[str, Any]:
+    """The JSON body of every refusal, over HTTP and on the session stream."""
+    return ErrorBody(error=error, detail=detail, remaining=remaining).model_dump(exclude_none=True)
+
+
 def validation_detail(errors: Sequence[Any], drop_body: bool = False) -> list[dict[str, Any]]:
     """pydantic's errors as plain JSON: where (``loc``), what (``msg``) and which rule (``type``)."""
     out = []

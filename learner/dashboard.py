@@ -4,7 +4,7 @@ comparisons (``learner.reports``). The page itself is the top floor's (``client.
 The page is a client of the learner's public API like any other: it gets a caller token from ``POST /v1/callers``
 (or is given one, the admin's for instance), starts runs with ``POST /v1/runs`` and cancels them with
 ``DELETE /v1/runs/{id}``, all with that token. ``GET /v1/events`` streams the caller's runs (server-sent events,
-``budgetlab.dashboard``): ``runs`` (the first page of ``GET /v1/runs``, whenever it changes) and ``curve``
+``web.events``): ``runs`` (the first page of ``GET /v1/runs``, whenever it changes) and ``curve``
 (``{"run", "start", "points", "ended"}``: a run's new curve points from ``start`` on; ``start`` 0 replaces the
 curve, which happens once more when the run ends). The page links to the oracle's dashboard at
 ``BUDGETLAB_ORACLE_PUBLIC_URL`` (default: the learner's ``ORACLE_URL``).
@@ -23,7 +23,6 @@ from starlette.concurrency import run_in_threadpool
 
 from budgetlab.contract.datasets import DatasetList
 from budgetlab.contract.runs import FINAL_RUN_STATUSES
-from budgetlab.dashboard import Events, event_stream
 from budgetlab.errors import Code, OracleError, OracleUnavailable, responses
 from budgetlab.oracle_client import AsyncOracleClient
 from learner.auth import Caller, CurrentCaller
@@ -31,6 +30,7 @@ from learner.oracle_access import unusable
 from learner.reports import REPORTS_ENV, ReportDetail, ReportList, Reports, reports_dir
 from learner.runs import RunManager
 from learner.store import RunStore
+from web.events import Events, event_stream
 
 ORACLE_PUBLIC_ENV = "BUDGETLAB_ORACLE_PUBLIC_URL"
 POLL_SECONDS = 0.5

@@ -22,8 +22,6 @@ from budgetlab.contract.ledger import AuditReport
 from budgetlab.contract.runs import RunCreate, RunInfo, RunPage, RunStatus
 from budgetlab.contract.service import Health
 from budgetlab.errors import Code, LearnerError, OracleError, OracleUnavailable, SessionBusy, learner_refusal, responses
-from budgetlab.http_errors import install_error_handlers
-from budgetlab.limits import RequestLimits
 from budgetlab.oracle_client import OracleClient
 from learner import dashboard
 from learner.algorithms import ParamError, algorithms, get_algorithm
@@ -34,6 +32,8 @@ from learner.oracle_access import OracleAllowList, busy, unusable
 from learner.runs import RunManager
 from learner.settings import LearnerSettings
 from learner.store import RunStore
+from web.errors import install_error_handlers
+from web.limits import RequestLimits
 
 RunId = Annotated[str, Path(min_length=1, max_length=64)]
 # An answer that is not an oracle's (a non-HTTP port, another kind of service): never passed on to the caller.

@@ -16,8 +16,6 @@ from budgetlab.contract.calls import ObserveBatchRequest
 from budgetlab.contract.service import Health
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.errors import Code, responses
-from budgetlab.http_errors import install_error_handlers
-from budgetlab.limits import RequestLimits
 from server import dashboard
 from server.batch_process import BatchProcess
 from server.config import Settings
@@ -27,6 +25,8 @@ from server.raw_bodies import add_components
 from server.routers import datasets, sessions, stream
 from server.sessions import SessionService
 from server.steps import Caps
+from web.errors import install_error_handlers
+from web.limits import RequestLimits
 
 # A worker's small requests wait on the GIL behind a big request's Python work (parsing, hashing) as well as on
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that

@@ -9,7 +9,7 @@ Who sees what (``server.session_overview`` says what a session shows without its
 - the admin (``Authorization: Bearer <BUDGETLAB_ADMIN_TOKEN>``): every session, newest first, without its values,
   and any session's ledger as links (kind, row count, cost).
 
-``GET /v1/events`` streams it (server-sent events, ``budgetlab.dashboard``): ``sessions`` (the
+``GET /v1/events`` streams it (server-sent events, ``web.events``): ``sessions`` (the
 ``GET /v1/dashboard/sessions`` answer, whenever it changes) and, with ``?follow=ID``, ``ledger`` (that session's
 new rows: ``{"session", "values", "first", "rows"}``; with ``"refused"`` instead when the viewer may not see it).
 The page links to the learner's dashboard at ``BUDGETLAB_LEARNER_URL`` (or the page's ``?learner=URL``).
@@ -32,7 +32,6 @@ from starlette.concurrency import run_in_threadpool
 from budgetlab.bearer import B64TOKEN, bearer_token
 from budgetlab.contract.base import SESSION_ID_EXAMPLE
 from budgetlab.contract.sessions import SESSION_INFO_EXAMPLE, SessionInfo
-from budgetlab.dashboard import Events, event_stream
 from budgetlab.errors import Code, OracleError, refusal, responses
 from server.config import Settings
 from server.deps import ADMIN_REFUSALS, ADMIN_SCHEME, Credentials
@@ -45,6 +44,7 @@ from server.session_overview import (
     SessionSummary,
 )
 from server.sessions import SessionService
+from web.events import Events, event_stream
 
 LEARNER_URL_ENV = "BUDGETLAB_LEARNER_URL"
 POLL_SECONDS = 0.5

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from budgetlab.http_errors import JsonHttpProtocol
 from client.services import listen, service
+from web.errors import JsonHttpProtocol
 
 
 def bound_socket() -> socket.socket:

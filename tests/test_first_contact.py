@@ -96,6 +96,6 @@ def test_the_install_step_says_what_it_does_and_pip_is_not_silenced(tmp_path: Pa
     assert installs and not any("--quiet" in plan[i] or " -q" in plan[i] for i in installs)
     # Each slow step (the virtual environment, pip's upgrade, the install) is announced by the line before it.
     for step, said in (("-m venv", "creating the virtual environment"), ("--upgrade pip", "upgrading pip"),
-                       ("-e .", "installing budgetlab")):
+                       ("-e '.[all]'", "installing budgetlab")):
         (at,) = [i for i, line in enumerate(plan) if step in line and "echo" not in line]
         assert said in plan[at - 1]

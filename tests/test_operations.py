@@ -14,8 +14,16 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from budgetlab.errors import BudgetExhausted, Code, OracleError, Refused, SessionBusy, StreamExhausted, refusal
-from budgetlab.http_errors import error_body
+from budgetlab.errors import (
+    BudgetExhausted,
+    Code,
+    OracleError,
+    Refused,
+    SessionBusy,
+    StreamExhausted,
+    error_body,
+    refusal,
+)
 from budgetlab.local_session import LocalSession
 from budgetlab.operations import OPERATIONS, Kind, Operation, SessionOperations
 from budgetlab.oracle_client import ORACLE, OracleClient

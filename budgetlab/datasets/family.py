@@ -6,6 +6,7 @@ A family answers ``sizes`` from its parameters alone, so listing and describing 
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -127,17 +128,22 @@ class Family(ABC):
     task: ClassVar[Task]
     source: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    # The Python package the data come with, where it is not one of the base install's: the set is available where
+    # it is installed (the ``datasets`` extra, which the services' extras include).
+    package: ClassVar[str | None] = None
 
     def match(self, name: str) -> tuple[int, ...] | None:
         """The arguments encoded in ``name`` if it names a member of this family, else None."""
         return () if name == self.pattern else None
 
     def available(self) -> bool:
-        return True
+        return self.package is None or importlib.util.find_spec(self.package) is not None
 
     def install_hint(self) -> str:
         """Where ``available()`` can be False: where the data were looked for and how to install them."""
-        return ""
+        if self.package is None:
+            return ""
+        return f"its data come with the Python package {self.package}: pip install 'budgetlab[datasets]'"
 
     def check(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> None:
         """Rules across parameters (e.g. k <= d); raises DatasetError."""

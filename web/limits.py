@@ -18,8 +18,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from budgetlab.errors import Code
-from budgetlab.http_errors import error_body
+from budgetlab.errors import Code, error_body
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 

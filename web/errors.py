@@ -16,18 +16,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from budgetlab.contract.budgets import Remaining
-from budgetlab.contract.service import ErrorBody
-from budgetlab.errors import Code, Refused, validation_detail
+from budgetlab.errors import Code, Refused, error_body, validation_detail
 
 INVALID_REQUEST = Code.INVALID_REQUEST.value
 # The codes of the refusals the HTTP layer itself answers, by status (any other status: http_error).
 HTTP_CODES = {code.status: code.value for code in (Code.NOT_FOUND, Code.METHOD_NOT_ALLOWED, Code.UNAUTHORIZED,
                                                    Code.TOO_LARGE)}
-
-
-def error_body(error: str, detail: Any, remaining: Remaining | None = None) -> dict[str, Any]:
-    """The JSON body of every refusal."""
-    return ErrorBody(error=error, detail=detail, remaining=remaining).model_dump(exclude_none=True)
 
 
 def error_response(status: int, error: str, detail: Any, remaining: Remaining | None = None,

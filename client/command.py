@@ -1,0 +1,20 @@
+"""The ``budgetlab`` command's entry point: where the command's own packages are missing (``pip install budgetlab``
+alone, without the ``client`` extra) it says which extra to install instead of ending in a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+OURS = {"budgetlab", "web", "server", "learner", "client"}
+
+
+def main() -> None:
+    try:
+        from client.cli import app
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if not missing or missing in OURS:
+            raise
+        sys.exit(f"budgetlab: the command needs the client extra ({missing} is not installed): "
+                 "pip install 'budgetlab[client]'")
+    app()
