@@ -18,18 +18,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from budgetlab.contract.base import SESSION_ID_EXAMPLE
+from budgetlab.contract.base import SESSION_ID_EXAMPLE, UtcTime
 from budgetlab.contract.budgets import BUDGET_EXAMPLE, REMAINING_EXAMPLE, SPENT_EXAMPLE
 from budgetlab.contract.ledger import AuditReport, LedgerKind
 from budgetlab.contract.sessions import SessionBasics
 from budgetlab.engine import session_view
 from budgetlab.errors import Code, refusal
-from server.session_rows import SESSION_FACTS, config_of, counters_of, moment
+from server.session_rows import SESSION_FACTS, config_of, counters_of
 from server.sessions import SessionService
 from server.store import LINKS, SESSIONS
 
@@ -57,7 +56,7 @@ class Verdict(BaseModel):
 class SessionSummary(SessionBasics):
     """A session as the dashboard lists it without its token: never a value."""
 
-    last_active: datetime = Field(description="its last request that wrote to the ledger (UTC)",
+    last_active: UtcTime = Field(description="its last request that wrote to the ledger (UTC)",
                                   examples=["2026-11-23T15:34:40.512207Z"])
     audit: Verdict | None = Field(None, description="the audit's verdict on its ledger", examples=[VERDICT_EXAMPLE])
 
@@ -184,5 +183,5 @@ class Overview:
         row = dict(zip(SESSION_FACTS, values, strict=True))
         db = self.db
         return session_view(SessionSummary, config_of(db, row), counters_of(row), session_id=row["id"],
-                            ledger_rows=row["ledger_rows"], created_at=moment(db, row, "created_at"),
-                            last_active=moment(db, row, "last_active"))
+                            ledger_rows=row["ledger_rows"], created_at=db.decode(row, "created_at"),
+                            last_active=db.decode(row, "last_active"))

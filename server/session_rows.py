@@ -8,7 +8,7 @@ row holds, ``budgetlab.engine.session_view`` what a session shows of them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from budgetlab.contract.budgets import Budget
@@ -36,11 +36,6 @@ def counter_values(counters: Counters) -> list[Any]:
     """The counters as the row's ``COUNTER_COLUMNS``, in their order."""
     return [getattr(counters, column) for column in COUNTER_COLUMNS]
 
-
-def moment(db: Database, row: Mapping[str, Any], column: str) -> datetime:
-    # SQLite gives back the UTC times the oracle stored without their zone; a reader would take them as local time.
-    value: datetime = db.decode(row, column)
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def new_row(session_id: str, token_hash: str, config: SessionConfig, counters: Counters, *, head_hash: str,

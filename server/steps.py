@@ -24,7 +24,7 @@ from budgetlab.errors import Code, OracleError, refusal
 from budgetlab.ledger import Chain
 from server.runtimes import RuntimeCache
 from server.scheduling import on_the_loop
-from server.session_rows import config_of, counter_values, counters_of, moment
+from server.session_rows import config_of, counter_values, counters_of
 from server.store import Database, NotNow
 
 A = TypeVar("A")
@@ -131,7 +131,7 @@ class SessionSteps:
 
     def info(self, loaded: Loaded, rt: Runtime) -> SessionInfo:
         return session_info(rt.config, loaded.counters, session_id=loaded.id, ledger_rows=loaded.ledger_rows,
-                            head_hash=loaded.head_hash, created_at=moment(self.db, loaded.row, "created_at"))
+                            head_hash=loaded.head_hash, created_at=self.db.decode(loaded.row, "created_at"))
 
     def read(self, session_id: str, token: str) -> tuple[Loaded, Runtime]:
         with self.db.read() as cursor:

@@ -327,7 +327,8 @@ def test_past_comparisons_list_their_claims_and_serve_only_their_own_plots(
 
 
 def test_the_learner_lists_its_oracle_s_datasets_for_the_run_form(learner: str, oracle: str) -> None:
-    names = {d["name"] for d in httpx.get(f"{learner}/v1/dashboard/datasets").json()["datasets"]}
+    # The first listing parses the bundled sets to size their pairs (seconds on a busy machine, then cached).
+    names = {d["name"] for d in httpx.get(f"{learner}/v1/dashboard/datasets", timeout=60).json()["datasets"]}
     assert names == {d["name"] for d in httpx.get(f"{oracle}/v1/datasets").json()["datasets"]}
     assert "sparse-gaussian" in names
 

@@ -55,6 +55,12 @@ def test_start_get_list_wait_with_progress_and_audit(learner_url: str, shared_or
         assert done.result is not None and [p.examples for p in done.result.curve] == [20, 40, 60]
         report = client.audit(started.id)
         assert report.compliant and report.session_id == done.session
+        # Times go out with their offset (a reader would take a bare one as local time).
+        caller = {"Authorization": f"Bearer {client.token}"}
+        listed = next(r for r in httpx.get(f"{learner_url}/v1/runs", headers=caller).json()["runs"]
+                      if r["id"] == started.id)
+        for moment in (listed["created_at"], listed["ended_at"]):
+            assert moment.endswith(("Z", "+00:00")), moment
         assert report.attributes_recomputed == done.result.attributes <= 4 * 60
 
 

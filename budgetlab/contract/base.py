@@ -4,9 +4,21 @@ that models of several concerns show.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 ParamValue = int | float | str | bool
+
+
+def _in_utc(moment: datetime) -> datetime:
+    # SQLite gives back the UTC times a service stored without their zone; a reader would take them as local time.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+UtcTime = Annotated[datetime, AfterValidator(_in_utc)]
+"""A moment, always with its offset: the services store UTC, and a time without a zone is read as UTC."""
 
 # Examples of the models that other models hold, for the fields that hold them: the OpenAPI documents show an
 # example of every field (tests/test_openapi.py checks each against its schema).

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from budgetlab.contract.algorithms import DEFAULTS_DESCRIPTION, Defaults
-from budgetlab.contract.base import SESSION_ID_EXAMPLE, ParamValue, Strict
+from budgetlab.contract.base import SESSION_ID_EXAMPLE, ParamValue, Strict, UtcTime
 from budgetlab.contract.budgets import Budget
 
 CURVE_POINT_EXAMPLE = {"examples": 500, "attributes": 2000, "cost": 2000.0, "test_mse": 0.8412,
@@ -174,9 +173,9 @@ class RunSummary(BaseModel):
                          examples=["this request costs 4; 2 of the global budget of 20000 remains"])
     last_point: CurvePoint | None = Field(None, description="the latest point of the learning curve",
                                           examples=[CURVE_POINT_EXAMPLE])
-    created_at: datetime = Field(description="when the learner accepted it (UTC)",
+    created_at: UtcTime = Field(description="when the learner accepted it (UTC)",
                                  examples=["2025-01-31T09:30:00Z"])
-    ended_at: datetime | None = Field(None, description="when it ended (UTC); null while pending, queued or running",
+    ended_at: UtcTime | None = Field(None, description="when it ended (UTC); null while pending, queued or running",
                                       examples=["2025-01-31T09:31:12Z"])
 
 

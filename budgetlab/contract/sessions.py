@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from budgetlab.contract.base import SESSION_ID_EXAMPLE, ParamValue, Strict
+from budgetlab.contract.base import SESSION_ID_EXAMPLE, ParamValue, Strict, UtcTime
 from budgetlab.contract.budgets import BUDGET_EXAMPLE, REMAINING_EXAMPLE, SPENT_EXAMPLE, Budget, Remaining, Spent
 
 Split = Literal["train", "test"]
@@ -76,7 +75,7 @@ class SessionBasics(BaseModel):
     remaining: Remaining = Field(description="what is left of its budgets", examples=[REMAINING_EXAMPLE])
     predictions: int = Field(0, description="predictions committed (online protocol)", examples=[0])
     ledger_rows: int = Field(0, description="rows in the session's ledger", examples=[1001])
-    created_at: datetime = Field(description="when the session was opened (UTC)",
+    created_at: UtcTime = Field(description="when the session was opened (UTC)",
                                  examples=["2026-11-23T15:32:02.148551Z"])
 
 
