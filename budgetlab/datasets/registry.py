@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -125,10 +125,14 @@ def _builtin(name: str) -> tuple[Family, tuple[int, ...]] | None:
 
 
 def _unknown(name: str, root: Path) -> UnknownDataset:
+    """Names what is served and where user datasets were looked for, and how to put one there."""
     builtins = [f.pattern for f in BUILTINS if f.available()]
     users = user.names(root)
-    return UnknownDataset(f"unknown dataset {name!r}; built in: {', '.join(builtins)}"
-                        + (f"; user datasets: {', '.join(users)}" if users else "; no user datasets"))
+    found = f"user datasets: {', '.join(users)}" if users else "no user datasets"
+    return UnknownDataset(f"unknown dataset {name!r}; built in: {', '.join(builtins)}; {found} in the data directory "
+                          f"{root} (${user.DATA_DIR_ENV} of this process, else the per-user default); "
+                          f"add one with 'budgetlab datasets add FILE --target COLUMN', and '--oracle URL' for an "
+                          "oracle running elsewhere")
 
 
 def _check_seed(seed: int) -> None:
@@ -223,16 +227,20 @@ def add_dataset(
     target: str | int | None = None,
     name: str | None = None,
     *,
-    test_fraction: float = 0.2,
+    test_fraction: float = user.DEFAULT_TEST_FRACTION,
+    split_seed: int | None = None,
     data_dir: Path | None = None,
-    costs: Sequence[float] | str | Path | None = None,
+    costs: user.Costs = None,
 ) -> DatasetInfo:
-    """Add a CSV, NPY or NPZ file as a user dataset (named after the file unless ``name`` is given)."""
+    """Add a CSV, NPY or NPZ file as a user dataset (named after the file unless ``name`` is given).
+
+    ``test_fraction`` of the rows are held out for testing, drawn from each session's seed unless ``split_seed``
+    fixes one split for all; ``costs`` prices the attributes (see ``budgetlab.datasets.user``)."""
     name = Path(path).stem if name is None else name
     if is_builtin_name(name):
         raise DatasetError(f"{name!r} is the name of a built-in dataset; choose another name")
     return user.add(Path(path), name, user.data_dir(data_dir), target=target, test_fraction=test_fraction,
-                    costs=costs)
+                    split_seed=split_seed, costs=costs)
 
 
 def remove_dataset(name: str, data_dir: Path | None = None) -> None:
