@@ -29,8 +29,8 @@ def clinic_csv(path: Path, rows: int = 40, labels: str = "real") -> Path:
     X = np.random.default_rng(0).normal(size=(rows, 3))
     y = X @ np.array([1.0, -2.0, 0.5])
     y = np.where(y >= 0, 1.0, -1.0) if labels == "signs" else y
-    path.write_text("a,b,c,outcome\n" + "\n".join(",".join(f"{v:.6f}" for v in (*x, t)) for x, t in zip(X, y, strict=True))
-                    + "\n")
+    rows = (",".join(f"{v:.6f}" for v in (*x, t)) for x, t in zip(X, y, strict=True))
+    path.write_text("a,b,c,outcome\n" + "\n".join(rows) + "\n")
     return path
 
 
