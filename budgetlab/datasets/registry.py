@@ -23,7 +23,7 @@ import numpy as np
 
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.datasets import DatasetInfo, DatasetList
-from budgetlab.datasets import fashion, mnist, online_sparse, powerlaw, sklearn_sets, sparse_gaussian, user
+from budgetlab.datasets import fashion, mnist, online_sparse, powerlaw, priced, sklearn_sets, sparse_gaussian, user
 from budgetlab.datasets.base import Dataset, DatasetError, UnknownDataset
 from budgetlab.datasets.family import Family, resolve_params
 
@@ -35,6 +35,7 @@ BUILTINS: tuple[Family, ...] = (
     fashion.FAMILY,
     sklearn_sets.DIGITS,
     sklearn_sets.DIABETES,
+    priced.FAMILY,
 )
 CACHE_ENTRIES = 16
 CACHE_BYTES = 512 << 20
@@ -143,7 +144,8 @@ def _check_seed(seed: int) -> None:
 def _wrap(family: Family, name: str, args: tuple[int, ...], params: dict[str, ParamValue], seed: int) -> Dataset:
     data = family.build(args, params, seed)
     return Dataset(name=name, description=family.describe(args, params), task=family.task, X=data.X, y=data.y,
-                   train_rows=data.train_rows, test_rows=data.test_rows, params=dict(params),
+                   train_rows=data.train_rows, test_rows=data.test_rows, costs=family.costs(args, params),
+                   params=dict(params),
                    accepted_params=[p.spec() for p in family.params], source=family.source, scale=data.scale,
                    true_weights=data.true_weights)
 
@@ -181,9 +183,10 @@ def describe(name: str, params: Mapping[str, ParamValue] | None = None, seed: in
     resolved = resolve_params(family.params, params, name)
     family.check(args, resolved)
     n_train, n_test, d = family.sizes(args, resolved)
+    costs = family.costs(args, resolved)
     return DatasetInfo(name=name, description=family.describe(args, resolved), task=family.task, n_train=n_train,
-                       n_test=n_test, d=d, params=resolved, accepted_params=[p.spec() for p in family.params],
-                       source=family.source)
+                       n_test=n_test, d=d, costs=None if costs is None else [float(c) for c in costs],
+                       params=resolved, accepted_params=[p.spec() for p in family.params], source=family.source)
 
 
 def list_datasets() -> DatasetList:
