@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from budgetlab.models import Budget
 from typer.testing import CliRunner
 
+from budgetlab.contract.budgets import Budget
 from budgetlab.datasets import describe, load_dataset
 from client.cli import app
 from learner.algorithms import get_algorithm
@@ -27,8 +27,8 @@ from learner.algorithms.base import Problem
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 
-COST_AWARE = {"ddaerr-cost": "ddaerr", "ddaelr-cost": "ddaelr", "ddaerr-2phase-cost": "ddaerr-2phase",
-              "ddaelr-2phase-cost": "ddaelr-2phase"}
+COST_AWARE = {"ddaerr-cost": "ddaerr", "ddaelr-cost": "ddaelr", "ddaerr-2p-cost": "ddaerr-2phase",
+              "ddaelr-2p-cost": "ddaelr-2phase"}
 
 # A small case: x takes four values with these probabilities, d = 3 attributes at these prices.
 XS = [(1, 0, 2), (-1, 1, 0), (2, -3, 1), (0, 1, -1)]
@@ -95,12 +95,12 @@ def test_equal_prices_give_the_cost_blind_distributions_and_spread_exactly() -> 
 @pytest.mark.parametrize("algorithm_id", sorted(COST_AWARE))
 def test_the_cost_aware_learners_draw_cheap_attributes_more_and_declare_it(algorithm_id: str) -> None:
     cls = get_algorithm(algorithm_id)
-    assert cls.needs_costs and "beyond the paper" in cls.algorithm
+    assert cls.needs_costs and "(ours)" in cls.algorithm and "beyond the papers" in cls.name
     assert (cls.__module__.rsplit(".", 1)[1] + ".py") != "two_phase.py"  # a file of its own
     moments = np.ones(4)
     costs = np.array([1.0, 1.0, 100.0, 1.0])
     problem = Problem(d=4, k=3, n_examples=50, second_moments=moments, costs=costs)
-    algorithm = cls(problem, seed=0, **({"phase1": 0.0} if "2phase" in algorithm_id else {}))
+    algorithm = cls(problem, seed=0, **({"phase1": 0.0} if "2p" in algorithm_id else {}))
     q = algorithm.engine.sampler.probabilities()
     if algorithm_id.startswith("ddaerr"):
         assert q[2] == pytest.approx(q[0] / 10)  # sqrt(1 / 100): a tenth as often

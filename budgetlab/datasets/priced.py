@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.family import Data, Family, Param, read_only
-from budgetlab.models import ParamValue
 
 _TAG = 0x9A1CE
 _CHUNK_ROWS = 8_192

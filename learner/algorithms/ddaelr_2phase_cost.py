@@ -18,7 +18,7 @@ from learner.algorithms.two_phase import TwoPhasedDDAELR
 class CostAwareTwoPhasedDDAELR(TwoPhasedDDAELR):
     """Two-Phased DDAELR whose phase 2 draws p ∝ |w_j| sqrt(A_j / c_j)."""
 
-    id = "ddaelr-2phase-cost"
+    id = "ddaelr-2p-cost"
     name = "Cost-aware Two-Phased DDAELR (beyond the papers)"
-    algorithm = "Algorithm 4, phase 2 under a total cost (ours, beyond the paper)"
+    algorithm = "Alg. 4, priced (ours)"
     needs_costs = True

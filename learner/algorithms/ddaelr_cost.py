@@ -21,5 +21,5 @@ class CostAwareDDAELR(DDAELR):
 
     id = "ddaelr-cost"
     name = "Cost-aware DDAELR (beyond the papers)"
-    algorithm = "Algorithm 3 with Lemma 4.3 under a total cost (ours, beyond the paper)"
+    algorithm = "Alg. 3, priced (ours)"
     needs_costs = True

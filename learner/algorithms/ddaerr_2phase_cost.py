@@ -19,7 +19,7 @@ from learner.algorithms.two_phase import TwoPhasedDDAERR
 class CostAwareTwoPhasedDDAERR(TwoPhasedDDAERR):
     """Two-Phased DDAERR whose phase 2 draws q ∝ sqrt(A_i / c_i) and p ∝ |w_j| sqrt(A_j / c_j)."""
 
-    id = "ddaerr-2phase-cost"
+    id = "ddaerr-2p-cost"
     name = "Cost-aware Two-Phased DDAERR (beyond the papers)"
-    algorithm = "Algorithm 2, phase 2 under a total cost (ours, beyond the paper)"
+    algorithm = "Alg. 2, priced (ours)"
     needs_costs = True

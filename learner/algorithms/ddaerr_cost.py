@@ -26,5 +26,5 @@ class CostAwareDDAERR(DDAERR):
 
     id = "ddaerr-cost"
     name = "Cost-aware DDAERR (beyond the papers)"
-    algorithm = "Algorithm 1 with eq. (4) under a total cost (ours, beyond the paper)"
+    algorithm = "Alg. 1, priced (ours)"
     needs_costs = True
