@@ -5,7 +5,8 @@ kin), whose gain over the cost-blind ones at an equal total cost depends on how 
 questionnaire beside a few lab tests: most attributes are cheap, a share of them costs ``price`` times more.
 
 x_i ~ N(0, i^alpha) independently (i = 1..d; alpha = 0: every attribute has E[x_i²] = 1), y = <w*, x> + noise with
-w* i.i.d. uniform on {-1, +1} and Gaussian noise of standard deviation ``noise``. The dataset declares its prices
+w* i.i.d. uniform on {-1, +1} on ``support`` random coordinates (0: all d) and 0 elsewhere, and Gaussian noise of
+standard deviation ``noise``. The dataset declares its prices
 (``DatasetInfo.costs``), which an oracle charges unless a session declares its own: 1 for most attributes and
 ``price`` for ``round(expensive · d)`` of them.
 
