@@ -32,9 +32,12 @@ $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
 sandbox: $(VENV)/.installed
 	$(BIN)/budgetlab sandbox --oracle-port $(PORT) --learner-port $(LEARNER_PORT)
 
-## Install the dev extra, run the whole test suite (the docs site's strict build too: tests/test_docs_site.py).
+## Install the dev extra, lint, type-check (mypy, strict on budgetlab/; its cache .mypy_cache makes a run after a small
+## change take seconds), run the whole test suite (the docs site's strict build and the import contracts too).
 test: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
+	@echo "type-checking with mypy (a minute the first time, then seconds: .mypy_cache) ..."
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 ## Build the documentation site from docs/ and serve it on http://127.0.0.1:$(DOCS_PORT) (rebuilt as files change).

@@ -31,6 +31,7 @@ from _harness import Report, arguments, oracle_process, progress
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunResult
+from budgetlab.contract.sessions import Protocol
 from budgetlab.datasets.base import Dataset
 from budgetlab.oracle_client import OracleClient
 from learner.http_oracle import HttpOracle
@@ -95,11 +96,11 @@ def synthetic(sizes: Sizes, report: Report) -> None:
 
 
 def remote_run(url: str, algorithm: str, dataset: str, budget: Budget, horizon: int | None, stream: bool,
-               protocol: str = "batch", dataset_params: dict | None = None, params: dict | None = None,
+               protocol: Protocol = "batch", dataset_params: dict | None = None, params: dict | None = None,
                ) -> RunResult:
     """One run through ``HttpOracle`` (the SDK's default transport with ``stream``, else plain HTTP)."""
     with OracleClient(url, stream=stream) as client:
-        remote = HttpOracle(url, dataset, budget=budget, seed=0, protocol=protocol,  # type: ignore[arg-type]
+        remote = HttpOracle(url, dataset, budget=budget, seed=0, protocol=protocol,
                             dataset_params=dataset_params, client=client)
         steps = min(horizon or remote.n_examples, remote.n_examples)
         result = run_algorithm(algorithm, remote, seed=0, params=params, max_examples=steps, eval_every=steps)

@@ -18,7 +18,8 @@ _SLACK = 1e-6
 
 
 def _payload(row: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(row["payload"]) if isinstance(row["payload"], str) else row["payload"]
+    payload: dict[str, Any] = json.loads(row["payload"]) if isinstance(row["payload"], str) else row["payload"]
+    return payload
 
 
 def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[str, Any] | None, *,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +49,7 @@ def canonical_json(payload: dict[str, Any] | None) -> str:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def _opt(x: float | int | None, text: type = str) -> str:
+def _opt(x: float | int | None, text: Callable[[object], str] = str) -> str:
     return "" if x is None else text(x)
 
 
@@ -86,7 +86,8 @@ def value_tags(seqs: np.ndarray, examples: np.ndarray, attributes: np.ndarray, v
         h ^= h >> np.uint64(27)
         h *= _M3
         h ^= h >> np.uint64(31)
-    return (h & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+    tags: np.ndarray = (h & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+    return tags
 
 
 def pack_cells(attributes: np.ndarray, values: np.ndarray, tags: np.ndarray) -> bytes:
@@ -110,8 +111,8 @@ class Chain:
     key: int
     seq: int
     head: str
-    links: list[tuple] = field(default_factory=list)
-    cells: list[tuple] = field(default_factory=list)
+    links: list[tuple[Any, ...]] = field(default_factory=list)
+    cells: list[tuple[int, int, int, bytes]] = field(default_factory=list)
     values: int = 0
 
     def record(self, events: Iterable[Event | Observations]) -> Chain:
@@ -282,5 +283,5 @@ def contains_receipt(rows: Iterable[dict[str, Any]], receipt_rows: int, receipt_
             continue
         n = int(row.get("n") or 1)
         if row["seq"] + n == receipt_rows:
-            return digest == receipt_head
+            return bool(digest == receipt_head)
     return receipt_rows == 0 and receipt_head == GENESIS

@@ -113,8 +113,8 @@ def _values(claim: ClaimSpec, members: list[list[AlgorithmSummary]]) -> tuple[di
     per_design = [_design_values(m, claim.labels, claim.metric, claim.at) for m in members]
     out: dict[str, float | None] = {}
     for label in claim.labels:
-        found = [v[label] for v, _ in per_design if v[label] is not None]
-        out[label] = statistics.median(found) if found else None  # type: ignore[type-var]
+        found = [value for v, _ in per_design if (value := v[label]) is not None]
+        out[label] = statistics.median(found) if found else None
     return out, set().union(*(early for _, early in per_design))
 
 

@@ -13,12 +13,12 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from client.console import console, err, fail
 from client.runs_cli import runs_app
 
 if TYPE_CHECKING:
@@ -35,8 +35,6 @@ app.add_typer(datasets_app, name="datasets")
 app.add_typer(session_app, name="session")
 app.add_typer(runs_app, name="runs")
 
-console = Console()
-err = Console(stderr=True)
 ORACLE_URL = os.environ.get("ORACLE_URL", "http://127.0.0.1:8000")
 LEARNER_URL = os.environ.get("LEARNER_URL", "http://127.0.0.1:8001")
 
@@ -77,12 +75,6 @@ def _options(version: Annotated[bool, typer.Option("--version", callback=_versio
     _announce_datasets()
 
 
-def fail(message: str, code: int = 1) -> None:
-    """The one line a user error ends with (never wrapped, whatever its length), then exit with ``code``."""
-    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
-    raise typer.Exit(code)
-
-
 
 
 def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, ParamValue]:
@@ -107,7 +99,7 @@ def print_json(obj: Any) -> None:
 PortOpt = Annotated[int, typer.Option(help="port; 0 for any free port (the first line on stderr says which)")]
 
 
-def _listen(host: str, port: int):  # type: ignore[no-untyped-def]
+def _listen(host: str, port: int):
     from client.services import listen
 
     try:
@@ -139,9 +131,7 @@ def serve_oracle(
         sock.close()
         fail(f"cannot prepare the ledger database at {url}: {exc}")
     os.environ["BUDGETLAB_SKIP_MIGRATIONS"] = "1"
-    from budgetlab.datasets.user import data_dir
-
-    print(announcement("oracle", sock, f", ledger: {url}, user datasets: {data_dir()}"), file=sys.stderr, flush=True)
+    print(announcement("oracle", sock, f", ledger: {url}"), file=sys.stderr, flush=True)
     # A stream message far past the body limit is cut off by uvicorn before it is read (the app answers 413 to
     # one a little past it); the margin is for the message's envelope around a body.
     serve("client.dashboards:oracle_app_from_env", sock, workers=workers,
@@ -188,7 +178,6 @@ def datasets_list(
             listing = c.datasets()
     else:
         from budgetlab.datasets import list_datasets
-        from budgetlab.datasets.user import data_dir
 
         listing = list_datasets()
     if as_json:
@@ -202,9 +191,6 @@ def datasets_list(
         console.print(Padding(Text(info.description), (0, 0, 0, 4)))
     if listing.families:
         console.print("families: " + ", ".join(listing.families))
-    if not oracle:
-        console.print(Text(f"user datasets are read from {data_dir()} (BUDGETLAB_DATA_DIR sets it)",
-                           overflow="fold"))
 
 
 @datasets_app.command("show")
@@ -225,81 +211,25 @@ def datasets_add(
     file: Annotated[Path, typer.Argument(help="CSV, NPY or NPZ file", exists=True, dir_okay=False)],
     target: Annotated[str | None, typer.Option(help="target column (CSV: name; NPY: index); default last")] = None,
     name: Annotated[str | None, typer.Option(help="dataset name; default the file's stem")] = None,
-    test_fraction: Annotated[float, typer.Option(min=0.01, max=0.99, help="share of the rows held out for testing")]
-    = 0.2,
-    split_seed: Annotated[int | None, typer.Option(min=0, max=2**32 - 1, help="fix the train/test split for every "
-                                                   "session; default: drawn from each session's seed")] = None,
-    cost: Annotated[list[str] | None, typer.Option(
-        "--cost", help="COLUMN=PRICE: the price of one attribute (a CSV column name or an attribute index 0..d-1); "
-                       "repeat it; the others cost 1")] = None,
-    costs: Annotated[Path | None, typer.Option(
-        "--costs", exists=True, dir_okay=False, help="a file of prices: d numbers (.csv, .txt or .npy), or a CSV "
-                                                     "with the header 'column,cost'")] = None,
-    oracle: Annotated[str | None, typer.Option("--oracle", help="upload to this running oracle instead (into the data "
-                                                                "directory it reads); needs its admin token")] = None,
-    admin_token: Annotated[str | None, typer.Option(envvar="BUDGETLAB_ADMIN_TOKEN",
-                                                    help="the oracle's admin token (with --oracle)")] = None,
+    test_fraction: Annotated[float, typer.Option(min=0.01, max=0.99)] = 0.2,
 ) -> None:
-    """Add a dataset to the data directory (BUDGETLAB_DATA_DIR, else the per-user one), or with --oracle URL to
-    the data directory of that running oracle; the oracle serves it memory-mapped."""
+    """Add a dataset to this machine's data directory (BUDGETLAB_DATA_DIR); the oracle serves it memory-mapped."""
     from budgetlab.datasets import DatasetError, add_dataset
-    from budgetlab.datasets.user import data_dir, read_costs_file, split_statement
-    from budgetlab.errors import OracleError, OracleUnavailable
 
-    if cost and costs is not None:
-        fail("give the prices with --cost COLUMN=PRICE or with --costs FILE, not both")
     parsed: str | int | None = target
     if target is not None and target.lstrip("-").isdigit() and file.suffix.lower() != ".csv":
         parsed = int(target)
-    prices: list[float] | dict[str, float] | None = None
     try:
-        if costs is not None:
-            prices = read_costs_file(costs)
-        elif cost:
-            prices = {}
-            for pair in cost:
-                column, sep, price = pair.rpartition("=")
-                if not sep or not column.strip():
-                    fail(f"--cost {pair!r} is not COLUMN=PRICE")
-                try:
-                    prices[column.strip()] = float(price)
-                except ValueError:
-                    fail(f"--cost {pair!r}: {price!r} is not a number")
-        if oracle:
-            from budgetlab.oracle_client import OracleClient
-
-            if not admin_token:
-                fail("uploading to an oracle needs its admin token: --admin-token or BUDGETLAB_ADMIN_TOKEN")
-            with OracleClient(oracle, admin_token=admin_token) as client:
-                info = client.upload_dataset(file, name=name, target=parsed, test_fraction=test_fraction,
-                                             split_seed=split_seed, costs=prices)
-            where = f"the oracle {oracle}"
-        else:
-            info = add_dataset(file, parsed, name, test_fraction=test_fraction, split_seed=split_seed, costs=prices)
-            where = f"the data directory {data_dir()}"
-    except (DatasetError, OracleError, OracleUnavailable, OSError, ValueError) as exc:
+        info = add_dataset(file, parsed, name, test_fraction=test_fraction)
+    except (DatasetError, OSError, ValueError) as exc:
         fail(str(exc))
-        return
-    console.print(f"added [bold]{escape(info.name)}[/] to {escape(where)}: {info.task}, d={info.d}, "
-                  f"{info.n_train:,} train / {info.n_test:,} test examples", soft_wrap=True)
-    console.print(f"split: {split_statement(test_fraction, split_seed)}"
-                  + ("" if split_seed is not None else " (--split-seed fixes one)"), soft_wrap=True)
-    console.print(f"costs: {_costs_line(info.costs)}", soft_wrap=True)
-
-
-def _costs_line(costs: list[float] | None) -> str:
-    if costs is None:
-        return "1 per attribute (none declared; --cost COLUMN=PRICE or --costs FILE sets them)"
-    if len(costs) <= 12:
-        return ", ".join(f"{c:g}" for c in costs) + " (attributes 0.." + f"{len(costs) - 1}, charged by the oracle)"
-    return (f"from {min(costs):g} to {max(costs):g}, {sum(costs):g} for all {len(costs)} attributes "
-            "(charged by the oracle)")
+    console.print(f"added [bold]{info.name}[/]: {info.n_train} train / {info.n_test} test examples, d={info.d}")
 
 
 # --- single queries ------------------------------------------------------------------------------
 
 
-def _session(oracle: str, session_id: str, token: str):  # type: ignore[no-untyped-def]
+def _session(oracle: str, session_id: str, token: str):
     from budgetlab.oracle_client import OracleClient
 
     return OracleClient(oracle).session(session_id, token)
@@ -327,6 +257,7 @@ def session_open(
 ) -> None:
     """Open a session; prints its id and token (export BUDGETLAB_TOKEN=... for the other commands)."""
     from budgetlab.contract.budgets import Budget
+    from budgetlab.contract.sessions import Order, Protocol, Split
     from budgetlab.datasets import DatasetError, parse_dataset_spec
     from budgetlab.oracle_client import OracleClient
 
@@ -334,10 +265,11 @@ def session_open(
         name, params = parse_dataset_spec(dataset)
     except DatasetError as exc:
         fail(str(exc))
-        return
+    # typed as the contract's literals; the SDK refuses any other value (invalid_request), which ends in fail
+    split_, protocol_, order_ = cast(Split, split), cast(Protocol, protocol), cast(Order, order)
     with OracleClient(oracle) as c:
-        s = _call(lambda: c.open_session(name, dataset_params=params, split=split, protocol=protocol,
-                                         order=order, budget=Budget(per_example=per_example, total=total),
+        s = _call(lambda: c.open_session(name, dataset_params=params, split=split_, protocol=protocol_,
+                                         order=order_, budget=Budget(per_example=per_example, total=total),
                                          seed=seed))
     print_json({"id": s.id, "token": s.token, "session": s.info.model_dump(mode="json")})
 
@@ -406,15 +338,12 @@ def audit(
                 report = audit_ndjson(lines, receipts)
         except (ValueError, KeyError, TypeError) as exc:
             fail(f"{path} is not a budgetlab ledger export: {exc}")
-            return
     elif receipts:
         fail("receipts are checked against an exported ledger: export it first (budgetlab session export)")
-        return
     elif token:
         report = _call(lambda: _session(oracle, source, token).audit())
     else:
         fail(f"{source} is not a file; to audit a live session pass its --token")
-        return
     if as_json:
         print_json(report.model_dump())
     elif report.compliant:
@@ -509,7 +438,6 @@ def run(
         name, params = parse_dataset_spec(dataset)
     except DatasetError as exc:
         fail(str(exc))
-        return
     params.update(parse_pairs(dataset_param, "--dataset-param"))
     try:
         request = RunCreate(oracle_url=oracle, dataset=name, dataset_params=params, algorithm=algorithm,
@@ -518,7 +446,6 @@ def run(
                             seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget)
     except ValidationError as exc:
         fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
-        return
     result = execute_run(request, console=err, fail=fail)
     if as_json:
         print_json(result.model_dump(mode="json"))
@@ -526,15 +453,13 @@ def run(
     final = result.final
     console.print(f"[bold]{result.algorithm}[/] on {result.dataset}: {result.status} after {result.examples} "
                   f"examples, {result.attributes} attributes paid" + (f" ({result.message})" if result.message else ""))
-    from client.tasks import dataset_task, scores_line
-
-    task = dataset_task(name, params, oracle) if final is not None or result.test_budget is not None else None
     if final is not None:
-        console.print(scores_line(task, final.test_mse, final.normalized_mse, final.zero_one))
+        console.print(f"test MSE {final.test_mse:.5g}  normalized {final.normalized_mse:.4f}  "
+                      f"0-1 error {final.zero_one:.4f}")
     if result.test_budget is not None:
         t = result.test_budget
-        console.print(f"with {t.per_example} attributes per test example: "
-                      + scores_line(task, t.mse, t.normalized_mse, t.zero_one))
+        console.print(f"with {t.per_example} attributes per test example: MSE {t.mse:.5g}  normalized "
+                      f"{t.normalized_mse:.4f}  0-1 error {t.zero_one:.4f}")
     if result.session:
         console.print(f"oracle session: {result.session}")
 
@@ -600,7 +525,6 @@ def mlflow_log(
         logged = log_comparison(out, experiment)
     except TrackingError as exc:
         fail(str(exc))
-        return
     console.print(escape(str(logged)), soft_wrap=True, highlight=False)
 
 

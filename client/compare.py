@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -43,7 +44,7 @@ def _source(config: Path | None, preset: str | None) -> str:
 
 def run_compare(*, config: Path | None, out: Path | None, preset: str | None, quick: bool, list_presets: bool,
                 local: bool, learner: str | None, oracle: str | None, parallel: int, console: Console,
-                err: Console, fail: Callable[[str], None], tune: list[str] | None = None,
+                err: Console, fail: Callable[[str], NoReturn], tune: list[str] | None = None,
                 tune_folds: int | None = None, learner_token: str | None = None, mlflow: bool = False,
                 mlflow_experiment: str | None = None) -> int:
     """``budgetlab compare``: resolve and check the config (its ``[tune]`` too) before anything starts, tune where
@@ -78,16 +79,16 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     assert out is not None
     source = _source(config, preset)
     try:
-        cfg = load_preset(preset, quick=quick) if preset else load_config(config)  # type: ignore[arg-type]
-        if quick and not preset:
-            cfg = quick_config(cfg)
+        if preset is not None:
+            cfg = load_preset(preset, quick=quick)
+        else:
+            assert config is not None  # one of the two, checked above
+            cfg = quick_config(load_config(config)) if quick else load_config(config)
         cfg = with_tune_options(cfg, tune or [], tune_folds)
     except (UnknownPreset, ConfigError, TuneError) as exc:
         fail(str(exc))
-        raise AssertionError("unreachable") from None
     except ValidationError as exc:
         fail(f"{source}: {exc}")
-        raise AssertionError("unreachable") from None
     problems = preflight(cfg, source, oracle, fail)
     if problems:
         fail("\n".join(problems) + f"\n{len(problems)} problem(s) in {source}: nothing was started")
@@ -141,13 +142,10 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
                        if phase == "runs" else "interrupted while tuning: no comparison run was started")
     except (ServiceError, Unavailable) as exc:
         fail(f"services unavailable: {exc}")
-        raise AssertionError("unreachable") from None
     except TuneError as exc:
         fail(str(exc))
-        raise AssertionError("unreachable") from None
     written = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,
-                           wall_time=time.perf_counter() - started, tunings=tunings, interrupted=interrupted,
-                           oracle=oracle)
+                           wall_time=time.perf_counter() - started, tunings=tunings, interrupted=interrupted)
     if written.claims:
         console.print(claims_table(written.claims))
     failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in outcomes)
@@ -173,7 +171,7 @@ def log_to_mlflow(out: Path, experiment: str, console: Console, err: Console) ->
     return True
 
 
-def check_learner(url: str, token: str | None, fail: Callable[[str], None]) -> None:
+def check_learner(url: str, token: str | None, fail: Callable[[str], NoReturn]) -> None:
     """The running learner answers, and takes the caller token: checked before anything starts, since during the
     grid a learner out of reach is waited for (it may be restarting) and a refused token would fail every run."""
     with LearnerClient(url, token=token) as learner:
@@ -190,7 +188,7 @@ def check_learner(url: str, token: str | None, fail: Callable[[str], None]) -> N
             fail(f"services unavailable: {exc}")
 
 
-def preflight(config: CompareConfig, source: str, oracle: str | None, fail: Callable[[str], None]) -> list[str]:
+def preflight(config: CompareConfig, source: str, oracle: str | None, fail: Callable[[str], NoReturn]) -> list[str]:
     """The config's problems (``client.preflight``), with the datasets of the oracle the runs will use when it is
     given (else of this machine)."""
     text = Path(source).read_text()
@@ -201,4 +199,3 @@ def preflight(config: CompareConfig, source: str, oracle: str | None, fail: Call
             return check_config(config, source, text, RemoteCatalog(client))
     except OracleUnavailable as exc:
         fail(f"cannot check the config's datasets: {exc}")
-        raise AssertionError("unreachable") from None

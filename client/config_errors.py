@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 Loc = tuple[str | int, ...]
 
@@ -158,7 +159,7 @@ def shape_errors(exc: ValidationError, model: type[BaseModel], source: str, text
     lines = key_lines(text)
     messages: list[str] = []
     errors = exc.errors(include_url=False)
-    unions: dict[Loc, list[dict[str, Any]]] = {}
+    unions: dict[Loc, list[ErrorDetails]] = {}
     for error in errors:
         if error["type"] in _TYPE_NAMES and len(error["loc"]) > 1 and str(error["loc"][-1]) in ("int", "float",
                                                                                              "str", "bool"):

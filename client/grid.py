@@ -97,7 +97,7 @@ def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str, chos
 def failed_result(request: RunCreate, message: str, status: str = "failed") -> RunResult:
     return RunResult(algorithm=request.algorithm, dataset=request.dataset, dataset_params=request.dataset_params,
                      params=request.params, defaults=request.defaults, seed=request.seed, status=status,
-                     message=message)  # type: ignore[arg-type]
+                     message=message)
 
 
 class GridBars:

@@ -21,6 +21,7 @@ import math
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -166,7 +167,9 @@ def log_x(ax: plt.Axes) -> None:
 def _legend(fig: plt.Figure, handles: list[tuple[object, str]]) -> None:
     if handles:
         wide = max(len(t) for _, t in handles) > 42
-        fig.legend([h for h, _ in handles], [t for _, t in handles], loc="outside lower center", fontsize=8,
+        # a (band, line) tuple is a handle too (matplotlib's HandlerTuple), which its stubs do not say
+        artists: list[Any] = [h for h, _ in handles]
+        fig.legend(artists, [t for _, t in handles], loc="outside lower center", fontsize=8,
                    ncols=1 if wide or len(handles) < 4 else 2, frameon=False)
 
 
@@ -221,8 +224,9 @@ def design_figures(design: Design, summaries: list[AlgorithmSummary], *, metric:
                 line = ax.axhline(float(np.mean(final)), linestyle="--", linewidth=1.4, color=f"C{i % 10}")
                 handles.append((line, f"{_label(design, s)}: final, after {paid:,.0f} attributes"
                                       + (f" (mean of {len(final)} seeds)" if len(final) > 1 else "")))
-            if zeros[shown] is not None:
-                handles.append((ax.axhline(zeros[shown], color="0.45", linestyle=":", linewidth=1.3),
+            zero = zeros[shown]
+            if zero is not None:
+                handles.append((ax.axhline(zero, color="0.45", linestyle=":", linewidth=1.3),
                                 "zero predictor (w = 0)"))
             if shown == "zero_one":
                 ax.yaxis.set_major_formatter(PercentFormatter(1.0))

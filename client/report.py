@@ -26,24 +26,19 @@ from typing import Any
 import numpy as np
 
 from budgetlab.contract.datasets import Task
-from budgetlab.datasets import DatasetError, load_dataset
+from budgetlab.datasets import DatasetError, describe, load_dataset
 from budgetlab.evaluation import evaluate_weights
 from client.claims import ClaimResult, claims_markdown, evaluate_claims
 from client.config import CompareConfig, Design
 from client.grid import RunOutcome
 from client.plots import plot_design
 from client.provenance import provenance
-from client.summary import AlgorithmSummary, Stat, stat, summarize
-from client.tasks import dataset_task
+from client.summary import AlgorithmSummary, Stat, cell, stat, summarize
 from client.tune import Tuning
 
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower())[:48].strip("-") or "design"
-
-
-def _cell(value: Stat | None, digits: int = 4) -> str:
-    return value.text(digits) if value is not None else "—"
 
 
 @dataclass(frozen=True)
@@ -59,9 +54,12 @@ TEST_MSE, NORMALIZED_MSE, ZERO_ONE = (Column("test_mse", "test MSE"), Column("no
                                       Column("zero_one", "0-1 error", 3))
 
 
-def design_task(design: Design, oracle: str | None = None) -> Task | None:
-    """The design's task, from this machine or the ``oracle`` the runs used (None where neither can say)."""
-    return dataset_task(design.dataset.name, design.dataset.params, oracle)
+def design_task(design: Design) -> Task | None:
+    """The design's task, where this machine can say (a dataset only the remote oracle has: None)."""
+    try:
+        return describe(design.dataset.name, design.dataset.params).task
+    except DatasetError:
+        return None
 
 
 def zero_predictor(design: Design, seeds: list[int]) -> dict[str, float] | None:
@@ -121,10 +119,10 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
               + " | attributes paid | examples | wall time (s) | runs ok | audit |",
               "|---|---|" + "---|" * len(columns) + "---|---|---|---|---|"]
     for s in summaries:
-        scores = " | ".join(_cell(s.final(c.key), c.digits) for c in columns)
+        scores = " | ".join(cell(s.final(c.key), c.digits) for c in columns)
         theory = ", theorems' constants" if s.defaults == "theory" else ""
         lines.append(f"| {s.label} (`{s.id}`{theory}) | {s.per_example or 'all'} | {scores} "
-                     f"| {_cell(s.of('attributes'), 6)} | {_cell(s.of('examples'), 6)} | {_cell(s.of('wall_time'), 3)} "
+                     f"| {cell(s.of('attributes'), 6)} | {cell(s.of('examples'), 6)} | {cell(s.of('wall_time'), 3)} "
                      f"| {len(s.completed)}/{len(s.runs)} | {s.audits()} |")
     online = [s for s in summaries if s.cumulative_loss() is not None]
     if online:
@@ -133,8 +131,8 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
                   f"{design.regret_k}-sparse w with ||w|| <= 1 (eq. (1)); Tables 2-3 print R_T / 10^2.", "",
                   "| algorithm | rounds T | cumulative loss | R_T |", "|---|---|---|---|"]
         for s in online:
-            lines.append(f"| {s.label} | {_cell(s.of('examples'), 6)} | {_cell(s.cumulative_loss())} "
-                         f"| {_cell(s.regret(), 4)} |")
+            lines.append(f"| {s.label} | {cell(s.of('examples'), 6)} | {cell(s.cumulative_loss())} "
+                         f"| {cell(s.regret(), 4)} |")
         missing = dict.fromkeys(r.regret_missing for s in online for r in s.completed if r.regret_missing)
         if missing:
             lines += ["", *(f"**{text}.**" for text in missing)]
@@ -145,10 +143,10 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
                   "| algorithm | K | test MSE |" + (" 0-1 error |" if zero_one else ""),
                   "|---|---|---|" + ("---|" if zero_one else "")]
         for s in summaries:
-            scores = [r.result.test_budget for r in s.completed if r.result.test_budget is not None]
-            if scores:
-                lines.append(f"| {s.label} | {scores[0].per_example} | {_cell(stat([t.mse for t in scores]))} |"
-                             + (f" {_cell(stat([t.zero_one for t in scores]), 3)} |" if zero_one else ""))
+            tests = [r.result.test_budget for r in s.completed if r.result.test_budget is not None]
+            if tests:
+                lines.append(f"| {s.label} | {tests[0].per_example} | {cell(stat([t.mse for t in tests]))} |"
+                             + (f" {cell(stat([t.zero_one for t in tests]), 3)} |" if zero_one else ""))
     failures = [r for s in summaries for r in s.failures]
     if failures:
         lines += ["", "Runs that did not complete:", ""]
@@ -217,8 +215,8 @@ def tuning_section(config: CompareConfig, summaries: list[AlgorithmSummary], tun
         chosen = "; ".join(f"{t.seed}: {_params(t.chosen) if t.chosen else 'none scored'}" for t in cells)
         paid = {t.seed: t.attributes for t in cells}
         with_tuning = stat([r.result.attributes + paid.get(r.seed, 0) for r in summary.completed])
-        lines.append(f"| {label} | {chosen} | {sum(t.sessions for t in cells)} | {_cell(tuning, 6)} "
-                     f"| {_cell(summary.final('test_mse'))} | {_cell(run, 6)} | {_cell(with_tuning, 6)} |")
+        lines.append(f"| {label} | {chosen} | {sum(t.sessions for t in cells)} | {cell(tuning, 6)} "
+                     f"| {cell(summary.final('test_mse'))} | {cell(run, 6)} | {cell(with_tuning, 6)} |")
         final = summary.final("test_mse")
         if final and run and tuning and run.mean > 0:
             notes.append(f"- {label}: test MSE {final.mean:.4g} after {run.mean:,.0f} attributes without the tuning "
@@ -232,7 +230,7 @@ def tuning_section(config: CompareConfig, summaries: list[AlgorithmSummary], tun
         for c, candidate in enumerate(cells[0].candidates):
             scores = stat([s for t in cells if (s := t.scores()[c]) is not None])
             picked = sum(t.chosen == candidate for t in cells)
-            lines.append(f"| {label} | {_params(candidate)} | {_cell(scores)} | {picked} of {len(cells)} seeds |")
+            lines.append(f"| {label} | {_params(candidate)} | {cell(scores)} | {picked} of {len(cells)} seeds |")
     return lines + [""]
 
 
@@ -247,16 +245,15 @@ class Written:
 def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
                  mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0,
                  tunings: list[Tuning] | None = None, interrupted: str | None = None,
-                 fallback: str | None = None, headline: list[str] | None = None, oracle: str | None = None) -> Written:
+                 fallback: str | None = None, headline: list[str] | None = None) -> Written:
     """Write report.md, results.json, curves.csv and the plots into ``out``; the claims table opens the report.
     ``interrupted`` says why the report is partial (the outcomes are what the runs came to before the stop);
     ``fallback`` what was used instead of what was asked, and why; ``headline`` the lines that say what the
-    comparison found (above the claims table), both also in results.json; ``oracle`` the oracle the runs used, asked
-    for the task of a dataset this machine does not have."""
+    comparison found (above the claims table), both also in results.json."""
     out.mkdir(parents=True, exist_ok=True)
     tunings = tunings or []
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
-    tasks = [design_task(d, oracle) for d in designs]
+    tasks = [design_task(d) for d in designs]
     claims = evaluate_claims(config, designs, per_design)
     origin = provenance()
     lines = [f"# {config.title}", ""]
@@ -282,7 +279,8 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     for i, (design, summaries) in enumerate(zip(designs, per_design, strict=True)):
         zero = zero_predictor(design, config.seeds) if tasks[i] == "classification" else None
         plots = plot_design(out, f"{i:02d}-{slug(design.name)}", design, summaries, metric=config.metric,
-                            log_x_axis=config.log_x, task=tasks[i], zero_one_of_zero=zero and zero["zero_one"])
+                            log_x_axis=config.log_x, task=tasks[i],
+                            zero_one_of_zero=None if zero is None else zero["zero_one"])
         lines += design_section(design, summaries, [p.name for p in plots], tasks[i])
         lines += tuning_section(config, summaries, [t for t in tunings if t.design == i])
         # The scores the tables show, so that a reader of results.json (the learner's dashboard) shows the same.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -63,7 +64,7 @@ def _info(p: RunnerProgress) -> str:
     return f"attrs {p.attributes}" + (f"  mse {p.point.test_mse:.4g}" if p.point else "")
 
 
-def execute_run(request: RunCreate, *, console: Console, fail: Callable[[str], None]) -> RunResult:
+def execute_run(request: RunCreate, *, console: Console, fail: Callable[[str], NoReturn]) -> RunResult:
     """Run ``request`` over HTTP on its ``oracle_url``, or in-process when it has none, saying what it does on
     ``console``; user errors (unknown algorithm, bad params, dataset, unreachable oracle) go to ``fail``."""
     shown = RunProgress(console, f"{request.algorithm} on {request.dataset}")
@@ -75,14 +76,12 @@ def execute_run(request: RunCreate, *, console: Console, fail: Callable[[str], N
                              budget=request.budget)
     except (ParamError, DatasetError, OracleError, OracleUnavailable) as exc:
         fail(str(exc))
-        raise AssertionError("unreachable") from None
     horizon = min(request.max_examples or oracle.n_examples, oracle.n_examples)
     try:
         with shown.examples(horizon) as progress:
             result = run_and_score(request, oracle, open_oracle, progress=progress, announce=shown.step)
     except (ParamError, ValueError) as exc:
         fail(str(exc))
-        raise AssertionError("unreachable") from None
     finally:
         oracle.close()
     return result

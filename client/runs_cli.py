@@ -6,21 +6,21 @@ learner for a new one. The learner's admin token sees every caller's runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from client.console import console, err, fail
 
 if TYPE_CHECKING:
     from budgetlab.contract.runs import RunInfo, RunSummary
     from budgetlab.learner_client import LearnerClient
 
 runs_app = typer.Typer(help="The runs of a learner service: list, show, cancel, wait.", no_args_is_help=True)
-console = Console()
-err = Console(stderr=True)
 
 LearnerOpt = Annotated[str, typer.Option("--learner", envvar="LEARNER_URL", help="learner service URL")]
 TokenOpt = Annotated[str | None, typer.Option("--token", envvar="BUDGETLAB_LEARNER_TOKEN", show_envvar=True,
@@ -31,11 +31,6 @@ STATUS_STYLE = {"finished": "green", "budget_exhausted": "green", "running": "cy
                 "cancelled": "yellow", "interrupted": "yellow", "failed": "red", "oracle_unavailable": "red"}
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
-    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
-    raise typer.Exit(code)
-
-
 def client(learner: str, token: str | None) -> LearnerClient:
     from budgetlab.learner_client import LearnerClient
 
@@ -44,7 +39,7 @@ def client(learner: str, token: str | None) -> LearnerClient:
     return LearnerClient(learner, token=token)
 
 
-def call(fn):  # type: ignore[no-untyped-def]
+def call(fn):
     """``fn()``, with the learner's refusals and its absence as one-line errors."""
     from budgetlab.errors import LearnerError, LearnerUnavailable
 
@@ -85,7 +80,7 @@ def runs_table(runs: list[RunSummary]) -> Table:
     return table
 
 
-def pairs(values: dict[str, object]) -> str:
+def pairs(values: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
 

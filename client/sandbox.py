@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import quote
 
 from rich.console import Console
@@ -34,7 +34,7 @@ from client.grid import run_comparison
 from client.preflight import RemoteCatalog
 from client.report import metric_columns, write_report, zero_predictor
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
-from client.summary import AlgorithmSummary, summarize
+from client.summary import AlgorithmSummary, cell, summarize
 
 # The story of the papers in miniature, on one pair of classes: learners that see 5 pixels of each image against
 # full-information ridge, online (the same attributes, spent on a few whole images) and offline (every pixel of
@@ -145,14 +145,14 @@ def headline(config: CompareConfig, summaries: list[AlgorithmSummary], claims: l
     ridge, online = by_label[RIDGE], by_label[ONLINE_RIDGE]
 
     def scores(group: list[AlgorithmSummary]) -> str:
-        return "; ".join(f"{c.header} {_and([s.final(c.key).text(c.digits) for s in group])}"  # type: ignore[union-attr]
+        return "; ".join(f"{c.header} {_and([cell(s.final(c.key), c.digits) for s in group])}"
                          for c in columns)
 
     def paid(s: AlgorithmSummary) -> str:
-        return s.of("attributes").text(6)  # type: ignore[union-attr]
+        return cell(s.of("attributes"), 6)
 
     def seen(s: AlgorithmSummary) -> str:
-        return s.of("examples").text(6)  # type: ignore[union-attr]
+        return cell(s.of("examples"), 6)
 
     assert config.dataset is not None and config.budget.per_example is not None
     lines = []
@@ -226,7 +226,7 @@ def page_links(oracle: str, learner: str, *, admin: str | None, caller: str) -> 
 
 
 def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Path, examples: int | None,
-                console: Console, fail: Callable[[str], None], oracle_url: str | None = None,
+                console: Console, fail: Callable[[str], NoReturn], oracle_url: str | None = None,
                 learner_url: str | None = None, learner_token: str | None = None) -> None:
     """``budgetlab sandbox``: start, demo, print where everything is, serve until Ctrl-C or SIGTERM (or exit with
     --demo-only); either signal stops both services before it returns. Given ``oracle_url`` and ``learner_url``,

@@ -129,7 +129,7 @@ def serve(app: str, sock: socket.socket, *, workers: int = 1, ws_max_size: int |
     tune_malloc()
     host, port = sock.getsockname()[:2]
     factory: str | WorkerApp = WorkerApp(app, os.getpid()) if workers > 1 else app
-    more = {} if ws_max_size is None else {"ws_max_size": ws_max_size}
+    more: dict[str, Any] = {} if ws_max_size is None else {"ws_max_size": ws_max_size}
     config = uvicorn.Config(factory, factory=True, host=host, port=port, workers=workers, log_level="warning",
                             http=JsonHttpProtocol, **more)
     try:

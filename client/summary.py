@@ -22,6 +22,11 @@ class Stat:
         return f"{self.mean:.{digits}g} ± {self.std:.2g}" if self.n > 1 else f"{self.mean:.{digits}g}"
 
 
+def cell(value: Stat | None, digits: int = 4) -> str:
+    """A statistic as a table cell shows it: "—" where there is none."""
+    return value.text(digits) if value is not None else "—"
+
+
 def stat(values: list[float]) -> Stat | None:
     if not values:
         return None

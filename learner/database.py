@@ -19,7 +19,7 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS})
 
     @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    def _pragmas(dbapi_conn, _record) -> None:
         # WAL: the API's reads never wait for a run's writes.
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")

@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -194,8 +195,9 @@ class RunManager:
         opened: list[OpenSession] = []
         open_http = session_opener(request, request.oracle_url)
 
-        def open_test_session(**kwargs):  # type: ignore[no-untyped-def]
+        def open_test_session(**kwargs: Any) -> HttpOracle:
             oracle = open_http(**kwargs)
+            assert isinstance(oracle, HttpOracle)  # request.oracle_url is set: the sessions are the oracle's
             opened.append(session_of(oracle, run.session.oracle_url))
             return oracle
 

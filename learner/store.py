@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, Table, func, insert, select, tuple_, update
+from sqlalchemy import Engine, func, insert, select, tuple_, update
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunPage, RunResult, RunSummary
-from learner.tables import CallerRecord, CurvePointRecord, RunRecord
+from learner.tables import Base, CallerRecord, CurvePointRecord, RunRecord
 
-CALLERS: Table = CallerRecord.__table__  # type: ignore[assignment]
-RUNS: Table = RunRecord.__table__  # type: ignore[assignment]
-POINTS: Table = CurvePointRecord.__table__  # type: ignore[assignment]
+CALLERS, RUNS, POINTS = (Base.metadata.tables[t.__tablename__] for t in (CallerRecord, RunRecord, CurvePointRecord))
 POINT_FIELDS = ("examples", "attributes", "cost", "test_mse", "normalized_mse", "zero_one", "cumulative_loss")
 # Statuses of a run that has not ended: after a restart nothing executes them any more.
 UNENDED = ("pending", "queued", "running")

@@ -20,7 +20,7 @@ def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
         engine = create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
 
         @event.listens_for(engine, "connect")
-        def _lock_timeout(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+        def _lock_timeout(dbapi_conn, _record) -> None:
             # A row lock not granted in time fails the statement (LockNotAvailable) instead of waiting on.
             with dbapi_conn.cursor() as cursor:
                 cursor.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
@@ -31,7 +31,7 @@ def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
                            max_overflow=40)
 
     @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    def _pragmas(dbapi_conn, _record) -> None:
         # Let SQLAlchemy's begin event, not pysqlite, open transactions, so every one is IMMEDIATE.
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
@@ -43,7 +43,7 @@ def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(conn) -> None:  # type: ignore[no-untyped-def]
+    def _begin(conn) -> None:
         # IMMEDIATE takes the write lock up front: budget checks and their rows are one atomic step
         # even with several worker processes on the same file.
         conn.exec_driver_sql("BEGIN IMMEDIATE")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -56,7 +56,7 @@ class StoredPaid:
     def __init__(self, db: Database, cursor: Any, key: int) -> None:
         self._db, self._cursor, self._key = db, cursor, key
 
-    def cells(self, examples: list[int]) -> dict[tuple[int, int], float]:
+    def cells(self, examples: Sequence[int]) -> dict[tuple[int, int], float]:
         return self._db.cells(self._cursor, self._key, examples)
 
     def label(self, example: int) -> float | None:

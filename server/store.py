@@ -34,11 +34,9 @@ from sqlalchemy import Engine, Table
 from budgetlab.errors import Refused, SessionBusy
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, rows_of_links, unpack_cells
 from server.checkpoint import WRITER_BACKSTOP_PAGES, Checkpointer
-from server.tables import Cells, Link, SessionRecord
+from server.tables import Base, Cells, Link, SessionRecord
 
-SESSIONS: Table = SessionRecord.__table__  # type: ignore[assignment]
-LINKS: Table = Link.__table__  # type: ignore[assignment]
-CELLS: Table = Cells.__table__  # type: ignore[assignment]
+SESSIONS, LINKS, CELLS = (Base.metadata.tables[t.__tablename__] for t in (SessionRecord, Link, Cells))
 SESSION_COLUMNS = tuple(c.name for c in SESSIONS.columns)
 # The chain builds links and packed cells as tuples in these orders; they go to the driver as they are.
 assert tuple(c.name for c in LINKS.columns) == LINK_FIELDS, "server.tables.Link and ledger.LINK_FIELDS disagree"

@@ -42,7 +42,7 @@ def wait_healthy(url: str, timeout: float = 60.0, process: subprocess.Popen | No
 
 
 @contextmanager
-def serve_in_thread(app, **options: Any) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def serve_in_thread(app, **options: Any) -> Iterator[str]:
     """Serve an ASGI app with a real uvicorn server on a pre-bound loopback socket (no port race); ``options`` go to
     ``uvicorn.Config`` (e.g. ``ws="none"``: a server that cannot upgrade to WebSocket)."""
     sock = bound_socket()

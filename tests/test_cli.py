@@ -29,7 +29,7 @@ def cli(*args: str, token: str | None = None, code: int = 0) -> str:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def served(tmp_path_factory: pytest.TempPathFactory):
     """`budgetlab serve oracle` in a fresh working directory, as a user starts it."""
     cwd = tmp_path_factory.mktemp("cwd")
     data = tmp_path_factory.mktemp("user-data")
@@ -38,13 +38,13 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         yield url, cwd, data
 
 
-def test_serve_oracle_keeps_its_ledger_in_the_working_directory(served) -> None:  # type: ignore[no-untyped-def]
+def test_serve_oracle_keeps_its_ledger_in_the_working_directory(served) -> None:
     url, cwd, _ = served
     assert (cwd / "budgetlab-ledger.db").exists()
     assert "sparse-gaussian" in cli("datasets", "list", "--oracle", url)
 
 
-def test_serve_learner_keeps_its_runs_where_database_url_says(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_serve_learner_keeps_its_runs_where_database_url_says(served, tmp_path: Path) -> None:
     url, _, _ = served
     runs = tmp_path / "elsewhere" / "runs.db"
     runs.parent.mkdir()
@@ -57,7 +57,7 @@ def test_serve_learner_keeps_its_runs_where_database_url_says(served, tmp_path: 
         assert db.execute("select count(*) from learner_callers").fetchone() == (1,)
 
 
-def test_single_queries_export_and_offline_audit(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_single_queries_export_and_offline_audit(served, tmp_path: Path) -> None:
     url, _, _ = served
     opened = json.loads(cli("session", "open", "sparse-gaussian:d=40,n_train=50,n_test=10,s_plus=3,s_minus=2",
                             "--oracle", url, "--per-example", "3", "--total", "7", "--seed", "5"))
@@ -88,7 +88,7 @@ def test_single_queries_export_and_offline_audit(served, tmp_path: Path) -> None
     assert "409" in cli("session", "next", sid, "--oracle", url, token=token, code=1)
 
 
-def test_added_csv_dataset_is_served_with_its_values(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_added_csv_dataset_is_served_with_its_values(served, tmp_path: Path) -> None:
     url, _, data = served
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))
@@ -105,7 +105,7 @@ def test_added_csv_dataset_is_served_with_its_values(served, tmp_path: Path) -> 
     assert tuple(np.round(observed["values"], 6)) in train
 
 
-def test_user_errors_are_one_line_messages(served) -> None:  # type: ignore[no-untyped-def]
+def test_user_errors_are_one_line_messages(served) -> None:
     url, _, _ = served
     assert "unknown dataset" in cli("session", "open", "no-such-set", "--oracle", url, code=1)
     assert "key=value" in cli("session", "open", "powerlaw:alpha", "--oracle", url, code=1)

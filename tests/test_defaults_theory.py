@@ -33,14 +33,14 @@ def test_every_algorithm_is_pinned() -> None:
     assert {case["algorithm"] for case in CASES} == set(algorithms())
 
 
-def _oracle(case: dict) -> LocalOracle:  # type: ignore[type-arg]
+def _oracle(case: dict) -> LocalOracle:
     return LocalOracle(case["dataset"], dataset_params=case["dataset_params"],
                        budget=Budget(per_example=case["per_example"]), seed=case["seed"],
                        protocol=algorithms()[case["algorithm"]].protocol)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['algorithm']}-{c['dataset']}" for c in CASES])
-def test_theory_defaults_reproduce_the_pinned_weights(case: dict) -> None:  # type: ignore[type-arg]
+def test_theory_defaults_reproduce_the_pinned_weights(case: dict) -> None:
     result = run_algorithm(case["algorithm"], _oracle(case), seed=case["seed"], max_examples=case["max_examples"],
                            defaults="theory")
     assert result.status == "finished"

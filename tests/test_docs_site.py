@@ -153,7 +153,7 @@ def test_python_reference_is_generated_from_the_docstrings(site: Path) -> None:
 def site_url(site: Path) -> Iterator[str]:
     """The built site served as ``make docs`` serves it: plain static files over loopback HTTP."""
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *args: None  # type: ignore[attr-defined, method-assign]
+    handler.log_message = lambda *args: None
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

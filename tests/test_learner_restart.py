@@ -38,7 +38,7 @@ def learner_process(env: dict[str, str], log: Path) -> Iterator[tuple[str, subpr
             yield url, process
 
 
-def poll(fetch, done, timeout: float = 30.0):  # type: ignore[no-untyped-def]
+def poll(fetch, done, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
     while not done(value := fetch()):
         assert time.monotonic() < deadline, f"gave up waiting; last: {value}"

@@ -22,7 +22,7 @@ DATASET = "sparse-gaussian"
 PARAMS = {"d": 20, "n_train": 300, "n_test": 100, "s_plus": 5, "s_minus": 5}
 
 
-def open_session(url: str, **kw):  # type: ignore[no-untyped-def]
+def open_session(url: str, **kw):
     body = {"dataset": DATASET, "dataset_params": PARAMS, "seed": 3, **kw}
     r = httpx.post(f"{url}/v1/sessions", json=body)
     assert r.status_code == 201, r.text
@@ -197,7 +197,7 @@ def test_evaluate_is_free_correct_and_ledgered(oracle_url: str) -> None:
     assert rows[1]["payload"]["mse"] == pytest.approx(want.mse) and rows[1]["cost"] == 0.0
 
 
-def test_ledger_pages_export_and_offline_audit_names_tampering(oracle_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_pages_export_and_offline_audit_names_tampering(oracle_url: str, tmp_path) -> None:
     with OracleClient(oracle_url) as client:
         s = client.open_session(DATASET, dataset_params=PARAMS, budget={"per_example": 4}, seed=1)
         for _ in range(5):

@@ -63,7 +63,7 @@ def test_sixteen_threads_never_overspend_on_sqlite(oracle_url: str, sqlite_url: 
 
 
 @pytest.mark.postgres
-def test_two_workers_on_postgresql_never_overspend(postgres_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_two_workers_on_postgresql_never_overspend(postgres_url: str, tmp_path) -> None:
     with cli_service(["serve", "oracle", "--workers", "2"], env={"DATABASE_URL": postgres_url},
                      cwd=tmp_path) as url:
         sid, headers = hammer(url)

@@ -53,7 +53,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 
 
 @pytest.fixture(scope="module")
-def fuzz_target(database_url: str):  # type: ignore[no-untyped-def]
+def fuzz_target(database_url: str):
     with oracle_server(database_url) as url:
         created = httpx.post(f"{url}/v1/sessions", json={
             "dataset": "sparse-gaussian",
@@ -65,20 +65,20 @@ def fuzz_target(database_url: str):  # type: ignore[no-untyped-def]
         yield url, created["id"], created["token"]
 
 
-def test_no_server_errors(fuzz_target) -> None:  # type: ignore[no-untyped-def]
+def test_no_server_errors(fuzz_target) -> None:
     url, session_id, token = fuzz_target
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
     failures: list[str] = []
     calls: list[int] = []
 
-    def fuzz(op) -> None:  # type: ignore[no-untyped-def]
+    def fuzz(op) -> None:
         # Half the cases aim at the live session with its token so the fuzzer reaches past the 404 of auth; some
         # carry a non-ASCII header, or a non-ASCII bearer instead of the token.
         @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
                   database=None)
         @given(case=op.as_strategy(), aim=st.booleans(), noise=NON_ASCII,
                where=st.sampled_from(["none", "header", "bearer"]))
-        def check(case, aim: bool, noise: bytes, where: str) -> None:  # type: ignore[no-untyped-def]
+        def check(case, aim: bool, noise: bytes, where: str) -> None:
             if aim and case.path_parameters and "session_id" in case.path_parameters:
                 case.path_parameters["session_id"] = session_id
             headers: dict[str, str | bytes] = {"Authorization": f"Bearer {token}"}
@@ -102,7 +102,7 @@ def test_no_server_errors(fuzz_target) -> None:  # type: ignore[no-untyped-def]
     assert not failures, "\n".join(failures[:5])
 
 
-def test_a_prediction_whose_loss_cannot_be_finite_is_refused_and_changes_nothing(fuzz_target) -> None:  # type: ignore[no-untyped-def]
+def test_a_prediction_whose_loss_cannot_be_finite_is_refused_and_changes_nothing(fuzz_target) -> None:
     url = fuzz_target[0]
     with httpx.Client(base_url=url, timeout=30) as http:
         created = http.post("/v1/sessions", json={"dataset": "online-sparse", "dataset_params": {"d": 10, "k": 2},
@@ -124,7 +124,7 @@ def test_a_prediction_whose_loss_cannot_be_finite_is_refused_and_changes_nothing
         assert http.get(f"{path}/audit", headers=auth).json()["compliant"]
 
 
-def test_ids_with_control_characters_get_422(fuzz_target) -> None:  # type: ignore[no-untyped-def]
+def test_ids_with_control_characters_get_422(fuzz_target) -> None:
     url, session_id, token = fuzz_target
     auth = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=url, timeout=30) as http:
@@ -144,7 +144,7 @@ def test_ids_with_control_characters_get_422(fuzz_target) -> None:  # type: igno
         assert http.get(f"/v1/sessions/{session_id}", headers=auth).status_code == 200
 
 
-def test_malformed_bearers_get_401_everywhere(fuzz_target) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_bearers_get_401_everywhere(fuzz_target) -> None:
     url, session_id, _ = fuzz_target
     with httpx.Client(base_url=url, timeout=30) as http:
         for bearer in MALFORMED_BEARERS:

@@ -169,7 +169,7 @@ def test_the_dataset_of_a_session_in_use_stays_cached_while_other_sessions_come_
     built: list[int] = []
     original = PowerLaw.build
 
-    def counted(self: PowerLaw, args: tuple[int, ...], params: dict, seed: int):  # type: ignore[no-untyped-def]
+    def counted(self: PowerLaw, args: tuple[int, ...], params: dict, seed: int):
         built.append(seed)
         return original(self, args, params, seed)
 

@@ -90,7 +90,7 @@ def test_a_held_lock_gives_503_busy_while_reads_and_health_answer(backend: str,
         assert http.get(f"/v1/sessions/{sid}/audit", headers=headers).json()["compliant"]
 
 
-def test_a_session_whose_dataset_was_removed_is_refused_not_a_500(sqlite_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_whose_dataset_was_removed_is_refused_not_a_500(sqlite_url: str, tmp_path) -> None:
     """After a restart, a session on a removed user dataset gets a 409 JSON error and nothing is charged."""
     csv = tmp_path / "tiny.csv"
     csv.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))

@@ -5,11 +5,12 @@ it may use), what it spent, and what remains.
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, model_validator
+from pydantic.config import JsonDict
 
 from budgetlab.contract.base import Strict
 
-PART_EXAMPLE = {"start": 0, "stop": 1000, "complement": True}
-BUDGET_EXAMPLE = {"per_example": 4, "total": 20000}
+PART_EXAMPLE: JsonDict = {"start": 0, "stop": 1000, "complement": True}
+BUDGET_EXAMPLE: JsonDict = {"per_example": 4, "total": 20000}
 SPENT_EXAMPLE = {"cost": 812.0, "attributes": 800, "labels": 200, "examples_issued": 200}
 REMAINING_EXAMPLE = {"total": 19188.0, "per_example": 4, "example": 199, "example_attributes": 1}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from budgetlab.contract.algorithms import DEFAULTS_DESCRIPTION, Defaults
 from budgetlab.contract.base import SESSION_ID_EXAMPLE, ParamValue, Strict, UtcTime
@@ -14,8 +15,9 @@ CURVE_POINT_EXAMPLE = {"examples": 500, "attributes": 2000, "cost": 2000.0, "tes
                        "normalized_mse": 0.4396, "zero_one": 0.213, "cumulative_loss": None}
 TEST_SCORE_EXAMPLE = {"per_example": 4, "mse": 1.2034, "normalized_mse": 0.6289, "zero_one": 0.301,
                       "session": "9a1c0d7e5b4f4c2e8d6a3b1f0e9c7d5a"}
-RUN_CREATE_EXAMPLE = {"dataset": "powerlaw", "dataset_params": {"d": 100}, "algorithm": "aerr", "params": {"eta": 0.01},
-                      "budget": {"per_example": 4}, "seed": 0, "max_examples": 2000, "test_budget": 4}
+RUN_CREATE_EXAMPLE: JsonDict = {
+    "dataset": "powerlaw", "dataset_params": {"d": 100}, "algorithm": "aerr", "params": {"eta": 0.01},
+    "budget": {"per_example": 4}, "seed": 0, "max_examples": 2000, "test_budget": 4}
 RUN_RESULT_EXAMPLE = {
     "algorithm": "aerr", "dataset": "powerlaw", "dataset_params": {"alpha": -1.0, "scenario": "ridge", "d": 100},
     "params": {"eta": 0.01}, "resolved_params": {"B": 2.236, "eta": 0.01}, "seed": 0, "status": "finished",

@@ -185,7 +185,7 @@ class Dataset:
 
 def release_pages(X: np.ndarray) -> None:
     """Unmap the pages a read of a memory-mapped ``X`` faulted in (a no-op for an in-memory array)."""
-    base = X
+    base: object = X
     while base is not None and not isinstance(base, mmap.mmap):
         base = getattr(base, "base", None)
     if base is not None and hasattr(mmap, "MADV_DONTNEED"):

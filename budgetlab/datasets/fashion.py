@@ -15,6 +15,7 @@ import gzip
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +30,8 @@ CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", 
                "Ankle boot")
 # IDX type codes (the third magic byte) and the numpy dtypes they denote; multi-byte types are big-endian.
 CACHE_VERSION = 1  # of the images' parsing below: a new value parses the files again
-_IDX_TYPES = {0x08: np.dtype(np.uint8), 0x09: np.dtype(np.int8), 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
-              0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+_IDX_TYPES: dict[int, np.dtype[Any]] = {0x08: np.dtype(np.uint8), 0x09: np.dtype(np.int8), 0x0B: np.dtype(">i2"),
+                                        0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 
 
 def fashion_dir() -> Path:

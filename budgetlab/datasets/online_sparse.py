@@ -30,7 +30,7 @@ import numpy as np
 
 from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.base import DatasetError
-from budgetlab.datasets.family import Data, Family, Param, read_only
+from budgetlab.datasets.family import Data, Generated, Param, read_only
 
 _TAG = 0x1705
 SCALES = ("unit-ball", "unit-variance")
@@ -48,7 +48,7 @@ def sparse_unit_weights(d: int, k: int, norm: float, rng: np.random.Generator) -
     return w * (norm / np.linalg.norm(w)) if k else w
 
 
-class OnlineSparse(Family):
+class OnlineSparse(Generated):
     pattern = example = "online-sparse"
     task = "regression"
     source = "synthetic: instances for Ito et al. (2017), section 6"
@@ -76,9 +76,6 @@ class OnlineSparse(Family):
         bound = "|y| <= 1 with " if params["scale"] == "unit-ball" else ""
         return (f"Online sparse regression instance: correlated features {where}, {params['k']}-sparse w*, "
                 f"{bound}uniform noise of half-width {params['noise']:g} (for Ito et al. 2017)")
-
-    def sizes(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> tuple[int, int, int]:
-        return int(params["n_train"]), int(params["n_test"]), int(params["d"])
 
     def build(self, args: tuple[int, ...], params: dict[str, ParamValue], seed: int) -> Data:
         n_train, n_test, d = self.sizes(args, params)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from budgetlab.contract.base import ParamValue
-from budgetlab.datasets.family import Data, Family, Param, read_only
+from budgetlab.datasets.family import Data, Generated, Param, read_only
 
 _TAG = 0x9017
 # Rows drawn at a time: about 4 MB of float64 draws, whatever d (the draws are the same whatever the chunk).
@@ -55,7 +55,7 @@ def true_weights(scenario: str, d: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(np.array([-1.0, 0.0, 1.0]), size=d, p=[0.15, 0.7, 0.15])
 
 
-class PowerLaw(Family):
+class PowerLaw(Generated):
     pattern = example = "powerlaw"
     task = "regression"
     source = "synthetic: Kukliansky & Shamir (2015), section 5.1"
@@ -72,9 +72,6 @@ class PowerLaw(Family):
     def describe(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> str:
         return (f"Power-law Bernoulli attributes (alpha={params['alpha']:g}, {params['scenario']} scenario) with "
                 "y = <w*, x> + noise (Kukliansky & Shamir 2015, section 5.1)")
-
-    def sizes(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> tuple[int, int, int]:
-        return int(params["n_train"]), int(params["n_test"]), int(params["d"])
 
     def build(self, args: tuple[int, ...], params: dict[str, ParamValue], seed: int) -> Data:
         n_train, n_test, d = self.sizes(args, params)

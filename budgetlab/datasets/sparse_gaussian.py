@@ -19,7 +19,7 @@ import numpy as np
 
 from budgetlab.contract.base import ParamValue
 from budgetlab.datasets.base import DatasetError
-from budgetlab.datasets.family import Data, Family, Param, read_only
+from budgetlab.datasets.family import Data, Generated, Param, read_only
 
 _TAG = 0x5A55
 _CHUNK_ROWS = 8_192
@@ -32,7 +32,7 @@ def sparse_weights(d: int, s_plus: int, s_minus: int) -> np.ndarray:
     return theta
 
 
-class SparseGaussian(Family):
+class SparseGaussian(Generated):
     pattern = example = "sparse-gaussian"
     task = "regression"
     source = "synthetic: Murata & Suzuki (2018), section 6"
@@ -53,9 +53,6 @@ class SparseGaussian(Family):
     def describe(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> str:
         return (f"Standard normal attributes, y = <theta*, x> + N(0, {params['noise']:g}^2) with theta* = +1 on "
                 f"{params['s_plus']} and -1 on {params['s_minus']} coordinates (Murata & Suzuki 2018, section 6)")
-
-    def sizes(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> tuple[int, int, int]:
-        return int(params["n_train"]), int(params["n_test"]), int(params["d"])
 
     def build(self, args: tuple[int, ...], params: dict[str, ParamValue], seed: int) -> Data:
         n_train, n_test, d = self.sizes(args, params)

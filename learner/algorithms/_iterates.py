@@ -42,7 +42,7 @@ class ScaledIterate:
         self.scale = float(scale)
         self.power = power
         self.c = None if c is None else np.asarray(c, dtype=np.float64)
-        self._c_list = None if c is None else self.c.tolist()
+        self._c_list = None if self.c is None else self.c.tolist()
         self.tree = SumTree(self._sampling_weights())
         self._u = np.zeros(self.d)
         self._acc = np.zeros(self.d)
@@ -100,6 +100,10 @@ class ScaledIterate:
     def _maintain(self) -> None:
         if self._C > FLUSH_RATIO * self.scale:
             self._flush()
+
+    def step(self, gradient: Mapping[int, float], eta: float) -> None:
+        """One step of the geometry's update (ridge or lasso) with a sparse gradient estimate."""
+        raise NotImplementedError
 
 
 class RidgeIterate(ScaledIterate):

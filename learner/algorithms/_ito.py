@@ -36,6 +36,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -198,7 +199,7 @@ class DualAveragingLearner(Algorithm):
     needs_scale = True
     min_budget = 2  # estimator (6) needs every pair of attributes observable together
     rules = {"lambda_scale": ADAPTIVE}
-    params: dict[str, tuple[ParamValue | None, str]] = {
+    params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {
         "k": (None, "sparsity k of the comparator (default k' - 2, the largest Algorithm 1 supports)"),
         **LAMBDA_PARAMS,
         "radius": (None, "the iterates stay in ||w|| <= radius; default the declared ||w*||_2 bound, at least "

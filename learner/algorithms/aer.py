@@ -92,11 +92,11 @@ class AER(Algorithm):
     def estimates(self, observed: Observed) -> tuple[np.ndarray, np.ndarray, float]:
         """(C, v restricted to C, ŷ) for the current draws: E[v] = x and E[ŷ] = <w, x> (Lemma 11)."""
         d = self.problem.d
-        v = (d / self.vector_draws) * np.array([observed[j] for j in self._subset])
+        v = (d / self.vector_draws) * np.array([observed[j] for j in self._subset.tolist()])
         if self._draws.size == 0:
             return self._subset, v, 0.0
         w_draws = self.w[self._draws]
-        x_draws = np.array([observed[j] for j in self._draws])
+        x_draws = np.array([observed[j] for j in self._draws.tolist()])
         y_hat = np.abs(self.w).sum() / self.product_draws * float(np.sign(w_draws) @ x_draws)
         return self._subset, v, y_hat
 

@@ -87,7 +87,7 @@ class AERBaseline(Algorithm):
         """(C, A restricted to C×C, v restricted to C) for the current draw."""
         d, k = self.problem.d, self.k
         C = self._chosen
-        x = np.array([observed[c] for c in C])
+        x = np.array([observed[c] for c in C.tolist()])
         v = (d / k) * x
         if self.estimate == "printed":
             half = k // 2

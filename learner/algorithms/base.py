@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -71,8 +71,7 @@ class Problem:
     (the oracle records both prior-knowledge reveals in its ledger). Without an oracle ``scale`` is the
     papers' normalised setting, ``DataScale.unit()``. ``defaults`` says which values fill the parameters not
     given: ``"practical"`` (the data-adaptive defaults each docstring describes) or ``"theory"`` (the theorems'
-    constants for the declared scale). ``costs`` is the price of each attribute in the session (public), given to
-    algorithms that declare ``needs_costs``; None: every attribute costs the same.
+    constants for the declared scale).
     """
 
     d: int
@@ -82,7 +81,6 @@ class Problem:
     second_moments: np.ndarray | None = None
     scale: DataScale = field(default_factory=DataScale.unit)
     defaults: Defaults = "practical"
-    costs: np.ndarray | None = None
 
     @property
     def theory(self) -> bool:
@@ -108,8 +106,6 @@ class Algorithm(ABC):
     protocol: ClassVar[Protocol] = "batch"
     budget_kind: ClassVar[Literal["local", "global", "full"]] = "local"
     needs_second_moments: ClassVar[bool] = False
-    # Whether the algorithm uses the attributes' prices (``Problem.costs``).
-    needs_costs: ClassVar[bool] = False
     # Whether the default parameters use the data's declared scale (``Problem.scale``).
     needs_scale: ClassVar[bool] = False
     min_budget: ClassVar[int] = 1
@@ -131,7 +127,8 @@ class Algorithm(ABC):
         self.problem = problem
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self.config: dict[str, ParamValue | None] = {
+        # Each value has its default's type (``_coerce``), or is a rule's name: an algorithm reads its own as such.
+        self.config: dict[str, Any] = {
             name: self._coerce(name, params[name]) if name in params else default
             for name, (default, _) in self.params.items()
         }

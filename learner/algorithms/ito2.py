@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class Ito2(Algorithm):
     needs_scale = True
     min_budget = 2  # the square rounds' estimate (6) needs every pair of attributes observable together
     rules = {"lambda_scale": ADAPTIVE, "prediction_lambda_scale": ADAPTIVE}
-    params: dict[str, tuple[ParamValue | None, str]] = {
+    params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {
         "k1": (0, "largest |w_s| observed surely on the square rounds t = s², at most k' - 2 (0: uniform, Thm 6)"),
         **LAMBDA_PARAMS,
         "prediction_lambda_scale": (None, "fix λ̃_t = prediction_lambda_scale * sqrt(t) for w̃_t (overrides "

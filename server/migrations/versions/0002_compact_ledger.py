@@ -136,7 +136,8 @@ def downgrade() -> None:
     for session_id, key in bind.execute(sa.text("SELECT id, ledger_key FROM sessions")).all():
         links = bind.execute(sa.text("SELECT seq, kind, example, value, cost, n, payload, digest FROM links "
                                      "WHERE session_key = :k ORDER BY seq"), {"k": key}).all()
-        by_link = dict(bind.execute(sa.text("SELECT seq, cells FROM cells WHERE session_key = :k"), {"k": key}).all())
+        by_link: dict[int, bytes] = dict(
+            bind.execute(sa.text("SELECT seq, cells FROM cells WHERE session_key = :k"), {"k": key}).all())
         open_costs = None
         head = ledger_v1.GENESIS
         out: list[dict[str, Any]] = []
