@@ -529,5 +529,5 @@ def moments(rt: Runtime, counters: Counters, paid: Paid = NOTHING_PAID,
     bounds = rt.dataset.scale_bounds().as_dict()
     payload = {"what": "E[x_i^2] and the data's scale bounds over the training split",
                "sha256": hashlib.sha256(np.ascontiguousarray(second).tobytes()).hexdigest(), **bounds}
-    return Outcome(MomentsResponse(second_moments=second.tolist(), **bounds), counters,
+    return Outcome(MomentsResponse(second_moments=second.tolist(), costs=rt.costs.tolist(), **bounds), counters,
                    (Event("prior", payload=payload),))

@@ -14,6 +14,7 @@ makes the client's own calls (``budgetlab.service_client`` sends them, as it doe
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -59,6 +60,16 @@ class OracleCalls:
                     admin_token: str | None) -> Call[DatasetInfo]:
         body = DatasetAdd(path=path, name=name, target=target, test_fraction=test_fraction)
         return Call("POST", "/v1/datasets", DatasetInfo, body=body, token=admin_token)
+
+    @staticmethod
+    def upload_dataset(path: Path, *, name: str | None, target: str | int | None, test_fraction: float,
+                       split_seed: int | None, costs: list[float] | dict[str, float] | None,
+                       admin_token: str | None) -> Call[DatasetInfo]:
+        form = {"name": name, "target": None if target is None else str(target), "test_fraction": str(test_fraction),
+                "split_seed": None if split_seed is None else str(split_seed),
+                "costs": None if costs is None else json.dumps(costs)}
+        return Call("POST", "/v1/datasets/upload", DatasetInfo, token=admin_token, upload=Path(path),
+                    form={key: value for key, value in form.items() if value is not None})
 
     @staticmethod
     def open_session(dataset: str, *, dataset_params: dict[str, ParamValue] | None, split: Split,
@@ -209,6 +220,14 @@ class OracleClient(ServiceClient):
         return self.send(OracleCalls.add_dataset(path, name=name, target=target, test_fraction=test_fraction,
                                                  admin_token=self.admin_token))
 
+    def upload_dataset(self, path: Path | str, *, name: str | None = None, target: str | int | None = None,
+                       test_fraction: float = 0.2, split_seed: int | None = None,
+                       costs: list[float] | dict[str, float] | None = None) -> DatasetInfo:
+        """Admin: add a local CSV, NPY or NPZ file to the oracle's data directory (``costs``: d prices, or
+        {column name or attribute index: price}, the others costing 1)."""
+        return self.send(OracleCalls.upload_dataset(Path(path), name=name, target=target, test_fraction=test_fraction,
+                                                    split_seed=split_seed, costs=costs, admin_token=self.admin_token))
+
     def open_session(
         self, dataset: str, *, dataset_params: dict[str, ParamValue] | None = None, split: Split = "train",
         protocol: Protocol = "batch", order: Order = "stream", budget: Budget | dict[str, Any] | None = None,
@@ -318,6 +337,14 @@ class AsyncOracleClient(AsyncServiceClient):
                           test_fraction: float = 0.2) -> DatasetInfo:
         return await self.send(OracleCalls.add_dataset(path, name=name, target=target, test_fraction=test_fraction,
                                                        admin_token=self.admin_token))
+
+    async def upload_dataset(self, path: Path | str, *, name: str | None = None, target: str | int | None = None,
+                             test_fraction: float = 0.2, split_seed: int | None = None,
+                             costs: list[float] | dict[str, float] | None = None) -> DatasetInfo:
+        """Admin: add a local CSV, NPY or NPZ file to the oracle's data directory (see ``OracleClient``'s)."""
+        return await self.send(OracleCalls.upload_dataset(
+            Path(path), name=name, target=target, test_fraction=test_fraction, split_seed=split_seed, costs=costs,
+            admin_token=self.admin_token))
 
     async def open_session(
         self, dataset: str, *, dataset_params: dict[str, ParamValue] | None = None, split: Split = "train",

@@ -37,6 +37,15 @@ class Call(Generic[M]):
     token: str | None = None
     # The operation's name on a session's stream (``server/routers/stream.py``); None: HTTP only.
     op: str | None = None
+    # A file sent as the multipart form's ``file`` beside the ``form`` fields (instead of a JSON body).
+    upload: Path | None = None
+    form: dict[str, str] | None = None
+
+    def request(self) -> dict[str, Any]:
+        """httpx's keyword arguments of this call but the file (``files``), which the client opens."""
+        if self.upload is not None:
+            return {"params": self.params, "headers": self.headers(), "data": self.form}
+        return {"content": self.content(), "params": self.params, "headers": self.headers()}
 
     def headers(self) -> dict[str, str]:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -117,8 +126,11 @@ class ServiceClient:
 
     def _request(self, call: Call[Any]) -> httpx.Response:
         try:
-            return self.http.request(call.method, call.path, content=call.content(), params=call.params,
-                                     headers=call.headers())
+            if call.upload is not None:
+                with call.upload.open("rb") as f:
+                    return self.http.request(call.method, call.path, files={"file": (call.upload.name, f)},
+                                             **call.request())
+            return self.http.request(call.method, call.path, **call.request())
         except httpx.TransportError as exc:
             raise self.service.unreachable(self.base_url, exc) from exc
 
@@ -166,8 +178,12 @@ class AsyncServiceClient:
 
     async def send(self, call: Call[M]) -> M:
         try:
-            response = await self.http.request(call.method, call.path, content=call.content(), params=call.params,
-                                               headers=call.headers())
+            if call.upload is not None:
+                with call.upload.open("rb") as f:
+                    response = await self.http.request(call.method, call.path, files={"file": (call.upload.name, f)},
+                                                       **call.request())
+            else:
+                response = await self.http.request(call.method, call.path, **call.request())
         except httpx.TransportError as exc:
             raise self.service.unreachable(self.base_url, exc) from exc
         return self.service.parse(call, response)

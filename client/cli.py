@@ -131,7 +131,9 @@ def serve_oracle(
         sock.close()
         fail(f"cannot prepare the ledger database at {url}: {exc}")
     os.environ["BUDGETLAB_SKIP_MIGRATIONS"] = "1"
-    print(announcement("oracle", sock, f", ledger: {url}"), file=sys.stderr, flush=True)
+    from budgetlab.datasets.user import data_dir
+
+    print(announcement("oracle", sock, f", ledger: {url}, user datasets: {data_dir()}"), file=sys.stderr, flush=True)
     # A stream message far past the body limit is cut off by uvicorn before it is read (the app answers 413 to
     # one a little past it); the margin is for the message's envelope around a body.
     serve("client.dashboards:oracle_app_from_env", sock, workers=workers,
@@ -178,6 +180,7 @@ def datasets_list(
             listing = c.datasets()
     else:
         from budgetlab.datasets import list_datasets
+        from budgetlab.datasets.user import data_dir
 
         listing = list_datasets()
     if as_json:
@@ -191,6 +194,9 @@ def datasets_list(
         console.print(Padding(Text(info.description), (0, 0, 0, 4)))
     if listing.families:
         console.print("families: " + ", ".join(listing.families))
+    if not oracle:
+        console.print(Text(f"user datasets are read from {data_dir()} (BUDGETLAB_DATA_DIR sets it)",
+                           overflow="fold"))
 
 
 @datasets_app.command("show")
@@ -211,19 +217,74 @@ def datasets_add(
     file: Annotated[Path, typer.Argument(help="CSV, NPY or NPZ file", exists=True, dir_okay=False)],
     target: Annotated[str | None, typer.Option(help="target column (CSV: name; NPY: index); default last")] = None,
     name: Annotated[str | None, typer.Option(help="dataset name; default the file's stem")] = None,
-    test_fraction: Annotated[float, typer.Option(min=0.01, max=0.99)] = 0.2,
+    test_fraction: Annotated[float, typer.Option(min=0.01, max=0.99, help="share of the rows held out for testing")]
+    = 0.2,
+    split_seed: Annotated[int | None, typer.Option(min=0, max=2**32 - 1, help="fix the train/test split for every "
+                                                   "session; default: drawn from each session's seed")] = None,
+    cost: Annotated[list[str] | None, typer.Option(
+        "--cost", help="COLUMN=PRICE: the price of one attribute (a CSV column name or an attribute index 0..d-1); "
+                       "repeat it; the others cost 1")] = None,
+    costs: Annotated[Path | None, typer.Option(
+        "--costs", exists=True, dir_okay=False, help="a file of prices: d numbers (.csv, .txt or .npy), or a CSV "
+                                                     "with the header 'column,cost'")] = None,
+    oracle: Annotated[str | None, typer.Option("--oracle", help="upload to this running oracle instead (into the data "
+                                                                "directory it reads); needs its admin token")] = None,
+    admin_token: Annotated[str | None, typer.Option(envvar="BUDGETLAB_ADMIN_TOKEN",
+                                                    help="the oracle's admin token (with --oracle)")] = None,
 ) -> None:
-    """Add a dataset to this machine's data directory (BUDGETLAB_DATA_DIR); the oracle serves it memory-mapped."""
+    """Add a dataset to the data directory (BUDGETLAB_DATA_DIR, else the per-user one), or with --oracle URL to
+    the data directory of that running oracle; the oracle serves it memory-mapped."""
     from budgetlab.datasets import DatasetError, add_dataset
+    from budgetlab.datasets.user import data_dir, read_costs_file, split_statement
+    from budgetlab.errors import OracleError, OracleUnavailable
 
+    if cost and costs is not None:
+        fail("give the prices with --cost COLUMN=PRICE or with --costs FILE, not both")
     parsed: str | int | None = target
     if target is not None and target.lstrip("-").isdigit() and file.suffix.lower() != ".csv":
         parsed = int(target)
+    prices: list[float] | dict[str, float] | None = None
     try:
-        info = add_dataset(file, parsed, name, test_fraction=test_fraction)
-    except (DatasetError, OSError, ValueError) as exc:
+        if costs is not None:
+            prices = read_costs_file(costs)
+        elif cost:
+            prices = {}
+            for pair in cost:
+                column, sep, price = pair.rpartition("=")
+                if not sep or not column.strip():
+                    fail(f"--cost {pair!r} is not COLUMN=PRICE")
+                try:
+                    prices[column.strip()] = float(price)
+                except ValueError:
+                    fail(f"--cost {pair!r}: {price!r} is not a number")
+        if oracle:
+            from budgetlab.oracle_client import OracleClient
+
+            if not admin_token:
+                fail("uploading to an oracle needs its admin token: --admin-token or BUDGETLAB_ADMIN_TOKEN")
+            with OracleClient(oracle, admin_token=admin_token) as client:
+                info = client.upload_dataset(file, name=name, target=parsed, test_fraction=test_fraction,
+                                             split_seed=split_seed, costs=prices)
+            where = f"the oracle {oracle}"
+        else:
+            info = add_dataset(file, parsed, name, test_fraction=test_fraction, split_seed=split_seed, costs=prices)
+            where = f"the data directory {data_dir()}"
+    except (DatasetError, OracleError, OracleUnavailable, OSError, ValueError) as exc:
         fail(str(exc))
-    console.print(f"added [bold]{info.name}[/]: {info.n_train} train / {info.n_test} test examples, d={info.d}")
+    console.print(f"added [bold]{escape(info.name)}[/] to {escape(where)}: {info.task}, d={info.d}, "
+                  f"{info.n_train:,} train / {info.n_test:,} test examples", soft_wrap=True)
+    console.print(f"split: {split_statement(test_fraction, split_seed)}"
+                  + ("" if split_seed is not None else " (--split-seed fixes one)"), soft_wrap=True)
+    console.print(f"costs: {_costs_line(info.costs)}", soft_wrap=True)
+
+
+def _costs_line(costs: list[float] | None) -> str:
+    if costs is None:
+        return "1 per attribute (none declared; --cost COLUMN=PRICE or --costs FILE sets them)"
+    if len(costs) <= 12:
+        return ", ".join(f"{c:g}" for c in costs) + " (attributes 0.." + f"{len(costs) - 1}, charged by the oracle)"
+    return (f"from {min(costs):g} to {max(costs):g}, {sum(costs):g} for all {len(costs)} attributes "
+            "(charged by the oracle)")
 
 
 # --- single queries ------------------------------------------------------------------------------
@@ -453,13 +514,15 @@ def run(
     final = result.final
     console.print(f"[bold]{result.algorithm}[/] on {result.dataset}: {result.status} after {result.examples} "
                   f"examples, {result.attributes} attributes paid" + (f" ({result.message})" if result.message else ""))
+    from client.tasks import dataset_task, scores_line
+
+    task = dataset_task(name, params, oracle) if final is not None or result.test_budget is not None else None
     if final is not None:
-        console.print(f"test MSE {final.test_mse:.5g}  normalized {final.normalized_mse:.4f}  "
-                      f"0-1 error {final.zero_one:.4f}")
+        console.print(scores_line(task, final.test_mse, final.normalized_mse, final.zero_one))
     if result.test_budget is not None:
         t = result.test_budget
-        console.print(f"with {t.per_example} attributes per test example: MSE {t.mse:.5g}  normalized "
-                      f"{t.normalized_mse:.4f}  0-1 error {t.zero_one:.4f}")
+        console.print(f"with {t.per_example} attributes per test example: "
+                      + scores_line(task, t.mse, t.normalized_mse, t.zero_one))
     if result.session:
         console.print(f"oracle session: {result.session}")
 

@@ -145,7 +145,8 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     except TuneError as exc:
         fail(str(exc))
     written = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,
-                           wall_time=time.perf_counter() - started, tunings=tunings, interrupted=interrupted)
+                           wall_time=time.perf_counter() - started, tunings=tunings, interrupted=interrupted,
+                           oracle=oracle)
     if written.claims:
         console.print(claims_table(written.claims))
     failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in outcomes)

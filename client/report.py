@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from budgetlab.contract.datasets import Task
-from budgetlab.datasets import DatasetError, describe, load_dataset
+from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.evaluation import evaluate_weights
 from client.claims import ClaimResult, claims_markdown, evaluate_claims
 from client.config import CompareConfig, Design
@@ -34,6 +34,7 @@ from client.grid import RunOutcome
 from client.plots import plot_design
 from client.provenance import provenance
 from client.summary import AlgorithmSummary, Stat, cell, stat, summarize
+from client.tasks import dataset_task
 from client.tune import Tuning
 
 
@@ -54,12 +55,9 @@ TEST_MSE, NORMALIZED_MSE, ZERO_ONE = (Column("test_mse", "test MSE"), Column("no
                                       Column("zero_one", "0-1 error", 3))
 
 
-def design_task(design: Design) -> Task | None:
-    """The design's task, where this machine can say (a dataset only the remote oracle has: None)."""
-    try:
-        return describe(design.dataset.name, design.dataset.params).task
-    except DatasetError:
-        return None
+def design_task(design: Design, oracle: str | None = None) -> Task | None:
+    """The design's task, from this machine or the ``oracle`` the runs used (None where neither can say)."""
+    return dataset_task(design.dataset.name, design.dataset.params, oracle)
 
 
 def zero_predictor(design: Design, seeds: list[int]) -> dict[str, float] | None:
@@ -245,15 +243,16 @@ class Written:
 def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
                  mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0,
                  tunings: list[Tuning] | None = None, interrupted: str | None = None,
-                 fallback: str | None = None, headline: list[str] | None = None) -> Written:
+                 fallback: str | None = None, headline: list[str] | None = None, oracle: str | None = None) -> Written:
     """Write report.md, results.json, curves.csv and the plots into ``out``; the claims table opens the report.
     ``interrupted`` says why the report is partial (the outcomes are what the runs came to before the stop);
     ``fallback`` what was used instead of what was asked, and why; ``headline`` the lines that say what the
-    comparison found (above the claims table), both also in results.json."""
+    comparison found (above the claims table), both also in results.json; ``oracle`` the oracle the runs used, asked
+    for the task of a dataset this machine does not have."""
     out.mkdir(parents=True, exist_ok=True)
     tunings = tunings or []
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
-    tasks = [design_task(d) for d in designs]
+    tasks = [design_task(d, oracle) for d in designs]
     claims = evaluate_claims(config, designs, per_design)
     origin = provenance()
     lines = [f"# {config.title}", ""]

@@ -44,7 +44,7 @@ def build_algorithm(
 ) -> Algorithm:
     """Instantiate an algorithm for an oracle session, fetching declared prior knowledge if it needs it."""
     cls = get_algorithm(algorithm_id)
-    prior = oracle.prior() if cls.needs_second_moments or cls.needs_scale else None
+    prior = oracle.prior() if cls.needs_second_moments or cls.needs_scale or cls.needs_costs else None
     problem = Problem(
         d=oracle.d,
         k=oracle.budget.per_example,
@@ -53,6 +53,7 @@ def build_algorithm(
         second_moments=np.asarray(prior.second_moments) if prior is not None and cls.needs_second_moments else None,
         scale=DataScale.declared(prior) if prior is not None and cls.needs_scale else DataScale.unit(),
         defaults=defaults,
+        costs=np.asarray(prior.costs) if prior is not None and cls.needs_costs and prior.costs else None,
     )
     return cls(problem, seed=seed, **params)
 

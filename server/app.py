@@ -69,7 +69,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.state.settings = settings
     app.state.sessions = service
     install_error_handlers(app)
-    app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES")
+    app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
+                       paths={datasets.UPLOAD_PATH: (settings.max_upload_bytes, "BUDGETLAB_MAX_UPLOAD_BYTES")})
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     def healthz() -> Health:
@@ -96,7 +97,7 @@ def check(settings: Settings) -> None:
     """Refuse to start on settings that cannot work, rather than fail on the first request."""
     if settings.admin_token is not None and bearer_token(f"Bearer {settings.admin_token}") is None:
         raise ValueError("BUDGETLAB_ADMIN_TOKEN must be a bearer token: letters, digits and -._~+/")
-    for name in ("max_body_bytes", "max_cells", "max_examples"):
+    for name in ("max_body_bytes", "max_upload_bytes", "max_cells", "max_examples"):
         if getattr(settings, name) < 1:
             raise ValueError(f"{name} must be at least 1, not {getattr(settings, name)}")
     if settings.dataset_cache_bytes < 0:

@@ -12,6 +12,7 @@ from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES
 # The largest request body (and stream message) by default: an ``evaluate`` of 100,000 weights at full precision
 # takes about 2.5 MB, a request at the cells cap well under that.
 MAX_BODY_BYTES = 4 << 20
+MAX_UPLOAD_BYTES = 1 << 30
 
 
 def default_database_url() -> str:
@@ -33,6 +34,8 @@ class Settings:
     lock_timeout: float = field(default_factory=lambda: float(os.environ.get("BUDGETLAB_LOCK_TIMEOUT", "5")))
     # A request body or stream message larger than this is refused (413) before it is read.
     max_body_bytes: int = field(default_factory=lambda: _env_int("BUDGETLAB_MAX_BODY_BYTES", MAX_BODY_BYTES))
+    # The largest dataset file an admin may upload (POST /v1/datasets/upload); it is spooled to disk, not memory.
+    max_upload_bytes: int = field(default_factory=lambda: _env_int("BUDGETLAB_MAX_UPLOAD_BYTES", MAX_UPLOAD_BYTES))
     # The most cells (example, attribute), and examples, one observe or step may ask for (413 above, nothing
     # charged), so that no request holds the ledger's write lock for more than about a second.
     max_cells: int = field(default_factory=lambda: _env_int("BUDGETLAB_MAX_CELLS", MAX_CELLS))

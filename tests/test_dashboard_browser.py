@@ -21,6 +21,7 @@ from tests.servers import learner_server, oracle_server
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 
 ADMIN_TOKEN = "admin-secret"  # tests.servers.oracle_server's
 RUN_PARAMS = "d=20, s_plus=3, s_minus=2, n_train=50000, n_test=100"
@@ -110,6 +111,15 @@ def a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_p
          f"the page shows the run's whole curve ({len(info['curve'])} points)")
     assert js(browser, "return window.neverReloaded === true"), "the page was reloaded"
     shoot(browser, shots, "learner-run-cancelled.png")
+
+    # The run is a regression: asked for the 0-1 error, its row and its panel say there is none instead of a number.
+    Select(browser.find_element(By.ID, "metric")).select_by_value("zero_one")
+    cell = f"return document.querySelector(\"tr[data-run='{run_id}']\").cells[7]"
+    wait(lambda: js(browser, cell + ".textContent") == "—", "no 0-1 error in the regression run's row")
+    assert js(browser, cell + ".title") == "no 0-1 error: a regression"
+    assert "no 0-1 error: a regression" in browser.find_element(By.ID, "run-plots").text
+    shoot(browser, shots, "learner-regression-no-zero-one.png")
+    Select(browser.find_element(By.ID, "metric")).select_by_value("normalized_mse")
 
 
 def past_comparisons_show_their_claims_and_plots(browser: Any, services: tuple[str, str], shots: Path) -> None:

@@ -47,6 +47,9 @@ TITLE = re.compile(r'title="([^"]+)"')
 LOCAL = re.compile(r"\b(?:localhost|127\.0\.0\.1):(8000|8001)\b")
 MAX_SKIPPED = 4
 END = "BUDGETLAB_SNIPPET_END"
+# The admin token of the oracle the test starts in a services block's place (a page's snippets have it too, as a
+# reader who started that oracle with it would).
+ADMIN_TOKEN = "change-me"
 
 
 @dataclass
@@ -128,7 +131,8 @@ def services(tmp_path_factory: pytest.TempPathFactory, dataset_cache: Path) -> I
     root = tmp_path_factory.mktemp("snippet-services")
     cache = {"BUDGETLAB_CACHE_DIR": str(dataset_cache)}
     with cli_service(["serve", "oracle", "--port", "0", "--database-url", f"sqlite:///{root / 'ledger.db'}"],
-                     cwd=root, env=cache) as oracle, \
+                     cwd=root, env={**cache, "BUDGETLAB_ADMIN_TOKEN": ADMIN_TOKEN,
+                                    "BUDGETLAB_DATA_DIR": str(root / "oracle-data")}) as oracle, \
             cli_service(["serve", "learner", "--port", "0"], cwd=root,
                         env={**cache, "ORACLE_URL": oracle,
                              "LEARNER_DATABASE_URL": f"sqlite:///{root / 'runs.db'}"}) as learner:
@@ -179,7 +183,7 @@ def test_snippets_run_as_written(path: Path, tmp_path: Path, dataset_cache: Path
     env.update(PATH=f"{work / '.shims'}:{Path(sys.executable).parent}:{env.get('PATH', '')}", MPLBACKEND="Agg",
                BUDGETLAB_DATA_DIR=str(work / "budgetlab-data"), BUDGETLAB_CACHE_DIR=str(dataset_cache))
     if oracle and learner:
-        env.update(ORACLE_URL=oracle, LEARNER_URL=learner)
+        env.update(ORACLE_URL=oracle, LEARNER_URL=learner, BUDGETLAB_ADMIN_TOKEN=ADMIN_TOKEN)
     (tmp_path / "page.sh").write_text(script(page, oracle, learner))
     # Output to files, not pipes: a snippet may leave a process behind (``cmd &``) that would hold a pipe open.
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:

@@ -62,8 +62,12 @@ def validator(doc: dict[str, Any], pointer: str) -> Draft202012Validator:
 
 
 def request_schema(op: dict[str, Any]) -> str | None:
+    """A JSON body's model, or a form's (a dataset upload)."""
     body = op.get("requestBody")
-    return None if body is None else body["content"]["application/json"]["schema"]["$ref"].removeprefix("#")
+    if body is None:
+        return None
+    content = body["content"].get("application/json") or body["content"]["multipart/form-data"]
+    return content["schema"]["$ref"].removeprefix("#")
 
 
 @pytest.mark.parametrize("which", ["oracle_doc", "learner_doc"])

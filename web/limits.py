@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -36,10 +37,13 @@ async def _refuse_http(send: Send, status: int, body: dict[str, Any]) -> None:
 
 
 class RequestLimits:
-    def __init__(self, app: ASGIApp, max_body_bytes: int, setting: str) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, setting: str,
+                 paths: Mapping[str, tuple[int, str]] | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.setting = setting  # the environment variable that sets the limit, named in the refusal
+        # Paths with a limit of their own (a file upload), and the setting that sets it.
+        self.paths = dict(paths or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -56,21 +60,22 @@ class RequestLimits:
         if kind == "websocket":
             await self.app(scope, self._bounded_messages(receive, send), send)
             return
+        limit, setting = self.paths.get(scope["path"], (self.max_body_bytes, self.setting))
         length, chunked = _framing(scope)
-        if length is not None and length > self.max_body_bytes:
-            await _refuse_http(send, Code.TOO_LARGE.status, _too_large(self.max_body_bytes, self.setting))
+        if length is not None and length > limit:
+            await _refuse_http(send, Code.TOO_LARGE.status, _too_large(limit, setting))
             return
         if not chunked:  # no body, or one the server delivers only up to its Content-Length: nothing to count
             await self.app(scope, receive, send)
             return
-        body = await self._read_bounded(receive)
+        body = await self._read_bounded(receive, limit)
         if body is None:
-            await _refuse_http(send, Code.TOO_LARGE.status, _too_large(self.max_body_bytes, self.setting))
+            await _refuse_http(send, Code.TOO_LARGE.status, _too_large(limit, setting))
             return
         await self.app(scope, _replay(body, receive), send)
 
-    async def _read_bounded(self, receive: Receive) -> bytes | None:
-        """A body of unknown length, read up to the bound; None once it passes the bound."""
+    async def _read_bounded(self, receive: Receive, limit: int) -> bytes | None:
+        """A body of unknown length, read up to ``limit``; None once it passes it."""
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -79,7 +84,7 @@ class RequestLimits:
                 return b""
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body_bytes:
+            if size > limit:
                 return None
             chunks.append(chunk)
             if not message.get("more_body", False):

@@ -215,3 +215,6 @@ class MomentsResponse(BaseModel):
                                 examples=[20.0])
     weight_source: str = Field("", description="where the w* bounds come from: the generating w* or the stand-in",
                                examples=["generating w*"])
+    costs: list[float] = Field(default_factory=list, description="the price of each attribute in this session (its "
+                               "budget's, else the dataset's, else 1; length d): public, for cost-aware learners",
+                               examples=[[1.0, 1.0, 2.5]])

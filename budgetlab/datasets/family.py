@@ -157,6 +157,10 @@ class Family(ABC):
     def sizes(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> tuple[int, int, int]:
         """(n_train, n_test, d), computed without generating anything."""
 
+    def costs(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> np.ndarray | None:
+        """The attributes' prices the dataset declares (None: 1 each), from the parameters alone."""
+        return None
+
     @abstractmethod
     def build(self, args: tuple[int, ...], params: dict[str, ParamValue], seed: int) -> Data: ...
 

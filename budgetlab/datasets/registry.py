@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 
 import numpy as np
 
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.datasets import DatasetInfo, DatasetList
-from budgetlab.datasets import fashion, mnist, online_sparse, powerlaw, sklearn_sets, sparse_gaussian, user
+from budgetlab.datasets import fashion, mnist, online_sparse, powerlaw, priced, sklearn_sets, sparse_gaussian, user
 from budgetlab.datasets.base import Dataset, DatasetError, UnknownDataset
 from budgetlab.datasets.family import Family, resolve_params
 
@@ -35,6 +35,7 @@ BUILTINS: tuple[Family, ...] = (
     fashion.FAMILY,
     sklearn_sets.DIGITS,
     sklearn_sets.DIABETES,
+    priced.FAMILY,
 )
 CACHE_ENTRIES = 16
 CACHE_BYTES = 512 << 20
@@ -125,10 +126,14 @@ def _builtin(name: str) -> tuple[Family, tuple[int, ...]] | None:
 
 
 def _unknown(name: str, root: Path) -> UnknownDataset:
+    """Names what is served and where user datasets were looked for, and how to put one there."""
     builtins = [f.pattern for f in BUILTINS if f.available()]
     users = user.names(root)
-    return UnknownDataset(f"unknown dataset {name!r}; built in: {', '.join(builtins)}"
-                        + (f"; user datasets: {', '.join(users)}" if users else "; no user datasets"))
+    found = f"user datasets: {', '.join(users)}" if users else "no user datasets"
+    return UnknownDataset(f"unknown dataset {name!r}; built in: {', '.join(builtins)}; {found} in the data directory "
+                          f"{root} (${user.DATA_DIR_ENV} of this process, else the per-user default); "
+                          f"add one with 'budgetlab datasets add FILE --target COLUMN', and '--oracle URL' for an "
+                          "oracle running elsewhere")
 
 
 def _check_seed(seed: int) -> None:
@@ -139,7 +144,8 @@ def _check_seed(seed: int) -> None:
 def _wrap(family: Family, name: str, args: tuple[int, ...], params: dict[str, ParamValue], seed: int) -> Dataset:
     data = family.build(args, params, seed)
     return Dataset(name=name, description=family.describe(args, params), task=family.task, X=data.X, y=data.y,
-                   train_rows=data.train_rows, test_rows=data.test_rows, params=dict(params),
+                   train_rows=data.train_rows, test_rows=data.test_rows, costs=family.costs(args, params),
+                   params=dict(params),
                    accepted_params=[p.spec() for p in family.params], source=family.source, scale=data.scale,
                    true_weights=data.true_weights)
 
@@ -177,9 +183,10 @@ def describe(name: str, params: Mapping[str, ParamValue] | None = None, seed: in
     resolved = resolve_params(family.params, params, name)
     family.check(args, resolved)
     n_train, n_test, d = family.sizes(args, resolved)
+    costs = family.costs(args, resolved)
     return DatasetInfo(name=name, description=family.describe(args, resolved), task=family.task, n_train=n_train,
-                       n_test=n_test, d=d, params=resolved, accepted_params=[p.spec() for p in family.params],
-                       source=family.source)
+                       n_test=n_test, d=d, costs=None if costs is None else [float(c) for c in costs],
+                       params=resolved, accepted_params=[p.spec() for p in family.params], source=family.source)
 
 
 def list_datasets() -> DatasetList:
@@ -223,16 +230,20 @@ def add_dataset(
     target: str | int | None = None,
     name: str | None = None,
     *,
-    test_fraction: float = 0.2,
+    test_fraction: float = user.DEFAULT_TEST_FRACTION,
+    split_seed: int | None = None,
     data_dir: Path | None = None,
-    costs: Sequence[float] | str | Path | None = None,
+    costs: user.Costs = None,
 ) -> DatasetInfo:
-    """Add a CSV, NPY or NPZ file as a user dataset (named after the file unless ``name`` is given)."""
+    """Add a CSV, NPY or NPZ file as a user dataset (named after the file unless ``name`` is given).
+
+    ``test_fraction`` of the rows are held out for testing, drawn from each session's seed unless ``split_seed``
+    fixes one split for all; ``costs`` prices the attributes (see ``budgetlab.datasets.user``)."""
     name = Path(path).stem if name is None else name
     if is_builtin_name(name):
         raise DatasetError(f"{name!r} is the name of a built-in dataset; choose another name")
     return user.add(Path(path), name, user.data_dir(data_dir), target=target, test_fraction=test_fraction,
-                    costs=costs)
+                    split_seed=split_seed, costs=costs)
 
 
 def remove_dataset(name: str, data_dir: Path | None = None) -> None:

@@ -9,10 +9,16 @@ rows, is the exception: it is read whole). Each dataset becomes ``<data dir>/dat
 is written under a temporary name and renamed into place, so a failed add leaves nothing behind.
 
 ``load`` maps both arrays read-only (``np.load(mmap_mode="r")``): every worker process shares the page
-cache and nothing is copied. The train/test split is drawn per seed from the stored test fraction.
-A dataset may declare per-attribute costs (a list, or a .npy/.csv file of d numbers), served as
-``Dataset.costs``. The data directory is ``$BUDGETLAB_DATA_DIR`` (read at each call), default
-``./budgetlab-data``.
+cache and nothing is copied. The train/test split holds out the stored test fraction of the rows, drawn
+from the session's seed, or from the dataset's own ``split_seed`` when one was given (then every session
+sees the same split). A dataset may declare per-attribute costs (a list of d numbers, a mapping of
+column names or attribute indices to prices, the others costing 1, or a file: ``read_costs_file``),
+served as ``Dataset.costs``.
+
+The data directory is ``$BUDGETLAB_DATA_DIR`` (read at each call), else the per-user data directory
+(platformdirs: ``~/.local/share/budgetlab`` on Linux): never the working directory, so that the CLI and an
+oracle started from another directory read the same datasets. ``./budgetlab-data``, the default of earlier
+versions, is not read; where it holds datasets a warning says so once (``legacy_notice``).
 """
 
 from __future__ import annotations
@@ -20,12 +26,14 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import logging
+import math
 import os
 import re
 import shutil
 import uuid
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,18 +44,67 @@ import numpy as np
 from budgetlab.contract.datasets import DatasetInfo, Task
 from budgetlab.datasets.base import Dataset, DatasetError, split_rows, split_sizes
 
+log = logging.getLogger("budgetlab.datasets")
+
 DATA_DIR_ENV = "BUDGETLAB_DATA_DIR"
-DEFAULT_DATA_DIR = "budgetlab-data"
+# The data directory of earlier versions, relative to the working directory: announced, never read.
+LEGACY_DATA_DIR = "budgetlab-data"
 CHUNK_BYTES = 32 << 20
 FORMATS = (".csv", ".npy", ".npz")
+DEFAULT_TEST_FRACTION = 0.2
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
-Costs = Sequence[float] | str | Path | None
+CostMap = Mapping[str, float] | Mapping[int, float]
+Costs = Sequence[float] | CostMap | str | Path | None
 Opener = Callable[[], AbstractContextManager[IO[bytes]]]
 
 
 def data_dir(root: Path | str | None = None) -> Path:
-    return Path(root) if root is not None else Path(os.environ.get(DATA_DIR_ENV, DEFAULT_DATA_DIR))
+    """``root`` if given, else ``$BUDGETLAB_DATA_DIR``, else the per-user data directory."""
+    if root is not None:
+        return Path(root)
+    configured = os.environ.get(DATA_DIR_ENV)
+    if configured:
+        found = Path(configured).expanduser()
+    else:
+        from platformdirs import user_data_dir
+
+        found = Path(user_data_dir("budgetlab", appauthor=False))
+    _announce_legacy(found)
+    return found
+
+
+def legacy_notice(root: Path) -> str | None:
+    """What to say when ``./budgetlab-data`` (the default of earlier versions) holds datasets ``root`` is not."""
+    legacy = Path.cwd() / LEGACY_DATA_DIR
+    try:
+        if legacy.resolve() == root.resolve():
+            return None
+    except OSError:
+        return None
+    found = names(legacy)
+    if not found:
+        return None
+    return (f"{legacy} holds user datasets ({', '.join(found)}) that are not served: the data directory is {root} "
+            f"(${DATA_DIR_ENV}, else the per-user default). Move them there (mkdir -p {root / 'datasets'} && "
+            f"mv {legacy / 'datasets'}/* {root / 'datasets'}/) or set {DATA_DIR_ENV}={legacy}")
+
+
+_ANNOUNCED: set[tuple[str, str]] = set()
+
+
+def _announce_legacy(root: Path) -> None:
+    """The legacy notice, once per process for each working directory and data directory."""
+    try:
+        key = (str(Path.cwd()), str(root))
+    except OSError:  # the working directory was removed
+        return
+    if key in _ANNOUNCED:
+        return
+    _ANNOUNCED.add(key)
+    notice = legacy_notice(root)
+    if notice:
+        log.warning(notice)
 
 
 def _home(name: str, root: Path) -> Path:
@@ -81,10 +138,21 @@ def _meta(name: str, root: Path) -> dict[str, Any]:
         raise DatasetError(f"user dataset {name!r} is damaged: its meta.json is not JSON") from None
 
 
+def split_statement(test_fraction: float, split_seed: int | None) -> str:
+    """How a user dataset's train/test split is drawn, in the words ``add`` and every listing use."""
+    drawn = ("drawn from the session's seed" if split_seed is None
+             else f"fixed by split seed {split_seed}, the same for every session")
+    return f"{test_fraction:.0%} of the rows held out for testing, {drawn}"
+
+
+def _description(meta: dict[str, Any]) -> str:
+    return f"{meta['description']}; {split_statement(meta['test_fraction'], meta.get('split_seed'))}"
+
+
 def info(name: str, root: Path) -> DatasetInfo:
     meta = _meta(name, root)
     n_train, n_test = split_sizes(meta["n"], meta["test_fraction"])
-    return DatasetInfo(name=name, description=meta["description"], task=meta["task"], n_train=n_train,
+    return DatasetInfo(name=name, description=_description(meta), task=meta["task"], n_train=n_train,
                        n_test=n_test, d=meta["d"], costs=meta["costs"], source=meta["source"])
 
 
@@ -95,9 +163,10 @@ def load(name: str, seed: int, root: Path) -> Dataset:
     y = np.load(home / "y.npy", mmap_mode="r")
     if X.shape != (meta["n"], meta["d"]) or y.shape != (meta["n"],):
         raise DatasetError(f"user dataset {name!r} is damaged: its arrays do not match meta.json")
-    train, test = split_rows(meta["n"], meta["test_fraction"], seed)
+    split_seed = meta.get("split_seed")
+    train, test = split_rows(meta["n"], meta["test_fraction"], seed if split_seed is None else split_seed)
     costs = None if meta["costs"] is None else np.asarray(meta["costs"], dtype=np.float64)
-    return Dataset(name=name, description=meta["description"], task=meta["task"], X=X, y=y, train_rows=train,
+    return Dataset(name=name, description=_description(meta), task=meta["task"], X=X, y=y, train_rows=train,
                    test_rows=test, costs=costs, source=meta["source"])
 
 
@@ -119,6 +188,8 @@ class _Source:
     dtype: np.dtype
     target: str
     chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]
+    # The attributes' column names where the file has a header (CSV), in attribute order; else None.
+    columns: list[str] | None = None
 
 
 def add(
@@ -127,7 +198,8 @@ def add(
     root: Path,
     *,
     target: str | int | None = None,
-    test_fraction: float = 0.2,
+    test_fraction: float = DEFAULT_TEST_FRACTION,
+    split_seed: int | None = None,
     costs: Costs = None,
 ) -> DatasetInfo:
     """Store ``path`` as user dataset ``name``; the caller has checked that the name is not a built-in."""
@@ -139,6 +211,8 @@ def add(
         raise DatasetError(f"a user dataset named {name!r} already exists; remove it first")
     if not 0.0 < test_fraction < 1.0:
         raise DatasetError(f"test_fraction must be strictly between 0 and 1; got {test_fraction}")
+    if split_seed is not None and (isinstance(split_seed, bool) or not 0 <= split_seed < 2**32):
+        raise DatasetError(f"split_seed must be an integer in [0, 2^32); got {split_seed!r}")
     if not path.is_file():
         raise DatasetError(f"no such file: {path}")
     suffix = path.suffix.lower()
@@ -148,7 +222,7 @@ def add(
     n_train, n_test = split_sizes(source.n, test_fraction)
     if n_train < 1 or n_test < 1:
         raise DatasetError(f"{source.n} rows leave no training or no test example at test_fraction {test_fraction}")
-    declared = _read_costs(costs, source.d)
+    declared = _read_costs(costs, source.d, source.columns)
 
     staging = root / "datasets" / f".adding-{name}-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
@@ -156,7 +230,8 @@ def add(
         task = _write_arrays(source, staging)
         meta = {"name": name, "description": f"user dataset from {path.name} (target {source.target})",
                 "source": f"user file {path.name}", "task": task, "n": source.n, "d": source.d,
-                "test_fraction": test_fraction, "target": source.target, "costs": declared}
+                "test_fraction": test_fraction, "split_seed": split_seed, "target": source.target,
+                "costs": declared}
         (staging / "meta.json").write_text(json.dumps(meta, indent=1))
         try:
             staging.rename(_home(name, root))
@@ -330,24 +405,72 @@ def _csv_source(path: Path, target: str | int | None) -> _Source:
                                        f"columns, found {block.shape[1]}")
                 yield _split_target(block, column)
 
-    return _Source(n=n, d=len(columns) - 1, dtype=np.dtype(np.float64), target=columns[column], chunks=chunks)
+    return _Source(n=n, d=len(columns) - 1, dtype=np.dtype(np.float64), target=columns[column], chunks=chunks,
+                   columns=[c for i, c in enumerate(columns) if i != column])
 
 
-def _read_costs(costs: Costs, d: int) -> list[float] | None:
+def read_costs_file(path: Path | str) -> list[float] | dict[str, float]:
+    """Prices from a file: a .npy or text file of d numbers (one per attribute), or a CSV whose header is
+    ``column,cost`` and whose rows price columns by name or attribute index (the others cost 1)."""
+    path = Path(path)
+    try:
+        if path.suffix.lower() == ".npy":
+            return [float(c) for c in np.load(path, allow_pickle=False).ravel()]
+        with open(path, newline="") as f:
+            rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"cannot read costs from {path}: {exc}") from None
+    if rows and [cell.strip().lower() for cell in rows[0]] == ["column", "cost"]:
+        priced: dict[str, float] = {}
+        for line, row in enumerate(rows[1:], start=2):
+            if len(row) != 2:
+                raise DatasetError(f"{path.name}, line {line}: expected 'column,cost', got {','.join(row)!r}")
+            priced[row[0].strip()] = _price(row[1], f"{path.name}, line {line}")
+        return priced
+    return [_price(cell, path.name) for row in rows for cell in row]
+
+
+def _price(text: str | float, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise DatasetError(f"{where}: {text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise DatasetError(f"{where}: a cost must be a finite non-negative number; got {text!r}")
+    return value
+
+
+def _read_costs(costs: Costs, d: int, columns: list[str] | None = None) -> list[float] | None:
+    """The d prices ``costs`` declares (see ``add``); None when it declares none."""
     if costs is None:
         return None
     if isinstance(costs, str | Path):
-        path = Path(costs)
-        try:
-            values = np.load(path) if path.suffix.lower() == ".npy" else np.loadtxt(path, delimiter=",", ndmin=1)
-        except (OSError, ValueError) as exc:
-            raise DatasetError(f"cannot read costs from {path}: {exc}") from None
-    else:
-        values = costs
+        costs = read_costs_file(costs)
+    if isinstance(costs, Mapping):
+        return _priced_columns(costs, d, columns)
     try:
-        values = np.asarray(values, dtype=np.float64).ravel()
+        values = np.asarray(costs, dtype=np.float64).ravel()
     except (TypeError, ValueError):
         raise DatasetError("costs must be numbers") from None
     if values.shape != (d,) or not np.all(np.isfinite(values)) or np.any(values < 0):
         raise DatasetError(f"costs must be {d} finite non-negative numbers (one per attribute); got {values.size}")
     return [float(c) for c in values]
+
+
+def _priced_columns(costs: CostMap, d: int, columns: list[str] | None) -> list[float]:
+    """d prices from {column name or attribute index: price}: the attributes not named cost 1."""
+    prices = [1.0] * d
+    for key, price in costs.items():
+        where = str(key).strip()
+        if columns is not None and where in columns:
+            index = columns.index(where)
+        else:
+            try:
+                index = int(where)
+            except ValueError:
+                known = f"the attribute columns are {', '.join(columns)}" if columns else f"use indices 0..{d - 1}"
+                raise DatasetError(f"cannot price column {where!r}: {known}") from None
+            if not 0 <= index < d:
+                raise DatasetError(f"cannot price attribute {index}: the attributes are numbered 0..{d - 1}")
+        prices[index] = _price(price, f"the cost of {where}")
+    return prices

@@ -26,6 +26,8 @@ const state = {
   selected: selectedInHash(),
   started: null,
   metric: "normalized_mse",
+  // Each listed dataset's task: a regression has no 0-1 error to show.
+  tasks: new Map(),
   oracleUrl: null,
   stop: null,
 };
@@ -36,6 +38,9 @@ function selectedInHash() {
 }
 
 const auth = () => ({ Authorization: `Bearer ${state.token}` });
+// Whether the chosen score means something for this run: no 0-1 error for a regression.
+const scored = (run) => !(state.metric === "zero_one" && state.tasks.get(run.dataset) === "regression");
+const NO_ZERO_ONE = "no 0-1 error: a regression";
 
 async function newCaller() {
   const caller = await requestJson("/v1/callers", { method: "POST" });
@@ -150,7 +155,7 @@ function followStarted() {
   $("run-state").textContent = ACTIVE.has(run.status)
     ? `run ${short(run.id, 10)}: ${run.status}, ${where}`
     : `run ${short(run.id, 10)} ${run.status.replace("_", " ")} after ${where}`
-      + (last ? `; ${METRICS[state.metric]} ${fmt(last[state.metric])}` : "")
+      + (last && scored(run) ? `; ${METRICS[state.metric]} ${fmt(last[state.metric])}` : "")
       + (run.message ? ` (${run.message})` : "");
 }
 
@@ -172,9 +177,10 @@ function fillRow(row, run) {
   clear(cells[5], gauge(run.progress_examples, run.max_examples,
     `${fmt(run.progress_examples)} of ${fmt(run.max_examples)}${spent}`, ended));
   clear(cells[6], budgetUse(run));
-  clear(cells[7], last ? fmt(last[state.metric]) : "—");
+  clear(cells[7], last && scored(run) ? fmt(last[state.metric]) : "—");
   cells[7].className = "num";
-  clear(cells[8], sparkline(curve.map((p) => p[state.metric])));
+  cells[7].title = scored(run) ? "" : NO_ZERO_ONE;
+  clear(cells[8], scored(run) ? sparkline(curve.map((p) => p[state.metric])) : "");
   cells[8].className = "curve";
   const active = ACTIVE.has(run.status);
   const button = cells[9].querySelector("button");
@@ -241,6 +247,10 @@ function renderPanel() {
     }
     return linePlot({ series, xlabel, ylabel: label, logX: x === "attributes" });
   };
+  if (!scored(run)) {
+    clear($("run-plots"), h("p", { class: "sub" }, `${NO_ZERO_ONE} (${run.dataset}); plot a test MSE instead`));
+    return;
+  }
   clear($("run-plots"), plot("attributes", "attributes paid"), plot("examples", "examples seen"));
 }
 
@@ -317,6 +327,7 @@ async function loadAlgorithms() {
 async function loadDatasets() {
   try {
     const list = await requestJson("/v1/dashboard/datasets");
+    state.tasks = new Map(list.datasets.map((d) => [d.name, d.task]));
     clear($("datasets"), list.datasets.map((d) => h("option", { value: d.name },
       `${d.task}, d=${d.d}, ${d.n_train} train`)), list.families.map((f) => h("option", { value: f }, "family")));
   } catch (error) {
@@ -401,6 +412,7 @@ async function start() {
   $("metric").addEventListener("change", () => {
     state.metric = $("metric").value;
     renderRuns();
+    renderPanel();
   });
   $("caller-new").addEventListener("click", () => newCaller());
   $("caller-switch").addEventListener("click", () => {

@@ -71,7 +71,8 @@ class Problem:
     (the oracle records both prior-knowledge reveals in its ledger). Without an oracle ``scale`` is the
     papers' normalised setting, ``DataScale.unit()``. ``defaults`` says which values fill the parameters not
     given: ``"practical"`` (the data-adaptive defaults each docstring describes) or ``"theory"`` (the theorems'
-    constants for the declared scale).
+    constants for the declared scale). ``costs`` is the price of each attribute in the session (public), given to
+    algorithms that declare ``needs_costs``; None: every attribute costs the same.
     """
 
     d: int
@@ -81,6 +82,7 @@ class Problem:
     second_moments: np.ndarray | None = None
     scale: DataScale = field(default_factory=DataScale.unit)
     defaults: Defaults = "practical"
+    costs: np.ndarray | None = None
 
     @property
     def theory(self) -> bool:
@@ -106,6 +108,8 @@ class Algorithm(ABC):
     protocol: ClassVar[Protocol] = "batch"
     budget_kind: ClassVar[Literal["local", "global", "full"]] = "local"
     needs_second_moments: ClassVar[bool] = False
+    # Whether the algorithm uses the attributes' prices (``Problem.costs``).
+    needs_costs: ClassVar[bool] = False
     # Whether the default parameters use the data's declared scale (``Problem.scale``).
     needs_scale: ClassVar[bool] = False
     min_budget: ClassVar[int] = 1

@@ -32,6 +32,7 @@ from learner.algorithms._attribute_efficient import (
     floored_moments,
     lasso_iterate,
 )
+from learner.algorithms._prices import inner_product_weights, relative_prices
 from learner.algorithms.ddaerr import FLOOR_DOC
 from learner.algorithms.gaelr import gaelr_eta
 from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
@@ -40,10 +41,12 @@ from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
 def lasso_engine(
     algorithm: AttributeEfficient, moments: np.ndarray, eta: float, start: np.ndarray | None = None
 ) -> SampledGradient:
-    """GAELR with Lemma 4.3's q ∝ moments and p ∝ |w_j| sqrt(moments_j)."""
+    """GAELR with Lemma 4.3's q ∝ moments and p ∝ |w_j| sqrt(moments_j), over the price for a cost-aware algorithm
+    (``_prices``: the lasso's q is cost-optimal as it is)."""
     d = algorithm.problem.d
     x_draws, inner_draws = algorithm.even_split()
-    iterate = lasso_iterate(d, float(algorithm.config["B"]), np.sqrt(moments), start)
+    weights = inner_product_weights(moments, relative_prices(algorithm))
+    iterate = lasso_iterate(d, float(algorithm.config["B"]), weights, start)
     return SampledGradient(iterate, DataPointSampler(d, moments), x_draws, inner_draws, eta, algorithm.rng)
 
 

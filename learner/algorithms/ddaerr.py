@@ -34,25 +34,28 @@ from learner.algorithms._attribute_efficient import (
     floored_moments,
     ridge_iterate,
 )
+from learner.algorithms._prices import (
+    data_point_spread,
+    inner_product_weights,
+    relative_prices,
+    ridge_data_point_weights,
+)
 from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC, gaerr_eta
 
 FLOOR_DOC = "q and p use (1 - floor)·E x² + floor·mean(E x²), keeping every q_i > 0 when floor > 0"
 
 
-def half_norm(moments: np.ndarray) -> float:
-    """||v||_{1/2} = (Σ_i sqrt v_i)², which equals Σ_i v_i / q_i at eq. (4)'s q."""
-    return float(np.sum(np.sqrt(moments))) ** 2
-
-
 def ridge_engine(
     algorithm: AttributeEfficient, moments: np.ndarray, eta: float, start: np.ndarray | None = None
 ) -> SampledGradient:
-    """GAERR with eq. (4)'s q ∝ sqrt(moments) and p ∝ |w_j| sqrt(moments_j)."""
+    """GAERR with eq. (4)'s q ∝ sqrt(moments) and p ∝ |w_j| sqrt(moments_j), each over the price for a cost-aware
+    algorithm (``_prices``)."""
     d = algorithm.problem.d
-    root = np.sqrt(moments)
+    prices = relative_prices(algorithm)
     x_draws, inner_draws = algorithm.even_split()
-    iterate = ridge_iterate(d, float(algorithm.config["B"]), root, start)
-    return SampledGradient(iterate, DataPointSampler(d, root), x_draws, inner_draws, eta, algorithm.rng)
+    iterate = ridge_iterate(d, float(algorithm.config["B"]), inner_product_weights(moments, prices), start)
+    sampler = DataPointSampler(d, ridge_data_point_weights(moments, prices))
+    return SampledGradient(iterate, sampler, x_draws, inner_draws, eta, algorithm.rng)
 
 
 class DDAERR(AttributeEfficient):
@@ -76,5 +79,6 @@ class DDAERR(AttributeEfficient):
         moments = floored_moments(self.problem.second_moments, check_floor(self))
         x_draws, _ = self.even_split()
         _, _, X = self.ridge_geometry()
-        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, half_norm(moments) / X**2) / X**2)
+        spread = data_point_spread(moments, relative_prices(self)) / X**2
+        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, spread) / X**2)
         return ridge_engine(self, moments, eta)

@@ -42,11 +42,12 @@ from learner.algorithms._attribute_efficient import (
     floored_moments,
 )
 from learner.algorithms._iterates import LassoIterate, RidgeIterate
+from learner.algorithms._prices import data_point_spread, relative_prices
 from learner.algorithms.aelr import aelr_eta
 from learner.algorithms.aerr import aerr_eta
 from learner.algorithms.base import Observed, ParamError
 from learner.algorithms.ddaelr import lasso_engine
-from learner.algorithms.ddaerr import FLOOR_DOC, half_norm, ridge_engine
+from learner.algorithms.ddaerr import FLOOR_DOC, ridge_engine
 from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
 
 
@@ -145,7 +146,8 @@ class TwoPhasedDDAERR(TwoPhase):
     def second_eta(self, moments: np.ndarray, x_draws: int) -> float:
         scaled = moments / self.X**2
         worst = math.sqrt(x_draws / (6 * self.problem.d * self.m2))
-        return max(worst, math.sqrt(x_draws / (self.m2 * (2 * half_norm(2 * scaled) + x_draws)))) / self.X**2
+        spread = data_point_spread(2 * scaled, relative_prices(self))
+        return max(worst, math.sqrt(x_draws / (self.m2 * (2 * spread + x_draws)))) / self.X**2
 
     def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient:
         return ridge_engine(self, moments, eta, start)
