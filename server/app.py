@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import FastAPI, Query
 from pydantic import BaseModel, Field
+from starlette.types import Scope
 
 from budgetlab.bearer import bearer_token
 from budgetlab.contract.calls import ObserveBatchRequest
@@ -20,7 +21,7 @@ from server import dashboard
 from server.batch_process import BatchProcess
 from server.config import Settings
 from server.db import make_engine, upgrade
-from server.deps import ADMIN_REFUSALS, Admin, Service
+from server.deps import ADMIN_REFUSALS, Admin, Service, is_admin
 from server.raw_bodies import add_components
 from server.routers import datasets, sessions, stream
 from server.sessions import SessionService
@@ -70,7 +71,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.state.sessions = service
     install_error_handlers(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
-                       paths={datasets.UPLOAD_PATH: (settings.max_upload_bytes, "BUDGETLAB_MAX_UPLOAD_BYTES")})
+                       larger=admin_upload(settings))
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     def healthz() -> Health:
@@ -91,6 +92,21 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.include_router(dashboard.router)
     add_components(app, [ObserveBatchRequest])
     return app
+
+
+def admin_upload(settings: Settings) -> Callable[[Scope], tuple[int, str] | None]:
+    """An admin's dataset upload may send ``max_upload_bytes``; anyone else's body stays under ``max_body_bytes``, so
+    that no one but the admin can make the oracle read (and spool) a large file before it refuses the request."""
+
+    def larger(scope: Scope) -> tuple[int, str] | None:
+        if scope["path"] != datasets.UPLOAD_PATH:
+            return None
+        header = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
+        if not is_admin(bearer_token(header.decode("latin-1")), settings):
+            return None
+        return settings.max_upload_bytes, "BUDGETLAB_MAX_UPLOAD_BYTES"
+
+    return larger
 
 
 def check(settings: Settings) -> None:

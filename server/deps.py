@@ -53,8 +53,14 @@ async def admin(request: Request, _: Annotated[Credentials, Depends(ADMIN_SCHEME
     token = _token(request)
     if config.admin_token is None:
         raise refusal(Code.ADMIN_DISABLED, "set BUDGETLAB_ADMIN_TOKEN on the oracle to enable admin endpoints")
-    if not hmac.compare_digest(token.encode(), config.admin_token.encode()):
+    if not is_admin(token, config):
         raise refusal(Code.FORBIDDEN, "this token is not the admin token")
+
+
+def is_admin(token: str | None, config: Settings) -> bool:
+    """Whether ``token`` is the oracle's admin token (in constant time)."""
+    return (token is not None and config.admin_token is not None
+            and hmac.compare_digest(token.encode(), config.admin_token.encode()))
 
 
 Service = Annotated[SessionService, Depends(service)]

@@ -24,6 +24,7 @@ from learner.algorithms._prices import (
     ridge_data_point_weights,
 )
 from learner.algorithms.base import Problem
+from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 
@@ -119,6 +120,21 @@ def test_with_equal_prices_a_cost_aware_learner_is_the_cost_blind_one(aware: str
         results.append(run_algorithm(algorithm_id, oracle, seed=3, params={"eta": 0.01}))
     assert results[0].weights == results[1].weights and results[0].examples == results[1].examples
     assert [p.test_mse for p in results[0].curve] == [p.test_mse for p in results[1].curve]
+
+
+def test_over_http_the_oracle_declares_the_prices_and_the_run_is_the_in_process_one(oracle_url: str) -> None:
+    params = {"d": 12, "n_train": 300, "n_test": 100, "support": 4, "price": 50.0, "expensive": 0.25}
+    budget = Budget(per_example=4, total=3000.0)
+    local = run_algorithm("ddaerr-cost", LocalOracle("priced", dataset_params=params, budget=budget, seed=2), seed=2,
+                          params={"eta": 0.01})
+    remote_oracle = HttpOracle(oracle_url, "priced", dataset_params=params, budget=budget, seed=2)
+    assert remote_oracle.prior().costs == describe("priced", params).costs  # public, with the prior knowledge
+    remote = run_algorithm("ddaerr-cost", remote_oracle, seed=2, params={"eta": 0.01})
+    remote_oracle.close()
+    assert local.weights == remote.weights and (local.examples, local.cost) == (remote.examples, remote.cost)
+    blind = run_algorithm("ddaerr", LocalOracle("priced", dataset_params=params, budget=budget, seed=2), seed=2,
+                          params={"eta": 0.01})
+    assert blind.examples < local.examples  # the prices reached the sampler: the same cost buys more examples
 
 
 def test_the_priced_family_declares_its_prices_the_same_for_every_seed() -> None:

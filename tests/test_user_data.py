@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from client.cli import app
+from client.tasks import dataset_task
 from tests.servers import cli_service
 
 ADMIN = "admin-secret"
@@ -99,6 +100,8 @@ def test_datasets_add_with_oracle_uploads_into_the_data_directory_it_reads(remot
 
     ran = cli("run", "--algorithm", "ridge", "--dataset", "ward", "--oracle", url)
     assert "test MSE" in ran and "0-1" not in ran  # a regression has no 0-1 error
+    # A comparison's report asks the oracle its runs used for the task of a dataset this machine does not have.
+    assert dataset_task("ward") is None and dataset_task("ward", None, url) == "regression"
 
     signs = clinic_csv(tmp_path / "signs.csv", labels="signs")
     cli("datasets", "add", str(signs), "--target", "outcome", "--oracle", url, "--admin-token", ADMIN)
@@ -137,3 +140,37 @@ def test_an_upload_needs_the_admin_token(remote, tmp_path: Path) -> None:  # typ
               "--admin-token", "nope", code=1)
     assert "admin token" in out
     assert not (data / "datasets" / "x").exists()
+
+
+def test_an_upload_past_its_own_limit_is_a_413_naming_the_setting(tmp_path: Path) -> None:
+    from server.app import create_app
+    from server.config import Settings
+    from tests.servers import serve_in_thread
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'ledger.db'}", admin_token=ADMIN, max_upload_bytes=64,
+                        max_body_bytes=1 << 20)
+    with serve_in_thread(create_app(settings)) as url:
+        big = clinic_csv(tmp_path / "big.csv")  # about 1.5 KB: under the body limit, past the upload limit
+        answer = httpx.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big.read_bytes())},
+                            headers={"Authorization": f"Bearer {ADMIN}"})
+        assert answer.status_code == 413 and answer.json()["error"] == "too_large"
+        assert "BUDGETLAB_MAX_UPLOAD_BYTES" in answer.json()["detail"]
+        assert httpx.get(f"{url}/v1/datasets/big").status_code == 404
+
+
+def test_only_the_admin_may_send_a_large_upload(tmp_path: Path) -> None:
+    """Anyone else's upload stays under the ordinary body limit: refused before it is read, not spooled first."""
+    from server.app import create_app
+    from server.config import Settings
+    from tests.servers import serve_in_thread
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'ledger.db'}", admin_token=ADMIN, max_body_bytes=256)
+    big = clinic_csv(tmp_path / "big.csv").read_bytes()  # about 1.5 KB: past the body limit, under the upload one
+    with serve_in_thread(create_app(settings)) as url:
+        for token in (None, "nope"):
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            answer = httpx.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big)}, headers=headers)
+            assert answer.status_code == 413 and "BUDGETLAB_MAX_BODY_BYTES" in answer.json()["detail"]
+        answer = httpx.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big)}, data={"target": "outcome"},
+                            headers={"Authorization": f"Bearer {ADMIN}"})
+        assert answer.status_code == 201, answer.text

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -38,12 +38,12 @@ async def _refuse_http(send: Send, status: int, body: dict[str, Any]) -> None:
 
 class RequestLimits:
     def __init__(self, app: ASGIApp, max_body_bytes: int, setting: str,
-                 paths: Mapping[str, tuple[int, str]] | None = None) -> None:
+                 larger: Callable[[Scope], tuple[int, str] | None] | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.setting = setting  # the environment variable that sets the limit, named in the refusal
-        # Paths with a limit of their own (a file upload), and the setting that sets it.
-        self.paths = dict(paths or {})
+        # Which requests may send more (an admin's upload): their limit and the setting that sets it, else None.
+        self.larger = larger
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -60,7 +60,7 @@ class RequestLimits:
         if kind == "websocket":
             await self.app(scope, self._bounded_messages(receive, send), send)
             return
-        limit, setting = self.paths.get(scope["path"], (self.max_body_bytes, self.setting))
+        limit, setting = (self.larger and self.larger(scope)) or (self.max_body_bytes, self.setting)
         length, chunked = _framing(scope)
         if length is not None and length > limit:
             await _refuse_http(send, Code.TOO_LARGE.status, _too_large(limit, setting))
