@@ -4,6 +4,7 @@ wrong refusal: a loss that cannot be finite, control characters in ids, malforme
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -140,7 +141,8 @@ def test_ids_with_control_characters_get_422(fuzz_target) -> None:
             with pytest.raises(InvalidStatus) as refused:
                 connect(stream_url(url, "ID").replace("ID", bad), additional_headers=auth, legacy=True,
                         open_timeout=10)
-            assert refused.value.response.status_code == 403
+            assert refused.value.response.status_code == 422, (char, refused.value.response.body)
+            assert json.loads(bytes(refused.value.response.body or b""))["error"] == "invalid_request"
         assert http.get(f"/v1/sessions/{session_id}", headers=auth).status_code == 200
 
 
@@ -163,7 +165,9 @@ def test_malformed_bearers_get_401_everywhere(fuzz_target) -> None:
             with pytest.raises(InvalidStatus) as refused:
                 connect(stream_url(url, session_id), additional_headers={"Authorization": bearer.decode("latin-1")},
                         legacy=True, open_timeout=10)
-            assert refused.value.response.status_code == 403
+            # The handshake's refusal is the HTTP one, JSON body included.
+            assert refused.value.response.status_code == 401, (bearer, refused.value.response.body)
+            assert json.loads(bytes(refused.value.response.body or b""))["error"] == "unauthorized"
         # A well-formed token that is not the admin's is still a 403, and the admin's own still works.
         assert http.post("/v1/admin/close-idle", headers={"Authorization": "Bearer nope"}).status_code == 403
         assert http.post("/v1/admin/close-idle?idle_seconds=1000000", headers=ADMIN).status_code == 200

@@ -29,11 +29,11 @@ def _too_large(limit: int, setting: str) -> dict[str, Any]:
                       f"the request body is larger than this service's limit of {limit} bytes ({setting})")
 
 
-async def _refuse_http(send: Send, status: int, body: dict[str, Any]) -> None:
+async def _refuse_http(send: Send, status: int, body: dict[str, Any], prefix: str = "http") -> None:
     payload = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
+    await send({"type": f"{prefix}.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
-    await send({"type": "http.response.body", "body": payload})
+    await send({"type": f"{prefix}.response.body", "body": payload})
 
 
 class RequestLimits:
@@ -52,10 +52,13 @@ class RequestLimits:
             return
         if CONTROL.search(scope["path"]):
             detail = "the path has a control character; ids never do"
+            body = error_body(Code.INVALID_REQUEST.value, detail)
             if kind == "http":
-                await _refuse_http(send, Code.INVALID_REQUEST.status, error_body(Code.INVALID_REQUEST.value, detail))
-            else:  # refused before the handshake completes, in the stream's own style (4000 + status)
-                await send({"type": "websocket.close", "code": 4422, "reason": detail})
+                await _refuse_http(send, Code.INVALID_REQUEST.status, body)
+            elif "websocket.http.response" in scope.get("extensions", {}):  # the handshake gets HTTP's answer
+                await _refuse_http(send, Code.INVALID_REQUEST.status, body, prefix="websocket.http")
+            else:  # a server without the denial extension: the stream's close code (4000 + status)
+                await send({"type": "websocket.close", "code": 4000 + Code.INVALID_REQUEST.status, "reason": detail})
             return
         if kind == "websocket":
             await self.app(scope, self._bounded_messages(receive, send), send)
