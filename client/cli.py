@@ -538,10 +538,19 @@ def compare(
     preset: Annotated[str | None, typer.Option("--preset", help="a paper's experiment (see --list)")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="a preset's small version (under a minute)")] = False,
     list_presets: Annotated[bool, typer.Option("--list", help="list the presets and their run times")] = False,
-    local: Annotated[bool, typer.Option("--local", help="run in-process on LocalOracles (no ledger)")] = False,
+    local: Annotated[bool, typer.Option("--local", help="run on LocalOracles in worker processes (no ledger)")]
+    = False,
     learner: Annotated[str | None, typer.Option("--learner", help="learner service URL")] = None,
     oracle: Annotated[str | None, typer.Option("--oracle", help="oracle URL the runs use")] = None,
-    parallel: Annotated[int, typer.Option(min=1, help="runs at the same time")] = 2,
+    parallel: Annotated[int | None, typer.Option(
+        min=1, help="runs at the same time (default: as many as the workers execute at once)")] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="worker processes of the Dask LocalCluster started here, for --local or for the "
+                                 "learner started here (default: the machine's cores)")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", envvar="BUDGETLAB_SCHEDULER", show_envvar=True,
+        help="a running Dask scheduler (tcp://HOST:8786) whose workers execute the runs, instead of a "
+             "LocalCluster")] = None,
     tune: Annotated[list[str] | None, typer.Option(
         "--tune", help="tune ALGORITHM:PARAM=V1,V2,... on held-out training examples (repeatable; ALGORITHM is a "
                        "label or an id); the tuning's sessions are paid for and reported")] = None,
@@ -570,7 +579,8 @@ def compare(
     code = run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
                        learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail,
                        tune=tune, tune_folds=tune_folds, learner_token=learner_token,
-                       mlflow=mlflow or mlflow_experiment is not None, mlflow_experiment=mlflow_experiment)
+                       mlflow=mlflow or mlflow_experiment is not None, mlflow_experiment=mlflow_experiment,
+                       workers=workers, scheduler=scheduler)
     raise typer.Exit(code)
 
 

@@ -10,7 +10,8 @@ the report to MLflow (``client.tracking``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -32,6 +33,7 @@ from client.report import write_report
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
 from client.tracking import TrackingError, log_comparison, open_experiment, require_mlflow
 from client.tune import TuneError, Tuning, check_tune, chosen_params, run_tuning, with_tune_options
+from learner.cluster import SCHEDULER_ENV, WORKERS_ENV, RunPool, default_workers
 
 RUNS_FAILED = 3  # the report is written, but some runs did not complete
 INTERRUPTED = 130  # Ctrl-C or SIGTERM: the runs were cancelled and a partial report written (128 + SIGINT)
@@ -43,10 +45,11 @@ def _source(config: Path | None, preset: str | None) -> str:
 
 
 def run_compare(*, config: Path | None, out: Path | None, preset: str | None, quick: bool, list_presets: bool,
-                local: bool, learner: str | None, oracle: str | None, parallel: int, console: Console,
+                local: bool, learner: str | None, oracle: str | None, parallel: int | None, console: Console,
                 err: Console, fail: Callable[[str], NoReturn], tune: list[str] | None = None,
                 tune_folds: int | None = None, learner_token: str | None = None, mlflow: bool = False,
-                mlflow_experiment: str | None = None) -> int:
+                mlflow_experiment: str | None = None, workers: int | None = None,
+                scheduler: str | None = None) -> int:
     """``budgetlab compare``: resolve and check the config (its ``[tune]`` too) before anything starts, tune where
     asked, run the grid, write the report and print its claims; returns the exit code (0: every run completed,
     ``RUNS_FAILED``, ``INTERRUPTED``, ``TRACKING_FAILED``). Problems with the config or the services go to ``fail``.
@@ -76,6 +79,11 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         fail("--local runs in-process: drop --learner/--oracle")
     if bool(learner) != bool(oracle):
         fail("give both --learner and --oracle, or neither (then both services are started here)")
+    if learner and (workers or scheduler):
+        fail(f"the learner at {learner} runs on its own workers: drop --workers/--scheduler (its setting is "
+             f"{SCHEDULER_ENV})")
+    if workers and scheduler:
+        fail("--workers sizes a cluster started here; with --scheduler the runs go to that cluster's workers")
     assert out is not None
     source = _source(config, preset)
     try:
@@ -110,25 +118,29 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     outcomes: list[RunOutcome] = []
     phase = "tuning"
 
-    def grid(learner_url: str | None, oracle_url: str | None, grace: float = 0.0, token: str | None = None) -> None:
+    def grid(learner_url: str | None, oracle_url: str | None, grace: float = 0.0, token: str | None = None,
+             pool: RunPool | None = None) -> None:
         nonlocal phase
         tunings.extend(run_tuning(cfg, designs, local=local, learner_url=learner_url, oracle_url=oracle_url,
-                                  parallel=parallel, console=err, learner_token=token, restart_grace=grace))
+                                  parallel=parallel or workers or default_workers(), console=err, learner_token=token, restart_grace=grace))
         phase = "runs"
         outcomes.extend(run_comparison(cfg, local=local, learner_url=learner_url, oracle_url=oracle_url,
                                        parallel=parallel, console=err, chosen=chosen_params(tunings),
-                                       learner_token=token, restart_grace=grace)[1])
+                                       learner_token=token, restart_grace=grace, pool=pool)[1])
 
-    mode = "local (in-process LocalOracle, no ledger)" if local else f"learner {learner}, oracle {oracle}"
+    mode = f"learner {learner}, oracle {oracle}"
     interrupted: str | None = None
     try:
         with sigterm_as_interrupt():
             if local:
-                grid(None, None)
+                with open_pool(workers, scheduler, err, fail) as pool:
+                    mode = f"local (LocalOracle on {pool.where}, no ledger)"
+                    grid(None, None, pool=pool)
             elif learner:
                 grid(learner, oracle, RESTART_GRACE_SECONDS, learner_token)
             else:
-                with managed_services(out) as (oracle_url, learner_url, ledger):
+                with managed_services(out, learner_env=cluster_env(workers, scheduler)) as (oracle_url, learner_url,
+                                                                                            ledger):
                     mode = f"services started by budgetlab compare (ledger {ledger})"
                     grid(learner_url, oracle_url)
     except Interrupted as stop:
@@ -159,6 +171,28 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         err.print(f"[bold red]{failed} run(s) did not complete[/] (see the report)", soft_wrap=True)
         return RUNS_FAILED
     return TRACKING_FAILED if tracking_failed else 0
+
+
+@contextmanager
+def open_pool(workers: int | None, scheduler: str | None, err: Console,
+              fail: Callable[[str], NoReturn]) -> Iterator[RunPool]:
+    """The Dask workers of a ``--local`` comparison: a LocalCluster started here, or ``scheduler``'s cluster."""
+    err.print(f"connecting to the Dask scheduler {escape(scheduler)} ..." if scheduler else
+              f"starting {workers or default_workers()} local worker process(es) (Dask LocalCluster) ...",
+              soft_wrap=True, highlight=False)
+    try:
+        pool = RunPool(workers=workers, scheduler=scheduler)
+    except OSError as exc:
+        fail(f"cannot reach the Dask scheduler {scheduler}: {exc}: nothing was started")
+    with pool:
+        yield pool
+
+
+def cluster_env(workers: int | None, scheduler: str | None) -> dict[str, str]:
+    """The environment of a learner started here that runs on the same workers as ``--workers``/``--scheduler``."""
+    if scheduler:
+        return {SCHEDULER_ENV: scheduler}
+    return {WORKERS_ENV: str(workers)} if workers else {}
 
 
 def log_to_mlflow(out: Path, experiment: str, console: Console, err: Console) -> bool:

@@ -1,10 +1,10 @@
 """The grid of a comparison: every (design, algorithm, seed) cell as one run in its own oracle session.
 
-Runs go through the learner service (``run_service``) or in-process on a ``LocalOracle`` (``run_local``), a few at
-a time, each with a progress bar. Repetition r uses seed ``seeds[r]`` for every algorithm, so all algorithms see the
-same dataset draw and the same example order. Online runs get their regret against the best sparse predictor in
-hindsight (``attach_regret``). A learner that goes away during the grid may be restarting (``PatientLearner``): its
-runs persist, so the grid waits for it and carries on.
+Runs go through the learner service (``run_service``) or on a ``LocalOracle`` in a worker process of Dask
+(``run_local``, ``learner.cluster``), a few at a time, each with a progress bar. Repetition r uses seed
+``seeds[r]`` for every algorithm, so all algorithms see the same dataset draw and the same example order. Online
+runs get their regret against the best sparse predictor in hindsight (``attach_regret``). A learner that goes away
+during the grid may be restarting (``PatientLearner``): its runs persist, so the grid waits for it and carries on.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from budgetlab.learner_client import POLL_SECONDS, LearnerClient
 from budgetlab.service_client import Call, M
 from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
 from learner.algorithms import get_algorithm
+from learner.cluster import Ended, RunPool, default_workers
 from learner.regret import best_sparse, stream_arrays
-from learner.scoring import run_and_score, session_opener
 
 
 @dataclass
@@ -153,36 +153,32 @@ def gather(cells: list[Future[RunOutcome]], jobs: list[Job], stop: Callable[[], 
                            for cell, job in zip(cells, jobs, strict=True)]) from None
 
 
-def run_local(jobs: list[Job], designs: list[Design], *, parallel: int, bars: GridBars) -> list[RunOutcome]:
-    """Every job in-process on its own LocalOracle, ``parallel`` at a time."""
+def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel: int,
+              bars: GridBars) -> list[RunOutcome]:
+    """Every job on a LocalOracle of a worker of ``pool``, ``parallel`` at a time."""
     cancel = threading.Event()
 
     def one(job: Job) -> RunOutcome:
         label = _label(job, designs)
         task = bars.start(label, job.request.max_examples)
-        result = execute_local(job.request, lambda done, total, info: bars.show(task, done, total, info), cancel)
+        ended = pool.run(job.request, cancel=cancel,
+                         progress=lambda p: bars.show(task, p.examples, p.max_examples, f"attrs {p.attributes}"))
+        result = local_result(job.request, ended)
         bars.end(task, label, result)
-        return RunOutcome(job.design, job.entry, job.seed, result, audit="local (no ledger)")
+        return RunOutcome(job.design, job.entry, job.seed, result,
+                          audit="local (no ledger)" if ended.started else "no session (the run did not start)")
 
-    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-        return gather([pool.submit(one, job) for job in jobs], jobs, cancel.set)
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool_threads:
+        return gather([pool_threads.submit(one, job) for job in jobs], jobs, cancel.set)
 
 
-def execute_local(request: RunCreate, report: Callable[[int, int, str], None],
-                  cancel: threading.Event | None = None) -> RunResult:
-    """One run on a LocalOracle; whatever goes wrong ends as a failed result, never an exception."""
-    try:
-        open_oracle = session_opener(request, None)
-        oracle = open_oracle(split="train", protocol=get_algorithm(request.algorithm).protocol,
-                             budget=request.budget)
-        horizon = min(request.max_examples or oracle.n_examples, oracle.n_examples)
-        try:
-            return run_and_score(request, oracle, open_oracle, cancel=cancel,
-                                 progress=lambda p: report(p.examples, horizon, f"attrs {p.attributes}"))
-        finally:
-            oracle.close()
-    except Exception as exc:  # a failing run is reported as failed; the others complete
-        return failed_result(request, f"{type(exc).__name__}: {exc}")
+def local_result(request: RunCreate, ended: Ended) -> RunResult:
+    """A local run's result; whatever went wrong ends as a failed result, never an exception."""
+    if not ended.started:
+        return failed_result(request, NOT_STARTED, "cancelled")
+    if ended.result is None:
+        return failed_result(request, f"{ended.error}: {ended.message}")
+    return ended.result
 
 
 class PatientLearner(LearnerClient):
@@ -372,26 +368,34 @@ def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
         outcome.regret = outcome.regret_curve[-1] if outcome.regret_curve else None
 
 
-def execute(jobs: list[Job], designs: list[Design], *, local: bool, learner_url: str | None, parallel: int,
+def execute(jobs: list[Job], designs: list[Design], *, local: bool, learner_url: str | None, parallel: int | None,
             console: Console, run_timeout: float, show_progress: bool = True, learner_token: str | None = None,
-            restart_grace: float = 0.0) -> list[RunOutcome]:
-    """The jobs in-process (``local``) or through the learner service (``run_service``), in job order."""
+            restart_grace: float = 0.0, pool: RunPool | None = None) -> list[RunOutcome]:
+    """The jobs on LocalOracles of ``pool``'s workers (``local``; a LocalCluster started for them when ``pool`` is
+    None) or through the learner service (``run_service``), in job order; ``parallel`` runs at a time (by default
+    as many as the workers execute at once, else the machine's cores)."""
+    if local and pool is None:
+        with RunPool() as own:
+            return execute(jobs, designs, local=local, learner_url=learner_url, parallel=parallel, console=console,
+                           run_timeout=run_timeout, show_progress=show_progress, pool=own)
     with progress_bars(console, show_progress, len(jobs)) as bars:
         if local:
-            return run_local(jobs, designs, parallel=parallel, bars=bars)
+            assert pool is not None
+            return run_local(jobs, designs, pool=pool, parallel=parallel or pool.slots(), bars=bars)
+        parallel = parallel or default_workers()
         assert learner_url is not None
         return run_service(jobs, designs, learner_url=learner_url, parallel=parallel, bars=bars,
                            run_timeout=run_timeout, learner_token=learner_token, restart_grace=restart_grace)
 
 
 def run_comparison(config: CompareConfig, *, local: bool, learner_url: str | None, oracle_url: str | None,
-                   parallel: int, console: Console, show_progress: bool = True, chosen: Chosen | None = None,
-                   learner_token: str | None = None, restart_grace: float = 0.0,
+                   parallel: int | None, console: Console, show_progress: bool = True, chosen: Chosen | None = None,
+                   learner_token: str | None = None, restart_grace: float = 0.0, pool: RunPool | None = None,
                    ) -> tuple[list[Design], list[RunOutcome]]:
     designs = resolve_designs(config)
     jobs = jobs_for(config, designs, oracle_url or "local", chosen)
     outcomes = execute(jobs, designs, local=local, learner_url=learner_url, parallel=parallel, console=console,
                        run_timeout=config.run_timeout, show_progress=show_progress, learner_token=learner_token,
-                       restart_grace=restart_grace)
+                       restart_grace=restart_grace, pool=pool)
     attach_regret(outcomes, designs)
     return designs, outcomes

@@ -34,6 +34,21 @@ class HttpOracle(SessionOracle):
             raise
         super().__init__(session, session.id)
 
+    @classmethod
+    def attach(cls, url: str, session_id: str, token: str) -> HttpOracle:
+        """The session ``session_id`` someone else opened (the learner service, for a run on a Dask worker)."""
+        oracle = cls.__new__(cls)
+        oracle._owns_client = True
+        oracle.client = OracleClient(url)
+        try:
+            session = oracle.client.session(session_id, token)
+            session.info = session.get()
+        except BaseException:
+            oracle.close()
+            raise
+        SessionOracle.__init__(oracle, session, session_id)
+        return oracle
+
     def close(self) -> None:
         if self._owns_client:
             self.client.close()

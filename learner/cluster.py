@@ -1,0 +1,302 @@
+"""Where runs execute: worker processes of Dask distributed, on this machine or on a lab's cluster.
+
+A run is a pure function of its request (algorithm, parameters, dataset name and parameters, budget, seed, and the
+oracle session it works in, or none): ``RunPool.run`` ships that to a worker, never data. The worker builds a
+dataset itself, once per worker process (``load_dataset``'s cache keeps it for the next run of the same set), or
+works over HTTP in the oracle session the caller opened. The algorithms' small numpy steps hold the GIL, so runs in
+threads of one process share one core; worker processes use them all.
+
+Without a scheduler address the pool starts a ``LocalCluster`` of ``workers`` single-threaded processes (the
+machine's cores by default); with one (``tcp://HOST:8786``, ``BUDGETLAB_SCHEDULER``) it sends the runs to that
+scheduler's workers, started however the lab starts them (``dask worker``, dask-jobqueue); they need budgetlab
+installed, and must reach the oracle (``check_reach``).
+
+A worker reports a run's progress as events on a topic (``Worker.log_event``; the pool subscribes to it): every
+curve point, and the examples seen at most every ``PROGRESS_SECONDS``. They are handed to the caller's
+``progress`` in the caller's thread, as the runner would call it in-process. A cancel is a mark set on every worker
+(``Client.run``): the run stops at its next example, with its curve so far; one that has not started yet returns
+at once without starting.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import secrets
+import signal
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from distributed import Client, LocalCluster, get_worker
+
+from budgetlab.contract.runs import CurvePoint, RunCreate, RunResult
+from budgetlab.errors import OracleError, OracleUnavailable
+from learner.algorithms import get_algorithm
+from learner.http_oracle import HttpOracle
+from learner.oracle import Oracle
+from learner.runner import Progress
+from learner.scoring import run_and_score, session_opener
+from learner.store import OpenSession
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_ENV = "BUDGETLAB_SCHEDULER"
+WORKERS_ENV = "BUDGETLAB_WORKERS"
+TOPIC = "budgetlab-runs"
+PROGRESS_SECONDS = 0.25
+# How long a caller's thread waits for an event before it looks at its run's future and its cancel again.
+WAIT_SECONDS = 0.1
+# Runs cancelled before they started, remembered by every worker (the marks of runs that never come are dropped).
+CANCEL_MARKS = 10_000
+
+
+@dataclass
+class Ended:
+    """How a run ended on its worker: its result, or the error it raised, or that it never started (cancelled first).
+
+    ``opened`` are the sessions it opened itself (its test session), for the caller to close."""
+
+    result: RunResult | None = None
+    started: bool = True
+    error: str = ""  # the exception's class name
+    message: str = ""
+    unavailable: bool = False  # the oracle was out of reach
+    refused: bool = False  # an OracleError or ValueError: the request's fault, said without the class name
+    opened: list[OpenSession] = field(default_factory=list)
+
+
+# --- on the worker --------------------------------------------------------------------------------------
+
+
+class _Marks:
+    """The cancel flags of this worker process: one per run executing here, and the marks of runs not yet started."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: dict[str, threading.Event] = {}
+        self.early: OrderedDict[str, None] = OrderedDict()
+
+    def start(self, key: str) -> threading.Event | None:
+        """The run's cancel flag, or None if it was cancelled before it started."""
+        with self.lock:
+            if key in self.early:
+                del self.early[key]
+                return None
+            flag = self.running[key] = threading.Event()
+            return flag
+
+    def end(self, key: str) -> None:
+        with self.lock:
+            self.running.pop(key, None)
+
+    def cancel(self, key: str) -> None:
+        with self.lock:
+            flag = self.running.get(key)
+            if flag is not None:
+                flag.set()
+                return
+            self.early[key] = None
+            while len(self.early) > CANCEL_MARKS:
+                self.early.popitem(last=False)
+
+
+_MARKS = _Marks()
+
+
+def dask_setup(worker: object) -> None:
+    """A worker process of our LocalCluster (its preload) ignores SIGINT: Ctrl-C in a terminal reaches every process
+    of the foreground group, and the comparison, not its workers, stops the runs (each ends with its curve so
+    far)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _cancel_here(key: str) -> None:
+    _MARKS.cancel(key)
+
+
+def _reach_here(url: str) -> str | None:
+    """None if this worker reaches the oracle at ``url``, else why not."""
+    from budgetlab.oracle_client import OracleClient
+
+    try:
+        with OracleClient(url, timeout=10.0) as client:
+            return None if client.health() else f"the oracle at {url} does not answer its health check"
+    except Exception as exc:  # whatever stops a worker from reaching it is the answer
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _rss_here() -> int:
+    """This worker process's resident memory, in bytes."""
+    import psutil  # a dependency of distributed
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def execute(key: str, request: RunCreate, session: OpenSession | None, topic: str) -> Ended:
+    """The task: run ``request`` on this worker, in ``session`` over HTTP, or in-process when it is None."""
+    cancel = _MARKS.start(key)
+    if cancel is None:
+        return Ended(started=False)
+    worker = get_worker()
+    opened: list[OpenSession] = []
+    last = 0.0
+
+    def report(p: Progress) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if p.point is not None or p.examples >= p.max_examples or now - last >= PROGRESS_SECONDS:
+            last = now
+            worker.log_event(topic, {"key": key, "examples": p.examples, "attributes": p.attributes,
+                                     "cost": p.cost, "max_examples": p.max_examples,
+                                     "point": None if p.point is None else p.point.model_dump(mode="json")})
+
+    try:
+        worker.log_event(topic, {"key": key, "started": True})
+        oracle: Oracle
+        if session is None:
+            open_oracle = session_opener(request, None)
+            oracle = open_oracle(split="train", protocol=get_algorithm(request.algorithm).protocol,
+                                 budget=request.budget)
+        else:
+            open_http = session_opener(request, session.oracle_url)
+
+            def open_oracle(**kwargs: Any) -> Oracle:
+                test = open_http(**kwargs)
+                assert isinstance(test, HttpOracle)
+                opened.append(OpenSession(session.oracle_url, test.session.id, test.session.token))
+                return test
+
+            oracle = HttpOracle.attach(session.oracle_url, session.id, session.token)
+        try:
+            result = run_and_score(request, oracle, open_oracle, progress=report, cancel=cancel)
+        finally:
+            oracle.close()
+        return Ended(result=result, opened=opened)
+    except OracleUnavailable as exc:
+        return Ended(error=type(exc).__name__, message=str(exc), unavailable=True, opened=opened)
+    except (OracleError, ValueError) as exc:
+        return Ended(error=type(exc).__name__, message=str(exc), refused=True, opened=opened)
+    except Exception as exc:  # a run ends with a status, whatever the algorithm raised
+        return Ended(error=type(exc).__name__, message=str(exc), opened=opened)
+    finally:
+        _MARKS.end(key)
+
+
+# --- on the caller's side -------------------------------------------------------------------------------
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1
+
+
+class RunPool:
+    """A Dask client that runs requests on its workers: its own ``LocalCluster``, or a scheduler's workers."""
+
+    def __init__(self, *, workers: int | None = None, scheduler: str | None = None) -> None:
+        self.scheduler = scheduler
+        self.cluster: LocalCluster | None = None
+        if scheduler:
+            self.client = Client(scheduler, timeout="10s")
+        else:
+            # Single-threaded worker processes: a run holds the GIL. No dashboard (bokeh is not a dependency);
+            # distributed's own log stays quiet below errors, so that a comparison's terminal shows its bars.
+            self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                                        processes=True, dashboard_address="127.0.0.1:0",
+                                        worker_dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
+                                        preload=[__name__])
+            self.client = Client(self.cluster)
+        self.topic = f"{TOPIC}-{secrets.token_hex(4)}"
+        self._queues: dict[str, queue.Queue[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self.client.subscribe_topic(self.topic, self._event)
+
+    def __enter__(self) -> RunPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    @property
+    def where(self) -> str:
+        slots = self.slots()
+        return (f"the Dask scheduler {self.scheduler} ({slots} worker thread(s))" if self.scheduler
+                else f"{slots} local worker process(es) (Dask LocalCluster)")
+
+    def slots(self) -> int:
+        """How many runs the workers execute at once (their threads)."""
+        return max(1, sum(self.client.nthreads().values()))
+
+    def reach(self, url: str) -> dict[str, str]:
+        """Workers that cannot reach the oracle at ``url``, with why."""
+        answers = self.client.run(_reach_here, url)
+        return {worker: why for worker, why in answers.items() if why is not None}
+
+    def rss(self) -> dict[str, int]:
+        """Each worker's resident memory, in bytes."""
+        return self.client.run(_rss_here)
+
+    def cancel(self, key: str) -> None:
+        try:
+            self.client.run(_cancel_here, key)
+        except Exception as exc:  # a worker gone meanwhile: its runs are gone with it
+            log.warning("cancel of %s: %s", key, exc)
+
+    def _event(self, event: tuple[float, dict[str, Any]]) -> None:
+        msg = event[1]
+        with self._lock:
+            waiting = self._queues.get(msg.get("key", ""))
+        if waiting is not None:
+            waiting.put(msg)
+
+    def run(self, request: RunCreate, *, session: OpenSession | None = None,
+            progress: Callable[[Progress], None] | None = None, started: Callable[[], None] | None = None,
+            cancel: threading.Event | None = None) -> Ended:
+        """Run ``request`` on a worker (in ``session`` over HTTP, else in-process there) and wait for its end,
+        calling ``progress`` and ``started`` in this thread; setting ``cancel`` stops it."""
+        key = f"run-{secrets.token_hex(8)}"
+        events: queue.Queue[dict[str, Any]] = queue.Queue()
+        with self._lock:
+            self._queues[key] = events
+        future = self.client.submit(execute, key, request, session, self.topic, key=key, pure=False, retries=0)
+        cancelled = False
+        try:
+            while True:
+                done = future.done()
+                try:
+                    msg = events.get(timeout=0 if done else WAIT_SECONDS)
+                except queue.Empty:
+                    if done:
+                        break
+                else:
+                    self._hand_over(msg, progress, started)
+                if cancel is not None and cancel.is_set() and not cancelled:
+                    cancelled = True
+                    self.cancel(key)
+            return future.result()
+        finally:
+            with self._lock:
+                del self._queues[key]
+            future.release()
+
+    @staticmethod
+    def _hand_over(msg: dict[str, Any], progress: Callable[[Progress], None] | None,
+                   started: Callable[[], None] | None) -> None:
+        if msg.get("started"):
+            if started is not None:
+                started()
+            return
+        if progress is not None:
+            point = msg["point"]
+            progress(Progress(msg["examples"], msg["attributes"], msg["cost"], msg["max_examples"],
+                              None if point is None else CurvePoint.model_validate(point)))

@@ -1,0 +1,143 @@
+"""Runs on worker processes of Dask distributed (``learner.cluster``): a grid on a LocalCluster of two processes
+learns the weights a sequential run in this process learns, and Ctrl-C stops it as it stops threads: the runs going
+end cancelled with their curves so far, the others are not started, and the workers (which ignore the terminal's
+SIGINT) stay up for the next grid."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from distributed import get_task_stream
+from rich.console import Console
+from typer.testing import CliRunner
+
+from budgetlab.contract.budgets import Budget
+from budgetlab.contract.runs import RunCreate
+from client.cli import app
+from client.config import CompareConfig, resolve_designs
+from client.grid import NOT_STARTED, Interrupted, progress_bars, run_comparison, run_local
+from client.grid import jobs_for as grid_jobs
+from learner.cluster import RunPool
+from learner.oracle import LocalOracle
+from learner.scoring import run_and_score, session_opener
+
+CONFIG = """
+title = "scheduler"
+dataset = { name = "sparse-gaussian", params = { d = 20, n_train = 300, n_test = 40, s_plus = 3, s_minus = 2 } }
+budget = { per_example = 4 }
+seeds = [0, 1]
+max_examples = 100
+eval_every = 50
+[[algorithms]]
+id = "aerr"
+[[algorithms]]
+id = "ddaerr"
+"""
+GAUSS = {"d": 20, "n_train": 300, "n_test": 40, "s_plus": 3, "s_minus": 2}
+LONG = {**GAUSS, "n_train": 50_000, "n_test": 20}
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[RunPool]:
+    with RunPool(workers=2) as pool:
+        yield pool
+
+
+def config(dataset: dict, seeds: list[int], max_examples: int | None = 200) -> CompareConfig:
+    return CompareConfig.model_validate({
+        "title": "workers", "dataset": {"name": "sparse-gaussian", "params": dataset}, "budget": {"per_example": 4},
+        "seeds": seeds, "max_examples": max_examples, "eval_every": 50,
+        "algorithms": [{"id": "aerr"}, {"id": "ddaerr"}]})
+
+
+def sequential(request: RunCreate) -> list[float]:
+    """The run in this process, one after the other: the reference a worker's run must match."""
+    oracle = LocalOracle(request.dataset, dataset_params=request.dataset_params, seed=request.seed,
+                         budget=request.budget)
+    return run_and_score(request, oracle, session_opener(request, None)).weights
+
+
+def test_a_grid_on_two_worker_processes_learns_the_sequential_weights(pool: RunPool) -> None:
+    cfg = config(GAUSS, [0, 1])
+    with get_task_stream(client=pool.client) as stream:
+        _, outcomes = run_comparison(cfg, local=True, learner_url=None, oracle_url=None, parallel=None,
+                                     console=Console(quiet=True), show_progress=False, pool=pool)
+    assert len(outcomes) == 4 and {o.result.status for o in outcomes} == {"finished"}
+    for outcome in outcomes:
+        assert outcome.result.curve[-1].examples == 200
+    requests = [job.request for job in grid_jobs(cfg, resolve_designs(cfg), "local")]
+    for outcome, request in zip(outcomes, requests, strict=True):
+        assert outcome.result.weights == pytest.approx(sequential(request), rel=1e-12, abs=1e-15)
+    # The runs went to the two worker processes, not to threads of this one.
+    assert len({task["worker"] for task in stream.data}) == 2
+    assert os.getpid() not in pool.client.run(os.getpid).values()
+
+
+def test_compare_sends_its_runs_to_a_running_scheduler(pool: RunPool, tmp_path: Path) -> None:
+    """``--scheduler``: the runs go to that cluster's workers (here the module's LocalCluster, started apart)."""
+    config_file = tmp_path / "c.toml"
+    config_file.write_text(CONFIG)
+    address = pool.cluster.scheduler_address if pool.cluster else ""
+    before = pool.client.run(lambda dask_worker: len(dask_worker.data) + dask_worker.state.executed_count)
+    result = CliRunner().invoke(app, ["compare", str(config_file), "--local", "--scheduler", address,
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert f"connecting to the Dask scheduler {address}" in result.output
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["mode"] == f"local (LocalOracle on the Dask scheduler {address} (2 worker thread(s)), no ledger)"
+    after = pool.client.run(lambda dask_worker: len(dask_worker.data) + dask_worker.state.executed_count)
+    assert sum(after.values()) - sum(before.values()) >= 4  # its four runs executed on the cluster's workers
+    unreachable = CliRunner().invoke(app, ["compare", str(config_file), "--local", "--scheduler",
+                                           "tcp://127.0.0.1:9", "--out", str(tmp_path / "none")])
+    assert unreachable.exit_code == 1 and "cannot reach the Dask scheduler tcp://127.0.0.1:9" in unreachable.output
+    assert not (tmp_path / "none" / "results.json").exists()
+
+
+def test_the_workers_ignore_the_terminals_ctrl_c(pool: RunPool) -> None:
+    assert set(pool.client.run(lambda: signal.getsignal(signal.SIGINT) == signal.SIG_IGN).values()) == {True}
+
+
+def test_ctrl_c_cancels_the_runs_going_and_starts_no_other(pool: RunPool) -> None:
+    cfg = config(LONG, [0, 1], max_examples=None)
+    designs = resolve_designs(cfg)
+    jobs = grid_jobs(cfg, designs, "local")
+    with progress_bars(Console(quiet=True), False, len(jobs)) as bars:
+
+        def interrupt_once_both_run() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                going = [t for t in bars.bars.tasks if t.description != "all runs" and t.completed > 0]
+                if len(going) == 2:
+                    break
+                time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGINT)  # a signal, as Ctrl-C: it wakes the main thread's wait
+
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            threading.Thread(target=interrupt_once_both_run, daemon=True).start()
+            with pytest.raises(Interrupted) as stopped:
+                run_local(jobs, designs, pool=pool, parallel=2, bars=bars)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    results = [o.result for o in stopped.value.outcomes]
+    assert [r.status for r in results] == ["cancelled"] * 4
+    started, unstarted = results[:2], results[2:]
+    assert all(0 < r.examples < 50_000 and r.curve for r in started)
+    assert all(r.message == NOT_STARTED and r.examples == 0 for r in unstarted)
+    # The workers are still there: the next run goes through.
+    again = pool.run(jobs[0].request.model_copy(update={"max_examples": 20, "eval_every": 10}))
+    assert again.result is not None and again.result.status == "finished"
+
+
+def test_a_run_that_raises_on_its_worker_is_one_failed_cell(pool: RunPool) -> None:
+    ended = pool.run(RunCreate(dataset="sparse-gaussian", dataset_params=GAUSS, algorithm="aerr",
+                               budget=Budget(per_example=4), params={"no_such_parameter": 1.0}, max_examples=10))
+    assert ended.result is None and ended.started and ended.refused
+    assert "no_such_parameter" in ended.message
