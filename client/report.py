@@ -14,7 +14,6 @@ it paid. ``results.json`` keeps everything with the software and host that produ
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 import statistics
@@ -26,6 +25,19 @@ from typing import Any
 import numpy as np
 
 from budgetlab.contract.datasets import Task
+from budgetlab.contract.results import (
+    AlgorithmRecord,
+    ClaimRecord,
+    ComparisonResults,
+    DatasetRecord,
+    DesignRecord,
+    Provenance,
+    RecordedConfig,
+    RunRecord,
+    Stat,
+    Summary,
+    TuningRecord,
+)
 from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.evaluation import evaluate_weights
 from client.claims import ClaimResult, claims_markdown, evaluate_claims
@@ -33,7 +45,8 @@ from client.config import CompareConfig, Design
 from client.grid import RunOutcome
 from client.plots import plot_design
 from client.provenance import provenance
-from client.summary import AlgorithmSummary, Stat, cell, stat, summarize
+from client.summary import AlgorithmSummary, cell, stat, summarize
+from client.summary import Stat as SummaryStat
 from client.tasks import dataset_task
 from client.tune import Tuning
 
@@ -274,7 +287,7 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
         lines.append(f"- expected run time of the full comparison: {config.expected_time}")
     lines.append("")
     lines += median_tables(designs, per_design, tasks)
-    designs_json = []
+    recorded = []
     for i, (design, summaries) in enumerate(zip(designs, per_design, strict=True)):
         zero = zero_predictor(design, config.seeds) if tasks[i] == "classification" else None
         plots = plot_design(out, f"{i:02d}-{slug(design.name)}", design, summaries, metric=config.metric,
@@ -284,14 +297,14 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
         lines += tuning_section(config, summaries, [t for t in tunings if t.design == i])
         # The scores the tables show, so that a reader of results.json (the learner's dashboard) shows the same.
         metrics = [c.key for c in metric_columns(tasks[i], summaries)]
-        designs_json.append({**design_json(design, summaries, [p.name for p in plots]), "task": tasks[i],
-                             "metrics": metrics})
+        recorded.append(design_record(design, summaries, [p.name for p in plots], tasks[i], metrics))
     (out / "report.md").write_text("\n".join(lines))
-    results = {"title": config.title, "mode": mode, "preset": preset, "quick": quick, "wall_time": wall_time,
-               "interrupted": interrupted, "fallback": fallback, "headline": headline or [], "provenance": origin,
-               "claims": [c.json() for c in claims], "config": config.model_dump(mode="json"),
-               "designs": designs_json, "tuning": [t.json() for t in tunings]}
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    ComparisonResults(
+        title=config.title, mode=mode, preset=preset, quick=quick, wall_time=wall_time, interrupted=interrupted,
+        fallback=fallback, headline=headline or [], provenance=Provenance.model_validate(origin),
+        claims=[ClaimRecord.model_validate(c.json()) for c in claims],
+        config=RecordedConfig.model_validate(config.model_dump(mode="json")), designs=recorded,
+        tuning=[TuningRecord.model_validate(t.json()) for t in tunings]).write(out / "results.json")
     write_curves(out / "curves.csv", designs, per_design)
     return Written(out / "report.md", claims)
 
@@ -329,24 +342,23 @@ def _blank(value: float | None) -> float | str:
     return "" if value is None else value
 
 
-def _stat_json(value: Stat | None) -> dict[str, float] | None:
-    return None if value is None else {"mean": value.mean, "std": value.std, "n": value.n}
+def _stat(value: SummaryStat | None) -> Stat | None:
+    return None if value is None else Stat(mean=value.mean, std=value.std, n=value.n)
 
 
-def design_json(design: Design, summaries: list[AlgorithmSummary], plots: list[str]) -> dict[str, Any]:
-    algorithms = []
-    for s in summaries:
-        algorithms.append({
-            "label": s.label, "id": s.id, "params": s.params, "defaults": s.defaults, "per_example": s.per_example,
-            "summary": {"test_mse": _stat_json(s.final("test_mse")),
-                        "normalized_mse": _stat_json(s.final("normalized_mse")),
-                        "zero_one": _stat_json(s.final("zero_one")), "attributes": _stat_json(s.of("attributes")),
-                        "examples": _stat_json(s.of("examples")), "wall_time": _stat_json(s.of("wall_time")),
-                        "cumulative_loss": _stat_json(s.cumulative_loss()), "regret": _stat_json(s.regret())},
-            "runs": [{"seed": r.seed, "run_id": r.run_id, "audit": r.audit, "audit_compliant": r.audit_compliant,
-                      "regret": r.regret, "regret_curve": r.regret_curve, "regret_missing": r.regret_missing or None,
-                      "result": r.result.model_dump(mode="json")} for r in s.runs],
-        })
-    return {"name": design.name, "group": design.group, "description": design.description,
-            "dataset": design.dataset.model_dump(), "budget": design.budget.model_dump(), "regret_k": design.regret_k,
-            "plots": plots, "algorithms": algorithms}
+def design_record(design: Design, summaries: list[AlgorithmSummary], plots: list[str], task: Task | None,
+                  metrics: list[str]) -> DesignRecord:
+    """The design as results.json keeps it: every algorithm with its summary and every run."""
+    algorithms = [AlgorithmRecord(
+        label=s.label, id=s.id, params=s.params, defaults=s.defaults, per_example=s.per_example,
+        summary=Summary(test_mse=_stat(s.final("test_mse")), normalized_mse=_stat(s.final("normalized_mse")),
+                        zero_one=_stat(s.final("zero_one")), attributes=_stat(s.of("attributes")),
+                        examples=_stat(s.of("examples")), wall_time=_stat(s.of("wall_time")),
+                        cumulative_loss=_stat(s.cumulative_loss()), regret=_stat(s.regret())),
+        runs=[RunRecord(seed=r.seed, run_id=r.run_id, audit=r.audit, audit_compliant=r.audit_compliant,
+                        regret=r.regret, regret_curve=r.regret_curve, regret_missing=r.regret_missing or None,
+                        result=r.result) for r in s.runs]) for s in summaries]
+    return DesignRecord(name=design.name, group=design.group, description=design.description,
+                        dataset=DatasetRecord(name=design.dataset.name, params=design.dataset.params),
+                        budget=design.budget, regret_k=design.regret_k, task=task, metrics=metrics, plots=plots,
+                        algorithms=algorithms)

@@ -18,14 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from budgetlab.contract.results import (
+    SCORES,
+    AlgorithmRecord,
+    ComparisonResults,
+    DesignRecord,
+    ResultsError,
+    RunRecord,
+)
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 
 EXTRA = "pip install 'budgetlab[mlflow]'"
 # MLflow refuses larger batches (mlflow.utils.validation: 1000 metrics, 100 params or tags per log_batch).
 METRICS_PER_BATCH, PARAMS_PER_BATCH = 1000, 100
+# Provenance's fields and the tags they go to.
 PROVENANCE_TAGS = {"budgetlab": "budgetlab.version", "git_commit": "budgetlab.git_commit",
                    "git_modified": "budgetlab.git_modified", "python": "python", "numpy": "numpy",
-                   "scikit-learn": "scikit-learn", "scipy": "scipy", "host": "host", "platform": "platform"}
+                   "scikit_learn": "scikit-learn", "scipy": "scipy", "host": "host", "platform": "platform"}
 
 
 class TrackingError(Exception):
@@ -79,14 +88,12 @@ def log_comparison(out: Path, experiment: str | None = None) -> Logged:
     mlflow = require_mlflow()
     from mlflow.exceptions import MlflowException
 
-    path = out / "results.json"
     try:
-        results = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise TrackingError(f"cannot read {path}: {exc}") from None
-    if not isinstance(results, dict):
-        raise TrackingError(f"{path} is not a comparison's results (a JSON object)")
-    name = experiment or results.get("title") or out.name
+        results = ComparisonResults.read(out / "results.json")
+    except (OSError, ResultsError) as exc:
+        raise TrackingError(f"cannot read {out / 'results.json'}: {exc}" if isinstance(exc, OSError)
+                            else str(exc)) from None
+    name = experiment or results.title or out.name
     experiment_id = open_experiment(name)
     try:
         run_id, children = _log(mlflow.MlflowClient(), experiment_id, out, results)
@@ -95,87 +102,87 @@ def log_comparison(out: Path, experiment: str | None = None) -> Logged:
     return Logged(run_id, name, experiment_id, mlflow.get_tracking_uri(), children)
 
 
-def _log(client: Any, experiment_id: str, out: Path, results: dict[str, Any]) -> tuple[str, int]:
-    origin = results.get("provenance") or {}
-    tags = {tag: _text(origin[key]) for key, tag in PROVENANCE_TAGS.items() if origin.get(key) is not None}
-    if origin.get("git_commit"):
-        tags["mlflow.source.git.commit"] = origin["git_commit"]  # MLflow's UI shows this one beside the run
-    tags.update({"budgetlab.mode": results.get("mode") or "", "budgetlab.output": str(out.resolve())})
-    if results.get("interrupted"):
-        tags["budgetlab.interrupted"] = results["interrupted"]
-    parent = client.create_run(experiment_id, tags=tags, run_name=results.get("title") or out.name).info.run_id
-    config = results.get("config") or {}
-    params = {"preset": results.get("preset"), "quick": results.get("quick"), "seeds": config.get("seeds"),
-              "max_examples": config.get("max_examples"), "eval_every": config.get("eval_every")}
+def _log(client: Any, experiment_id: str, out: Path, results: ComparisonResults) -> tuple[str, int]:
+    origin = results.provenance
+    tags = {tag: _text(value) for key, tag in PROVENANCE_TAGS.items()
+            if (value := getattr(origin, key)) is not None}
+    if origin.git_commit:
+        tags["mlflow.source.git.commit"] = origin.git_commit  # MLflow's UI shows this one beside the run
+    tags.update({"budgetlab.mode": results.mode, "budgetlab.output": str(out.resolve()),
+                 "budgetlab.results_version": str(results.version)})
+    if results.interrupted:
+        tags["budgetlab.interrupted"] = results.interrupted
+    parent = client.create_run(experiment_id, tags=tags, run_name=results.title or out.name).info.run_id
+    config = results.config
+    params = {"preset": results.preset, "quick": results.quick, "seeds": config.seeds or None,
+              "max_examples": config.max_examples, "eval_every": config.eval_every}
     _batch(client, parent, params={k: v for k, v in params.items() if v is not None},
-           metrics=[("wall_time", results.get("wall_time") or 0.0, 0)])
-    designs = results.get("designs", [])
+           metrics=[("wall_time", results.wall_time, 0)])
+    designs = results.designs
     children, failed = 0, 0
     for design in designs:
-        for algorithm in design.get("algorithms", []):
-            for run in algorithm.get("runs", []):
+        for algorithm in design.algorithms:
+            for run in algorithm.runs:
                 failed += _log_run(client, experiment_id, parent, design, algorithm, run, len(designs) > 1)
                 children += 1
-    artifacts = ["report.md", "results.json", "curves.csv", *(p for d in designs for p in d.get("plots", []))]
+    artifacts = ["report.md", "results.json", "curves.csv", *(p for d in designs for p in d.plots)]
     for artifact in artifacts:
         if (out / artifact).is_file():
             client.log_artifact(parent, str(out / artifact))
     client.set_tag(parent, "budgetlab.runs_completed", f"{children - failed}/{children}")
-    client.set_terminated(parent, "KILLED" if results.get("interrupted") else "FINISHED")
+    client.set_terminated(parent, "KILLED" if results.interrupted else "FINISHED")
     return parent, children
 
 
-def _log_run(client: Any, experiment_id: str, parent: str, design: dict[str, Any], algorithm: dict[str, Any],
-             run: dict[str, Any], several_designs: bool) -> bool:
+def _log_run(client: Any, experiment_id: str, parent: str, design: DesignRecord, algorithm: AlgorithmRecord,
+             run: RunRecord, several_designs: bool) -> bool:
     """One (design, algorithm, seed) as a nested run; True when the run did not complete."""
-    result = run["result"]
-    label = algorithm.get("label") or algorithm["id"]
-    name = f"{label} seed {run['seed']}" + (f" ({design['name']})" if several_designs else "")
-    tags = {"mlflow.parentRunId": parent, "budgetlab.design": design["name"], "budgetlab.status": result["status"],
-            "budgetlab.audit": run.get("audit") or "", "budgetlab.session": result.get("session") or "",
-            "budgetlab.learner_run": run.get("run_id") or ""}
-    if result.get("message"):
-        tags["budgetlab.message"] = result["message"]
+    result = run.result
+    label = algorithm.label or algorithm.id
+    name = f"{label} seed {run.seed}" + (f" ({design.name})" if several_designs else "")
+    tags = {"mlflow.parentRunId": parent, "budgetlab.design": design.name, "budgetlab.status": result.status,
+            "budgetlab.audit": run.audit or "", "budgetlab.session": result.session or "",
+            "budgetlab.learner_run": run.run_id or ""}
+    if result.message:
+        tags["budgetlab.message"] = result.message
     child = client.create_run(experiment_id, tags=tags, run_name=name).info.run_id
     # The run's own budget: the design's, with the algorithm's per_example where it has one.
-    budget = {**design.get("budget", {}), **({"per_example": algorithm["per_example"]}
-                                             if algorithm.get("per_example") is not None else {})}
-    params: dict[str, Any] = {"algorithm": result["algorithm"], "label": label, "seed": result["seed"],
-                              "design": design["name"], "dataset": result["dataset"]}
-    params.update({f"dataset.{k}": v for k, v in result.get("dataset_params", {}).items()})
+    budget = {**design.budget.model_dump(), **({"per_example": algorithm.per_example}
+                                               if algorithm.per_example is not None else {})}
+    params: dict[str, Any] = {"algorithm": result.algorithm, "label": label, "seed": result.seed,
+                              "design": design.name, "dataset": result.dataset}
+    params.update({f"dataset.{k}": v for k, v in result.dataset_params.items()})
     params.update({f"budget.{k}": v for k, v in budget.items() if v is not None})
     # The parameters in effect (the given ones and the defaults the algorithm resolved); the given ones are there.
-    params.update(result.get("resolved_params") or result.get("params") or {})
-    if result.get("test_budget"):
-        params["test_budget.per_example"] = result["test_budget"]["per_example"]
-    scores = design.get("metrics") or ["test_mse", "normalized_mse", "zero_one"]
+    params.update(result.resolved_params or result.params)
+    if result.test_budget:
+        params["test_budget.per_example"] = result.test_budget.per_example
     # normalized MSE is logged even where it equals the test MSE (±1 labels): it compares across datasets.
-    keys = [k for k in ("test_mse", "normalized_mse", "zero_one") if k in scores or k == "normalized_mse"]
+    keys = [k for k in SCORES if k in design.metrics or k == "normalized_mse"]
     metrics: list[tuple[str, float, int]] = []
-    regrets = iter(run.get("regret_curve") or [])
-    for point in result.get("curve", []):
-        step = point["examples"]
-        metrics += [(k, point[k], step) for k in keys]
-        metrics += [("attributes_paid", point["attributes"], step), ("cost", point["cost"], step)]
-        if point.get("cumulative_loss") is not None:
-            metrics.append(("cumulative_loss", point["cumulative_loss"], step))
+    regrets = iter(run.regret_curve)
+    for point in result.curve:
+        step = point.examples
+        metrics += [(k, getattr(point, k), step) for k in keys]
+        metrics += [("attributes_paid", point.attributes, step), ("cost", point.cost, step)]
+        if point.cumulative_loss is not None:
+            metrics.append(("cumulative_loss", point.cumulative_loss, step))
             regret = next(regrets, None)
             if regret is not None:
                 metrics.append(("regret", regret, step))
-    end = result.get("examples", 0)
-    final = result.get("final")
-    if final:
-        metrics += [(f"final_{k}", final[k], end) for k in keys]
-    metrics += [("examples", end, end), ("final_attributes_paid", result.get("attributes", 0), end),
-                ("wall_time", result.get("wall_time", 0.0), end)]
-    if run.get("regret") is not None:
-        metrics.append(("final_regret", run["regret"], end))
-    if result.get("test_budget"):
-        test = result["test_budget"]
-        metrics += [(f"test_budget_{k}", test[k], end) for k in ("mse", "normalized_mse", "zero_one")]
+    end = result.examples
+    if result.final:
+        metrics += [(f"final_{k}", getattr(result.final, k), end) for k in keys]
+    metrics += [("examples", end, end), ("final_attributes_paid", result.attributes, end),
+                ("wall_time", result.wall_time, end)]
+    if run.regret is not None:
+        metrics.append(("final_regret", run.regret, end))
+    if result.test_budget:
+        test = result.test_budget
+        metrics += [(f"test_budget_{k}", getattr(test, k), end) for k in ("mse", "normalized_mse", "zero_one")]
     _batch(client, child, params=params, metrics=metrics)
-    done = result["status"] in COMPLETED_RUN_STATUSES
-    client.set_terminated(child, "FINISHED" if done else "KILLED" if result["status"] == "cancelled" else "FAILED")
+    done = result.status in COMPLETED_RUN_STATUSES
+    client.set_terminated(child, "FINISHED" if done else "KILLED" if result.status == "cancelled" else "FAILED")
     return not done
 
 

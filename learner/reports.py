@@ -9,7 +9,6 @@ a ``results.json`` names are served.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -20,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from budgetlab.contract.results import SCORES, ComparisonResults, ResultsError, Stat
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from budgetlab.errors import Code, learner_refusal
 
@@ -29,9 +29,6 @@ REPORTS_ENV = "BUDGETLAB_REPORTS_DIR"
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
 PLOT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,200}\.(png|svg)")
 SUMMARY_METRICS = ("test_mse", "normalized_mse", "zero_one", "attributes", "examples")
-# The final scores a design's table may show; results.json names those that fit its task (a report written before
-# it did shows all three).
-SCORES = ("test_mse", "normalized_mse", "zero_one")
 
 
 STAT_EXAMPLE = {"mean": 0.6289, "std": 0.0412, "n": 5}
@@ -51,15 +48,6 @@ SUMMARY_EXAMPLE = {"name": "hk-fig1", "title": "Hazan & Koren 2012, Figure 1: AE
                    "mode": "learner http://127.0.0.1:8001, oracle http://127.0.0.1:8000", "preset": "hazan-koren-fig1",
                    "written_at": "2025-01-31T09:45:00Z", "wall_time": 672.4, "runs": 30, "completed": 30, "claims": 3,
                    "claims_held": 2, "report": "/home/me/budgetlab/reports/hk-fig1/report.md"}
-
-
-class Stat(BaseModel):
-    """A metric over the completed runs of one algorithm, one value per seed."""
-
-    mean: float = Field(description="the mean over the seeds", examples=[0.6289])
-    std: float = Field(0.0, description="their standard deviation, ddof = 1 (0 for a single seed)",
-                       examples=[0.0412])
-    n: int = Field(0, description="how many seeds (completed runs) it is over", examples=[5])
 
 
 class ClaimRow(BaseModel):
@@ -173,15 +161,15 @@ class Reports:
             for folder in root.iterdir():
                 if NAME.fullmatch(folder.name) and (folder / "results.json").is_file():
                     detail = self._read(folder)
-                    if detail is not None:
+                    if isinstance(detail, ReportDetail):
                         found.append(ReportSummary(**detail.model_dump(include=set(ReportSummary.model_fields))))
         found.sort(key=lambda r: r.written_at, reverse=True)
         return ReportList(directory=str(root), reports=found)
 
     def detail(self, name: str) -> ReportDetail:
         detail = self._read(self._folder(name))
-        if detail is None:
-            raise learner_refusal(Code.NOT_FOUND, f"the report {name} cannot be read")
+        if isinstance(detail, str):
+            raise learner_refusal(Code.NOT_FOUND, f"the report {name} cannot be read: {detail}")
         return detail
 
     def plot(self, name: str, plot: str) -> Path:
@@ -199,7 +187,8 @@ class Reports:
             raise learner_refusal(Code.NOT_FOUND, f"there is no report {name} in the reports directory")
         return folder
 
-    def _read(self, folder: Path) -> ReportDetail | None:
+    def _read(self, folder: Path) -> ReportDetail | str:
+        """The folder's report, or why it cannot be read."""
         path = folder / "results.json"
         try:
             stat = path.stat()
@@ -208,42 +197,37 @@ class Reports:
                 cached = self._parsed.get(path)
             if cached is not None and cached[0] == stamp:
                 return cached[1]
-            detail = parse(folder.name, json.loads(path.read_text()), stat.st_mtime, folder / "report.md")
-        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            detail = parse(folder.name, ComparisonResults.parse(path.read_text(), f"{folder.name}/results.json"),
+                           stat.st_mtime, folder / "report.md")
+        except (OSError, ResultsError) as exc:
             log.info("report %s not shown: %s", folder, exc)
-            return None
+            return str(exc)
         with self._lock:
             self._parsed[path] = (stamp, detail)
         return detail
 
 
-def parse(name: str, results: dict[str, Any], mtime: float, report: Path) -> ReportDetail:
-    """What the dashboard shows of one ``results.json`` (written by ``client.report.write_report``)."""
+def parse(name: str, results: ComparisonResults, mtime: float, report: Path) -> ReportDetail:
+    """What the dashboard shows of one comparison's results (written by ``client.report.write_report``)."""
     designs, runs, completed = [], 0, 0
-    for design in results.get("designs", []):
+    for design in results.designs:
         rows = []
-        for algorithm in design.get("algorithms", []):
-            statuses = [r.get("result", {}).get("status") for r in algorithm.get("runs", [])]
-            done = sum(status in COMPLETED_RUN_STATUSES for status in statuses)
-            runs, completed = runs + len(statuses), completed + done
-            summary = algorithm.get("summary") or {}
-            rows.append(AlgorithmRow(label=algorithm.get("label", algorithm.get("id", "")), id=algorithm.get("id", ""),
-                                     per_example=algorithm.get("per_example"),
-                                     summary={m: summary.get(m) for m in SUMMARY_METRICS}, runs=len(statuses),
-                                     completed=done))
-        dataset = design.get("dataset") or {}
+        for algorithm in design.algorithms:
+            done = sum(r.result.status in COMPLETED_RUN_STATUSES for r in algorithm.runs)
+            runs, completed = runs + len(algorithm.runs), completed + done
+            rows.append(AlgorithmRow(label=algorithm.label or algorithm.id, id=algorithm.id,
+                                     per_example=algorithm.per_example,
+                                     summary={m: getattr(algorithm.summary, m) for m in SUMMARY_METRICS},
+                                     runs=len(algorithm.runs), completed=done))
         designs.append(DesignReport(
-            name=design.get("name", ""), description=design.get("description") or "", dataset=dataset.get("name", ""),
-            dataset_params=dataset.get("params") or {}, budget=design.get("budget") or {},
-            metrics=[m for m in design.get("metrics", SCORES) if m in SCORES],
-            plots=[f"/v1/dashboard/comparisons/{name}/plots/{p}" for p in design.get("plots", []) if PLOT.fullmatch(p)],
+            name=design.name, description=design.description, dataset=design.dataset.name,
+            dataset_params=design.dataset.params, budget=design.budget.model_dump(),
+            metrics=[m for m in design.metrics if m in SCORES],
+            plots=[f"/v1/dashboard/comparisons/{name}/plots/{p}" for p in design.plots if PLOT.fullmatch(p)],
             algorithms=rows))
-    claims = [ClaimRow(**{k: str(v) for k, v in c.items() if k in ClaimRow.model_fields})
-              for c in results.get("claims", [])]
+    claims = [ClaimRow.model_validate(c.model_dump(include=set(ClaimRow.model_fields))) for c in results.claims]
     return ReportDetail(
-        name=name, title=str(results.get("title") or name), mode=str(results.get("mode") or ""),
-        preset=results.get("preset"), written_at=datetime.fromtimestamp(mtime, UTC),
-        wall_time=float(results.get("wall_time") or 0.0), runs=runs, completed=completed, claims=len(claims),
-        claims_held=sum(c.verdict == "holds" for c in claims), report=str(report), claim_rows=claims, designs=designs,
-        fallback=str(results["fallback"]) if results.get("fallback") else None,
-        headline=[str(line) for line in results.get("headline") or []])
+        name=name, title=results.title or name, mode=results.mode, preset=results.preset,
+        written_at=datetime.fromtimestamp(mtime, UTC), wall_time=results.wall_time, runs=runs, completed=completed,
+        claims=len(claims), claims_held=sum(c.verdict == "holds" for c in claims), report=str(report),
+        claim_rows=claims, designs=designs, fallback=results.fallback or None, headline=results.headline)

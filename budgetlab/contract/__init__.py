@@ -10,5 +10,6 @@ module a concern, defined once here on the ground floor (``server``, ``learner``
 - ``ledger``: receipts, ledger rows and pages, the audit;
 - ``algorithms``: the learner's algorithms and their parameters;
 - ``runs``: runs of the learner, their results and listings;
-- ``callers``: the learner's callers.
+- ``callers``: the learner's callers;
+- ``results``: a comparison's ``results.json``, written and read through one versioned model.
 """
