@@ -52,11 +52,11 @@ class RequestLimits:
             return
         if CONTROL.search(scope["path"]):
             detail = "the path has a control character; ids never do"
-            body = error_body(Code.INVALID_REQUEST.value, detail)
+            invalid = error_body(Code.INVALID_REQUEST.value, detail)
             if kind == "http":
-                await _refuse_http(send, Code.INVALID_REQUEST.status, body)
+                await _refuse_http(send, Code.INVALID_REQUEST.status, invalid)
             elif "websocket.http.response" in scope.get("extensions", {}):  # the handshake gets HTTP's answer
-                await _refuse_http(send, Code.INVALID_REQUEST.status, body, prefix="websocket.http")
+                await _refuse_http(send, Code.INVALID_REQUEST.status, invalid, prefix="websocket.http")
             else:  # a server without the denial extension: the stream's close code (4000 + status)
                 await send({"type": "websocket.close", "code": 4000 + Code.INVALID_REQUEST.status, "reason": detail})
             return
