@@ -78,14 +78,16 @@ def _options(version: Annotated[bool, typer.Option("--version", callback=_versio
 
 
 def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, ParamValue]:
+    from budgetlab.params import split_pair
     from client.config import parse_value
 
     out: dict[str, ParamValue] = {}
     for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            fail(f"{what} {pair!r} is not key=value")
-        out[key.strip()] = parse_value(value.strip())
+        try:
+            key, value = split_pair(pair, what)
+        except ValueError as exc:
+            fail(str(exc))
+        out[key] = parse_value(value)
     return out
 
 

@@ -276,7 +276,9 @@ def resolve_designs(config: CompareConfig) -> list[Design]:
 
 
 def parse_value(text: str) -> ParamValue:
-    """A parameter value typed from its text on a command line: true/false, an int, a float, else the text."""
+    """A parameter value typed from its text on a command line: true/false, an int, a float, else the text. Only
+    the two words are typed here; the parameter's declared type decides the rest (a boolean parameter reads its
+    text by ``budgetlab.params.parse_bool``, which refuses what is not a boolean)."""
     lowered = text.lower()
     if lowered in {"true", "false"}:
         return lowered == "true"

@@ -23,6 +23,7 @@ from budgetlab.oracle_client import OracleClient
 from client.config import AlgorithmEntry, CompareConfig, DatasetSpec
 from client.config_errors import Loc, did_you_mean, key_lines, line_of, located, unknown
 from learner.algorithms import Algorithm, ParamError, Problem, algorithms
+from learner.runner import run_horizon
 
 
 class Catalog(Protocol):
@@ -158,7 +159,7 @@ def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, 
     cls = algorithms()[entry.id]
     per_example = entry.per_example if entry.per_example is not None else budget.per_example
     total = entry.total if entry.total is not None else budget.total
-    n = min(config.max_examples or info.n_train, info.n_train)
+    n = run_horizon(config.max_examples, info.n_train)
     problem = Problem(d=info.d, k=per_example, n_examples=n, total=total,
                       second_moments=np.ones(info.d) if cls.needs_second_moments else None, defaults=entry.defaults)
     what = f"{entry.label} ({entry.id}) on {info.name} with k = {per_example if per_example is not None else 'all'}"

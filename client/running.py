@@ -19,6 +19,7 @@ from budgetlab.datasets import DatasetError
 from budgetlab.errors import OracleError, OracleUnavailable
 from learner.algorithms import ParamError, get_algorithm
 from learner.runner import Progress as RunnerProgress
+from learner.runner import run_horizon
 from learner.scoring import run_and_score, session_opener
 
 LINE_SECONDS = 2.0
@@ -76,7 +77,7 @@ def execute_run(request: RunCreate, *, console: Console, fail: Callable[[str], N
                              budget=request.budget)
     except (ParamError, DatasetError, OracleError, OracleUnavailable) as exc:
         fail(str(exc))
-    horizon = min(request.max_examples or oracle.n_examples, oracle.n_examples)
+    horizon = run_horizon(request.max_examples, oracle.n_examples)
     try:
         with shown.examples(horizon) as progress:
             result = run_and_score(request, oracle, open_oracle, progress=progress, announce=shown.step)

@@ -28,9 +28,11 @@ from budgetlab.datasets import DatasetError, describe
 from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.local_session import LocalSession
 from budgetlab.oracle_client import OracleClient
+from budgetlab.params import split_pair
 from client.config import AlgorithmEntry, CompareConfig, Design, TuneSpec, parse_value
 from client.grid import Job, RunOutcome, execute
 from learner.algorithms import ParamError, get_algorithm
+from learner.runner import run_horizon
 from learner.test_time import top_k_attributes
 
 VALIDATION_CHUNK = 64  # held-out examples observed per request
@@ -74,11 +76,14 @@ def check_tune(config: CompareConfig, designs: list[Design], source: str) -> Non
 
 def parse_tune_option(text: str) -> tuple[str, str, list[ParamValue]]:
     """``ALGORITHM:PARAM=V1,V2,...`` (the ``--tune`` option) as (algorithm, parameter, values)."""
-    target, sep, values = text.partition("=")
-    algorithm, colon, name = target.rpartition(":")
-    if not sep or not colon or not algorithm or not name or not values:
+    try:
+        target, values = split_pair(text, "--tune")
+    except ValueError:
+        target = values = ""
+    algorithm, colon, name = (part.strip() for part in target.rpartition(":"))
+    if not colon or not algorithm or not name or not values:
         raise TuneError(f"--tune {text!r} is not ALGORITHM:PARAM=V1,V2,...")
-    return algorithm.strip(), name.strip(), [parse_value(v.strip()) for v in values.split(",") if v.strip()]
+    return algorithm, name, [parse_value(v.strip()) for v in values.split(",") if v.strip()]
 
 
 
@@ -193,7 +198,7 @@ def plan(config: CompareConfig, designs: list[Design]) -> list[Tuning]:
                     n = describe(design.dataset.name, design.dataset.params, seed).n_train
                 except DatasetError as exc:
                     raise TuneError(f"cannot tune on {design.dataset.name}: {exc}") from None
-                horizon = min(config.max_examples or n, n)
+                horizon = run_horizon(config.max_examples, n)
                 if horizon < 2 * tune.folds or horizon < 2:
                     raise TuneError(f"{design.name}: {horizon} examples cannot be split into {tune.folds} fold(s)")
                 names = list(grids[entry.label])

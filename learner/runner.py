@@ -34,6 +34,12 @@ class Progress:
     point: CurvePoint | None = None
 
 
+def run_horizon(max_examples: int | None, n: int) -> int:
+    """How many training examples a run sees: its ``max_examples``, at most the ``n`` of its split (all of them
+    without one)."""
+    return min(max_examples or n, n)
+
+
 def default_eval_every(max_examples: int) -> int:
     return max(1, max_examples // DEFAULT_EVAL_POINTS)
 
@@ -75,7 +81,7 @@ def run_algorithm(
     parameters not in ``params`` taking the ``defaults`` named (practical or the theorems')."""
     params = dict(params or {})
     started = time.perf_counter()
-    horizon = min(max_examples or oracle.n_examples, oracle.n_examples)
+    horizon = run_horizon(max_examples, oracle.n_examples)
     every = eval_every or default_eval_every(horizon)
     algorithm = build_algorithm(algorithm_id, oracle, params=params, seed=seed, max_examples=horizon,
                                 defaults=defaults)

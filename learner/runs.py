@@ -25,7 +25,7 @@ from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunResult, R
 from budgetlab.errors import OracleError, OracleUnavailable
 from budgetlab.oracle_client import OracleClient
 from learner.http_oracle import HttpOracle
-from learner.runner import Progress
+from learner.runner import Progress, run_horizon
 from learner.scoring import run_and_score, session_opener
 from learner.store import OpenSession, RunStore, StoredRun
 
@@ -112,7 +112,7 @@ class RunManager:
     def start(self, owner: str, request: RunCreate, oracle: HttpOracle) -> RunInfo:
         assert request.oracle_url is not None
         run = Run(id=secrets.token_hex(8), owner=owner, request=request, session=session_of(oracle, request.oracle_url),
-                  max_examples=min(request.max_examples or oracle.n_examples, oracle.n_examples), oracle=oracle)
+                  max_examples=run_horizon(request.max_examples, oracle.n_examples), oracle=oracle)
         try:
             self.store.insert(owner, run.info(), run.session)
         except BaseException:

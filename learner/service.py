@@ -44,18 +44,11 @@ CALLER = (Code.UNAUTHORIZED, Code.INVALID_REQUEST)
 ASKS_ORACLE = (Code.ORACLE_UNAVAILABLE, Code.ORACLE_BUSY)
 
 
-def validate(request: RunCreate) -> None:
-    cls = get_algorithm(request.algorithm)
-    unknown = sorted(set(request.params) - set(cls.params))
-    if unknown:
-        raise ParamError(f"{cls.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(cls.params)}")
-
-
 def open_session(request: RunCreate) -> HttpOracle:
     """The run's training session on its (allowed) oracle; the oracle's own refusals are passed on."""
     assert request.oracle_url is not None
     try:
-        validate(request)
+        get_algorithm(request.algorithm).check_params(request.params)
         return HttpOracle(request.oracle_url, request.dataset, dataset_params=request.dataset_params,
                           protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
                           seed=request.seed)

@@ -244,7 +244,7 @@ def test_spec_parsing() -> None:
     ("spec", "message"),
     [
         (":alpha=1", "has no name"),
-        ("powerlaw:alpha", "expected key=value"),
+        ("powerlaw:alpha", "is not key=value"),
         ("powerlaw:alpha=1,alpha=2", "sets alpha twice"),
         ("powerlaw:beta=1", "has no parameter"),
         ("powerlaw:alpha=steep", "takes float values"),

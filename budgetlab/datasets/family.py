@@ -18,12 +18,10 @@ import numpy as np
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.datasets import DatasetParam, Task
 from budgetlab.datasets.base import DatasetError
+from budgetlab.params import parse_bool
 
 # A generated set may hold at most this many cells (n_train + n_test) * d: 4e8 bytes at float32.
 MAX_CELLS = 100_000_000
-
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -55,12 +53,10 @@ class Param:
     def _convert(self, value: ParamValue) -> ParamValue:
         expected = f"parameter {self.name} takes {self.kind.__name__} values; got {value!r}"
         if self.kind is bool:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in _TRUE | _FALSE:
-                return text in _TRUE
-            raise DatasetError(f"{expected} (use true or false)")
+            try:
+                return parse_bool(value)
+            except ValueError:
+                raise DatasetError(f"{expected} (use true or false)") from None
         if self.kind is str:
             if isinstance(value, str):
                 return value.strip()

@@ -26,6 +26,7 @@ from budgetlab.contract.datasets import DatasetInfo, DatasetList
 from budgetlab.datasets import fashion, mnist, online_sparse, powerlaw, priced, sklearn_sets, sparse_gaussian, user
 from budgetlab.datasets.base import Dataset, DatasetError, UnknownDataset
 from budgetlab.datasets.family import Family, resolve_params
+from budgetlab.params import split_pair
 
 BUILTINS: tuple[Family, ...] = (
     powerlaw.FAMILY,
@@ -208,9 +209,10 @@ def parse_dataset_spec(spec: str) -> tuple[str, dict[str, ParamValue]]:
     params: dict[str, ParamValue] = {}
     if rest.strip():
         for item in rest.split(","):
-            key, eq, value = (part.strip() for part in item.partition("="))
-            if not eq or not key:
-                raise DatasetError(f"dataset spec {spec!r}: expected key=value, got {item.strip()!r}")
+            try:
+                key, value = split_pair(item, f"dataset spec {spec!r}:")
+            except ValueError as exc:
+                raise DatasetError(str(exc)) from None
             if key in params:
                 raise DatasetError(f"dataset spec {spec!r} sets {key} twice")
             params[key] = value

@@ -11,7 +11,7 @@ observing and before the label is revealed.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -20,6 +20,7 @@ import numpy as np
 from budgetlab.contract.algorithms import AlgorithmInfo, Defaults, ParamSpec
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.sessions import Protocol
+from budgetlab.params import parse_bool
 
 Observed = Mapping[int, float]
 
@@ -121,9 +122,7 @@ class Algorithm(ABC):
     rules: ClassVar[dict[str, str]] = {}
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        unknown = sorted(set(params) - set(self.params))
-        if unknown:
-            raise ParamError(f"{self.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(self.params)}")
+        self.check_params(params)
         if problem.budget < self.min_budget:
             raise ParamError(f"{self.id} needs at least {self.min_budget} attributes per example, got {problem.budget}")
         if self.needs_second_moments and problem.second_moments is None:
@@ -138,19 +137,28 @@ class Algorithm(ABC):
         }
         self.bias = 0.0
 
+    @classmethod
+    def check_params(cls, params: Iterable[str]) -> None:
+        """Every name in ``params`` is a parameter of the algorithm (``params``, its spec); ParamError names those
+        that are not, and the ones it takes."""
+        unknown = sorted(set(params) - set(cls.params))
+        if unknown:
+            raise ParamError(f"{cls.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(cls.params)}")
+
     def _coerce(self, name: str, value: ParamValue) -> ParamValue:
         if name in self.rules and value == self.rules[name]:
             return value
         default = self.params[name][0]
         try:
             if isinstance(default, bool):
-                return value if isinstance(value, bool) else str(value).lower() in {"1", "true", "yes", "on"}
+                return parse_bool(value)
             if isinstance(default, int):
                 return int(value)
             if isinstance(default, float) or default is None:
                 return value if isinstance(value, str) and default is not None else float(value)
         except (TypeError, ValueError) as exc:
-            raise ParamError(f"parameter {name}={value!r} of {self.id} is not a number") from exc
+            kind = "a boolean (true or false)" if isinstance(default, bool) else "a number"
+            raise ParamError(f"parameter {name}={value!r} of {self.id} is not {kind}") from exc
         return value
 
     @abstractmethod
