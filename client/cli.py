@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 from rich.markup import escape
 
-from client.console import console, err, fail
+from client.console import App, UsageError, console, err
 from client.runs_cli import runs_app
 
 if TYPE_CHECKING:
     from budgetlab.contract.base import ParamValue
     from budgetlab.contract.ledger import Receipt
 
-app = typer.Typer(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
+app = App(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
-serve_app = typer.Typer(help="Start a service.", no_args_is_help=True)
-datasets_app = typer.Typer(help="List, describe and add datasets.", no_args_is_help=True)
-session_app = typer.Typer(help="Single attribute queries on an oracle session.", no_args_is_help=True)
+serve_app = App(help="Start a service.", no_args_is_help=True)
+datasets_app = App(help="List, describe and add datasets.", no_args_is_help=True)
+session_app = App(help="Single attribute queries on an oracle session.", no_args_is_help=True)
 app.add_typer(serve_app, name="serve")
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(session_app, name="session")
@@ -86,7 +86,7 @@ def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, ParamValue]:
         try:
             key, value = split_pair(pair, what)
         except ValueError as exc:
-            fail(str(exc))
+            raise UsageError(str(exc)) from None
         out[key] = parse_value(value)
     return out
 
@@ -107,7 +107,7 @@ def _listen(host: str, port: int):
     try:
         return listen(host, port)
     except OSError as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
 
 
 @serve_app.command("oracle")
@@ -131,7 +131,7 @@ def serve_oracle(
         upgrade(url)
     except Exception as exc:  # a bad URL or an unreachable database: say so instead of a traceback
         sock.close()
-        fail(f"cannot prepare the ledger database at {url}: {exc}")
+        raise UsageError(f"cannot prepare the ledger database at {url}: {exc}") from None
     os.environ["BUDGETLAB_SKIP_MIGRATIONS"] = "1"
     from budgetlab.datasets.user import data_dir
 
@@ -211,7 +211,7 @@ def datasets_show(spec: Annotated[str, typer.Argument(help="name or name:key=val
         name, params = parse_dataset_spec(spec)
         print_json(describe(name, params, seed).model_dump())
     except DatasetError as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
 
 
 @datasets_app.command("add")
@@ -241,7 +241,7 @@ def datasets_add(
     from budgetlab.errors import OracleError, OracleUnavailable
 
     if cost and costs is not None:
-        fail("give the prices with --cost COLUMN=PRICE or with --costs FILE, not both")
+        raise UsageError("give the prices with --cost COLUMN=PRICE or with --costs FILE, not both")
     parsed: str | int | None = target
     if target is not None and target.lstrip("-").isdigit() and file.suffix.lower() != ".csv":
         parsed = int(target)
@@ -254,16 +254,16 @@ def datasets_add(
             for pair in cost:
                 column, sep, price = pair.rpartition("=")
                 if not sep or not column.strip():
-                    fail(f"--cost {pair!r} is not COLUMN=PRICE")
+                    raise UsageError(f"--cost {pair!r} is not COLUMN=PRICE")
                 try:
                     prices[column.strip()] = float(price)
                 except ValueError:
-                    fail(f"--cost {pair!r}: {price!r} is not a number")
+                    raise UsageError(f"--cost {pair!r}: {price!r} is not a number") from None
         if oracle:
             from budgetlab.oracle_client import OracleClient
 
             if not admin_token:
-                fail("uploading to an oracle needs its admin token: --admin-token or BUDGETLAB_ADMIN_TOKEN")
+                raise UsageError("uploading to an oracle needs its admin token: --admin-token or BUDGETLAB_ADMIN_TOKEN")
             with OracleClient(oracle, admin_token=admin_token) as client:
                 info = client.upload_dataset(file, name=name, target=parsed, test_fraction=test_fraction,
                                              split_seed=split_seed, costs=prices)
@@ -272,7 +272,7 @@ def datasets_add(
             info = add_dataset(file, parsed, name, test_fraction=test_fraction, split_seed=split_seed, costs=prices)
             where = f"the data directory {data_dir()}"
     except (DatasetError, OracleError, OracleUnavailable, OSError, ValueError) as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
     console.print(f"added [bold]{escape(info.name)}[/] to {escape(where)}: {info.task}, d={info.d}, "
                   f"{info.n_train:,} train / {info.n_test:,} test examples", soft_wrap=True)
     console.print(f"split: {split_statement(test_fraction, split_seed)}"
@@ -304,7 +304,7 @@ def _call(fn: Any) -> Any:
     try:
         return fn()
     except (OracleError, OracleUnavailable) as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
 
 
 @session_app.command("open")
@@ -327,8 +327,8 @@ def session_open(
     try:
         name, params = parse_dataset_spec(dataset)
     except DatasetError as exc:
-        fail(str(exc))
-    # typed as the contract's literals; the SDK refuses any other value (invalid_request), which ends in fail
+        raise UsageError(str(exc)) from None
+    # typed as the contract's literals; the SDK refuses any other value (invalid_request), which ends in a UsageError
     split_, protocol_, order_ = cast(Split, split), cast(Protocol, protocol), cast(Order, order)
     with OracleClient(oracle) as c:
         s = _call(lambda: c.open_session(name, dataset_params=params, split=split_, protocol=protocol_,
@@ -400,13 +400,13 @@ def audit(
             with path.open() as lines:
                 report = audit_ndjson(lines, receipts)
         except (ValueError, KeyError, TypeError) as exc:
-            fail(f"{path} is not a budgetlab ledger export: {exc}")
+            raise UsageError(f"{path} is not a budgetlab ledger export: {exc}") from None
     elif receipts:
-        fail("receipts are checked against an exported ledger: export it first (budgetlab session export)")
+        raise UsageError("receipts are checked against an exported ledger: export it first (budgetlab session export)")
     elif token:
         report = _call(lambda: _session(oracle, source, token).audit())
     else:
-        fail(f"{source} is not a file; to audit a live session pass its --token")
+        raise UsageError(f"{source} is not a file; to audit a live session pass its --token")
     if as_json:
         print_json(report.model_dump())
     elif report.compliant:
@@ -485,7 +485,7 @@ def run(
     Progress goes to stderr (a bar on a terminal, lines elsewhere), so that with --json stdout holds only the result.
     """
     if local == bool(oracle):
-        fail("choose exactly one of --local and --oracle URL")
+        raise UsageError("choose exactly one of --local and --oracle URL")
     # Said before anything slow is imported: the imports below and the dataset take a second or more.
     err.print(f"{escape(algorithm)} on {escape(dataset)}: starting "
               + ("in-process" if local else f"against the oracle {escape(str(oracle))}") + " ...",
@@ -500,7 +500,7 @@ def run(
     try:
         name, params = parse_dataset_spec(dataset)
     except DatasetError as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
     params.update(parse_pairs(dataset_param, "--dataset-param"))
     try:
         request = RunCreate(oracle_url=oracle, dataset=name, dataset_params=params, algorithm=algorithm,
@@ -508,8 +508,8 @@ def run(
                             budget=Budget(per_example=per_example, total=total),
                             seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget)
     except ValidationError as exc:
-        fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
-    result = execute_run(request, console=err, fail=fail)
+        raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+    result = execute_run(request, console=err)
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
@@ -579,7 +579,7 @@ def compare(
     from client.compare import run_compare
 
     code = run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
-                       learner=learner, oracle=oracle, parallel=parallel, console=console, err=err, fail=fail,
+                       learner=learner, oracle=oracle, parallel=parallel, console=console, err=err,
                        tune=tune, tune_folds=tune_folds, learner_token=learner_token,
                        mlflow=mlflow or mlflow_experiment is not None, mlflow_experiment=mlflow_experiment,
                        workers=workers, scheduler=scheduler)
@@ -599,7 +599,7 @@ def mlflow_log(
     try:
         logged = log_comparison(out, experiment)
     except TrackingError as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
     console.print(escape(str(logged)), soft_wrap=True, highlight=False)
 
 
@@ -622,7 +622,7 @@ def sandbox(
     """Start oracle + learner (SQLite ledger), run the demo comparison, print the signed-in pages, keep serving
     until Ctrl-C. With --oracle and --learner, run the same demo against those services and exit."""
     if bool(oracle) != bool(learner):
-        fail("give both --oracle and --learner, or neither (then both services are started here)")
+        raise UsageError("give both --oracle and --learner, or neither (then both services are started here)")
     # Said before the comparison's modules (plots, reports) are imported, which takes seconds on a cold disk.
     what = f"the demo comparison through {oracle} and {learner}" if oracle else \
         "an oracle and a learner, then the demo comparison"
@@ -630,7 +630,7 @@ def sandbox(
     from client.sandbox import run_sandbox
 
     run_sandbox(demo_only=demo_only, oracle_port=oracle_port, learner_port=learner_port, out=out, examples=examples,
-                console=console, fail=fail, oracle_url=oracle, learner_url=learner, learner_token=learner_token)
+                console=console, oracle_url=oracle, learner_url=learner, learner_token=learner_token)
 
 
 def main() -> None:

@@ -10,10 +10,9 @@ the report to MLflow (``client.tracking``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -26,6 +25,7 @@ from budgetlab.oracle_client import OracleClient
 from client.claims import claims_table
 from client.config import CompareConfig, load_config, quick_config, resolve_designs
 from client.config_errors import ConfigError
+from client.console import UsageError
 from client.grid import NOT_STARTED, RESTART_GRACE_SECONDS, Interrupted, RunOutcome, attach_regret, run_comparison
 from client.preflight import LocalCatalog, RemoteCatalog, check_config
 from client.presets import PRESET_DIR, UnknownPreset, load_preset, presets
@@ -46,13 +46,14 @@ def _source(config: Path | None, preset: str | None) -> str:
 
 def run_compare(*, config: Path | None, out: Path | None, preset: str | None, quick: bool, list_presets: bool,
                 local: bool, learner: str | None, oracle: str | None, parallel: int | None, console: Console,
-                err: Console, fail: Callable[[str], NoReturn], tune: list[str] | None = None,
+                err: Console, tune: list[str] | None = None,
                 tune_folds: int | None = None, learner_token: str | None = None, mlflow: bool = False,
                 mlflow_experiment: str | None = None, workers: int | None = None,
                 scheduler: str | None = None) -> int:
     """``budgetlab compare``: resolve and check the config (its ``[tune]`` too) before anything starts, tune where
     asked, run the grid, write the report and print its claims; returns the exit code (0: every run completed,
-    ``RUNS_FAILED``, ``INTERRUPTED``, ``TRACKING_FAILED``). Problems with the config or the services go to ``fail``.
+    ``RUNS_FAILED``, ``INTERRUPTED``, ``TRACKING_FAILED``). Problems with the config or the services are a
+    ``UsageError``.
     With ``mlflow`` the report is logged to MLflow (``client.tracking``): mlflow missing, or its tracking server
     out of reach, fails the command before anything starts.
 
@@ -70,20 +71,21 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         try:
             require_mlflow()
         except TrackingError as exc:
-            fail(str(exc))
+            raise UsageError(str(exc)) from None
     if (config is None) == (preset is None):
-        fail("give a CONFIG.toml or --preset NAME (see --list)")
+        raise UsageError("give a CONFIG.toml or --preset NAME (see --list)")
     if out is None:
-        fail("give --out DIR for the report")
+        raise UsageError("give --out DIR for the report")
     if local and (learner or oracle):
-        fail("--local runs in-process: drop --learner/--oracle")
+        raise UsageError("--local runs in-process: drop --learner/--oracle")
     if bool(learner) != bool(oracle):
-        fail("give both --learner and --oracle, or neither (then both services are started here)")
+        raise UsageError("give both --learner and --oracle, or neither (then both services are started here)")
     if learner and (workers or scheduler):
-        fail(f"the learner at {learner} runs on its own workers: drop --workers/--scheduler (its setting is "
-             f"{SCHEDULER_ENV})")
+        raise UsageError(f"the learner at {learner} runs on its own workers: drop --workers/--scheduler (its "
+                         f"setting is {SCHEDULER_ENV})")
     if workers and scheduler:
-        fail("--workers sizes a cluster started here; with --scheduler the runs go to that cluster's workers")
+        raise UsageError("--workers sizes a cluster started here; with --scheduler the runs go to that cluster's "
+                         "workers")
     assert out is not None
     source = _source(config, preset)
     try:
@@ -94,24 +96,24 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
             cfg = quick_config(load_config(config)) if quick else load_config(config)
         cfg = with_tune_options(cfg, tune or [], tune_folds)
     except (UnknownPreset, ConfigError, TuneError) as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
     except ValidationError as exc:
-        fail(f"{source}: {exc}")
-    problems = preflight(cfg, source, oracle, fail)
+        raise UsageError(f"{source}: {exc}") from None
+    problems = preflight(cfg, source, oracle)
     if problems:
-        fail("\n".join(problems) + f"\n{len(problems)} problem(s) in {source}: nothing was started")
+        raise UsageError("\n".join(problems) + f"\n{len(problems)} problem(s) in {source}: nothing was started")
     try:
         check_tune(cfg, resolve_designs(cfg), source)
     except TuneError as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
     if learner:
-        check_learner(learner, learner_token, fail)
+        check_learner(learner, learner_token)
     experiment = mlflow_experiment or cfg.title
     if mlflow:
         try:
             open_experiment(experiment)
         except TrackingError as exc:
-            fail(f"{exc}: nothing was started")
+            raise UsageError(f"{exc}: nothing was started") from None
     started = time.perf_counter()
     designs = resolve_designs(cfg)
     tunings: list[Tuning] = []
@@ -134,7 +136,7 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     try:
         with sigterm_as_interrupt():
             if local:
-                with open_pool(workers, scheduler, err, fail) as pool:
+                with open_pool(workers, scheduler, err) as pool:
                     mode = f"local (LocalOracle on {pool.where}, no ledger)"
                     grid(None, None, pool=pool)
             elif learner:
@@ -154,9 +156,9 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
                        + ("" if local else " (on the learner too)") + f", {unstarted} not started"
                        if phase == "runs" else "interrupted while tuning: no comparison run was started")
     except (ServiceError, Unavailable) as exc:
-        fail(f"services unavailable: {exc}")
+        raise UsageError(f"services unavailable: {exc}") from None
     except TuneError as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
     written = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,
                            wall_time=time.perf_counter() - started, tunings=tunings, interrupted=interrupted,
                            oracle=oracle)
@@ -175,8 +177,7 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
 
 
 @contextmanager
-def open_pool(workers: int | None, scheduler: str | None, err: Console,
-              fail: Callable[[str], NoReturn]) -> Iterator[RunPool]:
+def open_pool(workers: int | None, scheduler: str | None, err: Console) -> Iterator[RunPool]:
     """The Dask workers of a ``--local`` comparison: a LocalCluster started here, or ``scheduler``'s cluster."""
     err.print(f"connecting to the Dask scheduler {escape(scheduler)} ..." if scheduler else
               f"starting {workers or default_workers()} local worker process(es) (Dask LocalCluster) ...",
@@ -184,7 +185,7 @@ def open_pool(workers: int | None, scheduler: str | None, err: Console,
     try:
         pool = RunPool(workers=workers, scheduler=scheduler)
     except OSError as exc:
-        fail(f"cannot reach the Dask scheduler {scheduler}: {exc}: nothing was started")
+        raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}: nothing was started") from None
     with pool:
         yield pool
 
@@ -207,24 +208,24 @@ def log_to_mlflow(out: Path, experiment: str, console: Console, err: Console) ->
     return True
 
 
-def check_learner(url: str, token: str | None, fail: Callable[[str], NoReturn]) -> None:
+def check_learner(url: str, token: str | None) -> None:
     """The running learner answers, and takes the caller token: checked before anything starts, since during the
     grid a learner out of reach is waited for (it may be restarting) and a refused token would fail every run."""
     with LearnerClient(url, token=token) as learner:
         if not learner.health():
-            fail(f"cannot reach the learner at {url}: nothing was started")
+            raise UsageError(f"cannot reach the learner at {url}: nothing was started")
         if token is None:
             return
         try:
             learner.page(limit=1)
         except LearnerError as exc:
-            fail(f"the learner at {url} refuses the caller token (--learner-token or BUDGETLAB_LEARNER_TOKEN): "
-                 f"{exc.error}: {exc.detail}")
+            raise UsageError(f"the learner at {url} refuses the caller token (--learner-token or "
+                             f"BUDGETLAB_LEARNER_TOKEN): {exc.error}: {exc.detail}") from None
         except LearnerUnavailable as exc:
-            fail(f"services unavailable: {exc}")
+            raise UsageError(f"services unavailable: {exc}") from None
 
 
-def preflight(config: CompareConfig, source: str, oracle: str | None, fail: Callable[[str], NoReturn]) -> list[str]:
+def preflight(config: CompareConfig, source: str, oracle: str | None) -> list[str]:
     """The config's problems (``client.preflight``), with the datasets of the oracle the runs will use when it is
     given (else of this machine)."""
     text = Path(source).read_text()
@@ -234,4 +235,4 @@ def preflight(config: CompareConfig, source: str, oracle: str | None, fail: Call
         with OracleClient(oracle) as client:
             return check_config(config, source, text, RemoteCatalog(client))
     except OracleUnavailable as exc:
-        fail(f"cannot check the config's datasets: {exc}")
+        raise UsageError(f"cannot check the config's datasets: {exc}") from None

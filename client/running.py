@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from budgetlab.contract.runs import RunCreate, RunResult
 from budgetlab.datasets import DatasetError
 from budgetlab.errors import OracleError, OracleUnavailable
+from client.console import UsageError
 from learner.algorithms import ParamError, get_algorithm
 from learner.runner import Progress as RunnerProgress
 from learner.runner import run_horizon
@@ -65,9 +65,9 @@ def _info(p: RunnerProgress) -> str:
     return f"attrs {p.attributes}" + (f"  mse {p.point.test_mse:.4g}" if p.point else "")
 
 
-def execute_run(request: RunCreate, *, console: Console, fail: Callable[[str], NoReturn]) -> RunResult:
+def execute_run(request: RunCreate, *, console: Console) -> RunResult:
     """Run ``request`` over HTTP on its ``oracle_url``, or in-process when it has none, saying what it does on
-    ``console``; user errors (unknown algorithm, bad params, dataset, unreachable oracle) go to ``fail``."""
+    ``console``; user errors (unknown algorithm, bad params, dataset, unreachable oracle) are a ``UsageError``."""
     shown = RunProgress(console, f"{request.algorithm} on {request.dataset}")
     open_oracle = session_opener(request, request.oracle_url)
     shown.step(f"opening a training session on the oracle {request.oracle_url} ..." if request.oracle_url
@@ -76,13 +76,13 @@ def execute_run(request: RunCreate, *, console: Console, fail: Callable[[str], N
         oracle = open_oracle(split="train", protocol=get_algorithm(request.algorithm).protocol,
                              budget=request.budget)
     except (ParamError, DatasetError, OracleError, OracleUnavailable) as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
     horizon = run_horizon(request.max_examples, oracle.n_examples)
     try:
         with shown.examples(horizon) as progress:
             result = run_and_score(request, oracle, open_oracle, progress=progress, announce=shown.step)
     except (ParamError, ValueError) as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
     finally:
         oracle.close()
     return result

@@ -14,13 +14,13 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from client.console import console, err, fail
+from client.console import App, UsageError, console, err
 
 if TYPE_CHECKING:
     from budgetlab.contract.runs import RunInfo, RunSummary
     from budgetlab.learner_client import LearnerClient
 
-runs_app = typer.Typer(help="The runs of a learner service: list, show, cancel, wait.", no_args_is_help=True)
+runs_app = App(help="The runs of a learner service: list, show, cancel, wait.", no_args_is_help=True)
 
 LearnerOpt = Annotated[str, typer.Option("--learner", envvar="LEARNER_URL", help="learner service URL")]
 TokenOpt = Annotated[str | None, typer.Option("--token", envvar="BUDGETLAB_LEARNER_TOKEN", show_envvar=True,
@@ -35,7 +35,7 @@ def client(learner: str, token: str | None) -> LearnerClient:
     from budgetlab.learner_client import LearnerClient
 
     if not token:
-        fail("give --token or set BUDGETLAB_LEARNER_TOKEN ('budgetlab runs token' issues one)")
+        raise UsageError("give --token or set BUDGETLAB_LEARNER_TOKEN ('budgetlab runs token' issues one)")
     return LearnerClient(learner, token=token)
 
 
@@ -46,9 +46,9 @@ def call(fn):
     try:
         return fn()
     except LearnerError as exc:
-        fail(f"{exc.error}: {exc.detail}")
+        raise UsageError(f"{exc.error}: {exc.detail}") from None
     except LearnerUnavailable as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
 
 
 def status_text(status: str) -> str:
@@ -191,7 +191,7 @@ def wait(
         try:
             info = call(lambda: c.wait(run_id, timeout=timeout, progress=show_progress))
         except RunTimeout as exc:
-            fail(str(exc), code=2)
+            raise UsageError(str(exc), code=2) from None
     if as_json:
         print_json(info.model_dump_json(indent=2))
     else:

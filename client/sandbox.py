@@ -13,10 +13,9 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import quote
 
 from rich.console import Console
@@ -30,6 +29,7 @@ from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
 from client.claims import ClaimResult, claims_table, evaluate_claims
 from client.config import CompareConfig
+from client.console import UsageError
 from client.grid import run_comparison
 from client.preflight import RemoteCatalog
 from client.report import metric_columns, write_report, zero_predictor
@@ -226,7 +226,7 @@ def page_links(oracle: str, learner: str, *, admin: str | None, caller: str) -> 
 
 
 def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Path, examples: int | None,
-                console: Console, fail: Callable[[str], NoReturn], oracle_url: str | None = None,
+                console: Console, oracle_url: str | None = None,
                 learner_url: str | None = None, learner_token: str | None = None) -> None:
     """``budgetlab sandbox``: start, demo, print where everything is, serve until Ctrl-C or SIGTERM (or exit with
     --demo-only); either signal stops both services before it returns. Given ``oracle_url`` and ``learner_url``,
@@ -256,7 +256,7 @@ def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Pa
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the with block has stopped both services
         console.print("stopped")
     except (ServiceError, Unavailable, DatasetError) as exc:
-        fail(str(exc))
+        raise UsageError(str(exc)) from None
 
 
 def demo(out: Path, examples: int | None, oracle: str, learner: str, token: str | None, admin: str | None,
