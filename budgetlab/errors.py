@@ -61,10 +61,11 @@ class StreamExhausted(OracleError):
 
 
 class SessionBusy(OracleError):
-    """HTTP 503 with Retry-After: the session's lock was not free in time; nothing was done, so a retry is safe."""
+    """HTTP 503 with Retry-After: the session's lock was not free in time (``busy``), or the oracle's database could
+    not be reached (``database_unavailable``); nothing was done, so a retry is safe."""
 
-    def __init__(self, detail: str, retry_after: float = 1.0) -> None:
-        super().__init__(Code.BUSY.status, Code.BUSY.value, detail, retry_after=retry_after)
+    def __init__(self, detail: str, retry_after: float = 1.0, error: str = "busy") -> None:
+        super().__init__(Code.BUSY.status, error, detail, retry_after=retry_after)
 
 
 class LearnerError(Refused):
@@ -159,6 +160,13 @@ class Code(StrEnum):
     ORACLE_UNAVAILABLE = ("oracle_unavailable", 502, "the run's oracle is not allowed, cannot be reached or does not "
                                                      "answer as an oracle")
     ORACLE_BUSY = "oracle_busy", 503, "the oracle's session was busy; retry after Retry-After"
+    # The service's database (either service).
+    DATABASE_UNAVAILABLE = ("database_unavailable", 503, "the service's database cannot be reached right now (it is "
+                                                         "restarting, say); nothing was done, retry after Retry-After")
+    STORAGE_FULL = ("storage_full", 507, "the database's disk is full; nothing was done or charged (an operator must "
+                                         "free space)")
+    READ_ONLY = ("read_only", 507, "the database refuses writes (a read-only file, disk or server); nothing was done "
+                                   "or charged (an operator must make it writable)")
 
 
 def refusal(code: Code, detail: str, remaining: Remaining | None = None,
@@ -179,8 +187,8 @@ def oracle_refusal(status: int, error: str, detail: str, remaining: Remaining | 
         return BudgetExhausted(detail, remaining)
     if error == Code.STREAM_EXHAUSTED:
         return StreamExhausted(detail)
-    if status == Code.BUSY.status:
-        return SessionBusy(detail, retry_after if retry_after is not None else 1.0)
+    if status == Code.BUSY.status:  # busy or database_unavailable: nothing was done, a retry is safe
+        return SessionBusy(detail, retry_after if retry_after is not None else 1.0, error)
     return OracleError(status, error, detail, remaining)
 
 

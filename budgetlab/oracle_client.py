@@ -33,9 +33,11 @@ from budgetlab.operations import SESSIONS, AsyncSession, Operation, SessionOpera
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_async_stream, open_stream
 
-# A session request refused ``busy`` (its lock was not free within the oracle's lock timeout; nothing was done) is
-# sent again this many times, after the Retry-After the oracle gave, capped: a run survives a burst of contention.
-BUSY_RETRIES = 3
+# A session request refused with a 503 (``busy``: its lock was not free within the oracle's lock timeout;
+# ``database_unavailable``: the oracle's database is restarting; nothing was done either way) is sent again this many
+# times, after the Retry-After the oracle gave (1 s for a database), capped: a run survives a burst of contention and
+# a database restart of about ten seconds.
+BUSY_RETRIES = 12
 MAX_BUSY_WAIT = 5.0
 DEFAULT_ORACLE_URL = "http://127.0.0.1:8000"
 # A busy session (503 with Retry-After) is a refusal: nothing was done, so a retry is safe.

@@ -14,9 +14,9 @@ from starlette.types import Scope
 
 from budgetlab.bearer import bearer_token
 from budgetlab.contract.calls import ObserveBatchRequest
-from budgetlab.contract.service import Health
+from budgetlab.contract.service import Health, Readiness
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
-from budgetlab.errors import Code, responses
+from budgetlab.errors import Code, Refused, responses
 from server import dashboard
 from server.batch_process import BatchProcess
 from server.config import Settings
@@ -52,6 +52,14 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     batches = (BatchProcess(settings.database_url, settings.lock_timeout, caps, settings.dataset_cache_bytes)
                if settings.batch_process else None)
     service = SessionService(engine, settings.lock_timeout, caps, batch_process=batches)
+    try:  # an oracle that cannot record what it sends must not send anything: refuse to start
+        service.check_ready()
+    except Refused as exc:
+        service.close_connections()
+        if batches is not None:
+            batches.close()
+        raise ValueError(f"the ledger ({engine.url.render_as_string(hide_password=True)}) cannot be written: "
+                         f"{exc.detail}") from exc
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -75,7 +83,16 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     def healthz() -> Health:
+        """Liveness: the process answers (whatever its database's state; see /readyz)."""
         return Health()
+
+    @app.get("/readyz", response_model=Readiness, tags=["health"],
+             responses=responses(Code.DATABASE_UNAVAILABLE, Code.STORAGE_FULL, Code.READ_ONLY))
+    def readyz(sessions_: Service) -> Readiness:
+        """Readiness: the ledger answers and takes writes (a write that changes nothing, through the same
+        connections as every request), else the refusal every write would get now."""
+        sessions_.check_ready()
+        return Readiness()
 
     @app.post("/v1/admin/close-idle", response_model=Closed, tags=["admin"], dependencies=[Admin],
               responses=responses(*ADMIN_REFUSALS, Code.BUSY))

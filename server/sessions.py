@@ -45,6 +45,10 @@ class SessionService:
             "audit": lambda session_id, token, _: self.audit(session_id, token),
         }
 
+    def check_ready(self) -> None:
+        """Return if the ledger answers and takes writes, else raise why not (503 ``database_unavailable``, 507)."""
+        self.db.check_writable()
+
     def close_connections(self) -> None:
         self.db.close()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import select
 import sqlite3
 import threading
 from collections import deque
@@ -35,6 +36,7 @@ from budgetlab.errors import Refused, SessionBusy
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, rows_of_links, unpack_cells
 from server.checkpoint import WRITER_BACKSTOP_PAGES, Checkpointer
 from server.tables import Base, Cells, Link, SessionRecord
+from web.database_faults import database_refusal, is_disconnect
 
 SESSIONS, LINKS, CELLS = (Base.metadata.tables[t.__tablename__] for t in (SessionRecord, Link, Cells))
 SESSION_COLUMNS = tuple(c.name for c in SESSIONS.columns)
@@ -105,6 +107,9 @@ class Statements:
         self.open_payload = f"SELECT payload FROM {links} WHERE session_key = {p} AND seq = 0"
         self.links_from = f"{read_links} AND seq >= {p} ORDER BY seq LIMIT {p}"
         self.open_sessions = f"SELECT id, last_active FROM {s} WHERE status = 'open'"
+        # A write that changes nothing yet is refused by a database that takes no writes (read-only file, server
+        # in recovery, no privilege): the readiness check and the start-up check run it.
+        self.probe_write = f"UPDATE {s} SET status = status WHERE 1 = 0"
         self._cells = f"SELECT example, seq, cells FROM {cells} WHERE session_key = {p} AND example IN ({{marks}})"
         types = {c.name: c.type.dialect_impl(dialect) for c in SESSIONS.columns}
         self.bind = {name: t.bind_processor(dialect) or _identity for name, t in types.items()}
@@ -201,7 +206,11 @@ class Database:
     def _transaction(self, *, write: bool, wait: bool = True) -> Iterator[Any]:
         """Committed on success; rolled back on any exception. A refused or busy request leaves a healthy
         connection, which goes back to the idle list; any other failure may have broken it, so it is closed."""
-        conn = self._checkout()
+        try:
+            conn = self._checkout()
+        except Exception as exc:  # the database cannot be reached (or opened) at all
+            _raise_fault(exc)
+            raise
         try:
             cursor = conn.cursor()
             if self.sql.sqlite:
@@ -220,6 +229,8 @@ class Database:
             busy = isinstance(exc, psycopg.errors.LockNotAvailable) or _is_busy(exc)
             if not busy:
                 self._discard(conn)
+                self._after_fault(exc)
+                _raise_fault(exc)
                 raise
             conn.rollback()
             self._checkin(conn)
@@ -230,20 +241,41 @@ class Database:
             conn.rollback()
             self._checkin(conn)
             raise
+        except psycopg.Error as exc:
+            self._discard(conn)
+            self._after_fault(exc)
+            _raise_fault(exc)
+            raise
         except BaseException:
             self._discard(conn)
             raise
         else:
             self._checkin(conn)
 
+    def check_writable(self) -> None:
+        """Return if the database answers and takes writes; else raise its refusal (503, 507)."""
+        with self.write() as cursor:
+            cursor.execute(self.sql.probe_write)
+
+    def _after_fault(self, exc: BaseException) -> None:
+        """A lost connection means the server went away: the idle ones, opened before, are gone too. Closing them
+        all now (as SQLAlchemy's pool invalidates itself on a disconnect) spares the next requests their errors."""
+        if is_disconnect(exc):
+            self._close_idle()
+
     def _checkout(self) -> Any:
-        try:
-            return self._idle.pop()
-        except IndexError:
-            conn = self._connect_raw()
-            if self.sql.sqlite:  # the checkpointer's thread copies the log back, outside the write lock
-                conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_BACKSTOP_PAGES}")
-            return conn
+        while True:
+            try:
+                conn = self._idle.pop()
+            except IndexError:
+                break
+            if self.sql.sqlite or _alive(conn):
+                return conn
+            self._discard(conn)
+        conn = self._connect_raw()
+        if self.sql.sqlite:  # the checkpointer's thread copies the log back, outside the write lock
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_BACKSTOP_PAGES}")
+        return conn
 
     def _connect_raw(self) -> Any:
         conn = self.engine.raw_connection()
@@ -269,8 +301,14 @@ class Database:
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.close()
+        self._close_idle()
+
+    def _close_idle(self) -> None:
         while self._idle:
-            self._idle.pop().close()
+            try:
+                self._idle.pop().close()
+            except (IndexError, psycopg.Error):  # taken meanwhile by another thread, or already broken
+                pass
 
     # --- statements -------------------------------------------------------------------------------------
 
@@ -354,6 +392,27 @@ class Database:
         cursor.execute(self.sql.open_sessions)
         decode: Callable[[Any], Any] = self.sql.result["last_active"]
         return [(sid, decode(t) if isinstance(t, str) else t) for sid, t in cursor.fetchall()]
+
+
+def _raise_fault(exc: BaseException) -> None:
+    """Raise the refusal a database fault stands for (503, 507); return for any other error (a bug: re-raised)."""
+    refused = database_refusal(exc, "the oracle")
+    if refused is not None:
+        raise refused from exc
+
+
+def _alive(conn: Any) -> bool:
+    """Whether an idle PostgreSQL connection may still be used, without a round trip: an idle connection has
+    nothing to read unless the server closed it (a restart, an admin's terminate) or sent a notice, so a readable
+    socket means it is dropped and a new one is opened (SQLAlchemy's pre-ping, for free)."""
+    raw = conn.dbapi_connection
+    if raw is None or raw.closed or raw.broken:
+        return False
+    try:
+        readable, _, _ = select.select([raw.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -7,16 +7,20 @@ The codes are ``budgetlab.errors.Code``'s; a request body that does not validate
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from budgetlab.contract.budgets import Remaining
 from budgetlab.errors import Code, Refused, error_body, validation_detail
+from web.database_faults import database_refusal
 
 INVALID_REQUEST = Code.INVALID_REQUEST.value
 # The codes of the refusals the HTTP layer itself answers, by status (any other status: http_error).
@@ -35,6 +39,16 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Refused)
     async def _refused(_: Request, exc: Refused) -> JSONResponse:
         return error_response(exc.status, exc.error, exc.detail, exc.remaining, exc.retry_after)
+
+    async def _database(_: Request, exc: Exception) -> JSONResponse:
+        refused = database_refusal(exc)
+        if refused is None:  # not the database's state: a bug, and a 500 says so
+            raise exc
+        return error_response(refused.status, refused.error, refused.detail, None, refused.retry_after)
+
+    # A database fault that reaches the app unconverted (the learner's SQLAlchemy store) is the same 503 or 507.
+    for kind in (DBAPIError, sqlite3.Error, psycopg.Error):
+        app.add_exception_handler(kind, _database)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -15,6 +15,15 @@ class Health(BaseModel):
     status: str = Field("ok", description="'ok' while the service answers", examples=["ok"])
 
 
+class Readiness(BaseModel):
+    """A service ready to serve (``GET /readyz``): its database answers and takes writes. Not ready is a 503
+    ``database_unavailable`` or a 507 (``storage_full``, ``read_only``), as any request would get."""
+
+    status: str = Field("ready", description="'ready' while the service's database answers and takes writes",
+                        examples=["ready"])
+    database: str = Field("ok", description="the database's state: 'ok'", examples=["ok"])
+
+
 class ErrorBody(BaseModel):
     """Every 4xx answer of both services."""
 

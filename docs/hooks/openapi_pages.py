@@ -33,7 +33,8 @@ def oracle_document(workdir: Path) -> dict[str, Any]:
     from server.config import Settings
 
     settings = Settings(database_url=f"sqlite:///{workdir / 'ledger.db'}", batch_process=False)
-    return with_page(create_app(settings, migrate=False), "oracle.html").openapi()
+    # Migrated: the oracle checks at start that it can write its ledger.
+    return with_page(create_app(settings), "oracle.html").openapi()
 
 
 def learner_document(workdir: Path) -> dict[str, Any]:

@@ -1,0 +1,70 @@
+"""A database fault as the refusal it is, for both services: never a 500.
+
+A database that restarts or cannot be reached is a 503 ``database_unavailable`` with Retry-After (the request did
+nothing: every write is one transaction, rolled back whole); a full disk is a 507 ``storage_full`` and a database
+that refuses writes a 507 ``read_only`` (nothing charged either; an operator must act, so the SDK does not wait on
+them). Anything else is not a fault of the database's state but a bug, and stays one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import psycopg
+from sqlalchemy.exc import DBAPIError
+
+from budgetlab.errors import Code, Refused
+
+# What a client waits before it tries a database that was unreachable again (seconds).
+RETRY_AFTER = 1.0
+# SQLite's primary result codes (the low byte of an extended code).
+SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 8, 10, 13, 14
+
+
+def database_refusal(exc: BaseException, service: str = "the service") -> Refused | None:
+    """The refusal a driver's (or SQLAlchemy's) exception stands for, or None when it is not a database fault."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    if isinstance(exc, sqlite3.Error):
+        code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code == SQLITE_FULL:
+            return _full(service, str(exc))
+        if code == SQLITE_READONLY:
+            return _read_only(service, str(exc))
+        if code in (SQLITE_IOERR, SQLITE_CANTOPEN):
+            return _unavailable(service, str(exc))
+        return None
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return _full(service, str(exc).strip())
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return _read_only(service, str(exc).strip())
+    # Connection refused or lost, the server shutting down or starting up, too many connections: all transient.
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return _unavailable(service, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    return None
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    """Whether the connection the exception came from is gone (so other connections opened before it likely are)."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and not isinstance(
+        exc, psycopg.errors.DiskFull | psycopg.errors.LockNotAvailable)
+
+
+def _unavailable(service: str, why: str) -> Refused:
+    return Refused(Code.DATABASE_UNAVAILABLE.status, Code.DATABASE_UNAVAILABLE.value,
+                   f"{service}'s database cannot be reached right now ({why}); nothing was done, retry after "
+                   "Retry-After", retry_after=RETRY_AFTER)
+
+
+def _full(service: str, why: str) -> Refused:
+    return Refused(Code.STORAGE_FULL.status, Code.STORAGE_FULL.value,
+                   f"{service}'s database has no space left ({why}); nothing was done or charged",
+                   retry_after=RETRY_AFTER * 30)
+
+
+def _read_only(service: str, why: str) -> Refused:
+    return Refused(Code.READ_ONLY.status, Code.READ_ONLY.value,
+                   f"{service}'s database refuses writes ({why}); nothing was done or charged",
+                   retry_after=RETRY_AFTER * 30)
