@@ -525,6 +525,8 @@ def run(
         t = result.test_budget
         console.print(f"with {t.per_example} attributes per test example: "
                       + scores_line(task, t.mse, t.normalized_mse, t.zero_one))
+    if result.diagnosis:
+        console.print(f"[yellow]{escape(result.diagnosis)}[/]", soft_wrap=True)
     if result.session:
         console.print(f"oracle session: {result.session}")
 

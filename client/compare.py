@@ -164,6 +164,8 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
                            oracle=oracle)
     if written.claims:
         console.print(claims_table(written.claims))
+    for line in written.diagnoses:
+        console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True, highlight=False)
     failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} runs completed; report: {written.path}", soft_wrap=True)
     tracking_failed = mlflow and not log_to_mlflow(out, experiment, console, err)

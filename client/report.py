@@ -17,7 +17,7 @@ import csv
 import math
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -135,6 +135,9 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
         lines.append(f"| {s.label} (`{s.id}`{theory}) | {s.per_example or 'all'} | {scores} "
                      f"| {cell(s.of('attributes'), 6)} | {cell(s.of('examples'), 6)} | {cell(s.of('wall_time'), 3)} "
                      f"| {len(s.completed)}/{len(s.runs)} | {s.audits()} |")
+    diagnoses = [(s.label, line) for s in summaries if (line := s.diagnosis())]
+    if diagnoses:
+        lines += ["", "Near the zero predictor:", ""] + [f"- **{label}**: {line}" for label, line in diagnoses]
     online = [s for s in summaries if s.cumulative_loss() is not None]
     if online:
         lines += ["", "Online protocol (Ito et al. 2017): cumulative squared loss of the predictions made before "
@@ -251,6 +254,8 @@ class Written:
 
     path: Path
     claims: list[ClaimResult]
+    # "design · label: line" for each algorithm that stayed near the zero predictor (``AlgorithmSummary.diagnosis``)
+    diagnoses: list[str] = field(default_factory=list)
 
 
 def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
@@ -306,7 +311,9 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
         config=RecordedConfig.model_validate(config.model_dump(mode="json")), designs=recorded,
         tuning=[TuningRecord.model_validate(t.json()) for t in tunings]).write(out / "results.json")
     write_curves(out / "curves.csv", designs, per_design)
-    return Written(out / "report.md", claims)
+    diagnoses = [f"{design.name} · {s.label}: {line}" for design, summaries in zip(designs, per_design, strict=True)
+                 for s in summaries if (line := s.diagnosis())]
+    return Written(out / "report.md", claims, diagnoses)
 
 
 def software(origin: dict[str, Any]) -> str:
@@ -351,6 +358,7 @@ def design_record(design: Design, summaries: list[AlgorithmSummary], plots: list
     """The design as results.json keeps it: every algorithm with its summary and every run."""
     algorithms = [AlgorithmRecord(
         label=s.label, id=s.id, params=s.params, defaults=s.defaults, per_example=s.per_example,
+        diagnosis=s.diagnosis(),
         summary=Summary(test_mse=_stat(s.final("test_mse")), normalized_mse=_stat(s.final("normalized_mse")),
                         zero_one=_stat(s.final("zero_one")), attributes=_stat(s.of("attributes")),
                         examples=_stat(s.of("examples")), wall_time=_stat(s.of("wall_time")),

@@ -58,6 +58,14 @@ class AlgorithmSummary:
     def cumulative_loss(self) -> Stat | None:
         return stat([r.result.cumulative_loss for r in self.completed if r.result.cumulative_loss is not None])
 
+    def diagnosis(self) -> str | None:
+        """The line of ``learner.diagnosis`` for the runs that stayed near the zero predictor: the first seed's, with
+        how many of the completed seeds did (None when every run learned)."""
+        lines = [r.result.diagnosis for r in self.completed if r.result.diagnosis]
+        if not lines:
+            return None
+        return lines[0] + (f" ({len(lines)} of {len(self.completed)} seeds)" if len(self.completed) > 1 else "")
+
     @property
     def failures(self) -> list[RunOutcome]:
         return [r for r in self.runs if r not in self.completed]

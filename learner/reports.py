@@ -78,6 +78,12 @@ class AlgorithmRow(BaseModel):
         examples=[{"test_mse": {"mean": 1.2034, "std": 0.0412, "n": 5}, "zero_one": None}])
     runs: int = Field(0, description="runs of it in the comparison (one per seed)", examples=[5])
     completed: int = Field(0, description="of those, the ones that finished or exhausted their budget", examples=[5])
+    diagnosis: str | None = Field(
+        None, description="why its runs stayed near the zero predictor and what to try (learner.diagnosis), with how "
+                          "many seeds did; null when they learned",
+        examples=["aer ended at 0.97 of the zero predictor's test MSE: with about 3.93 of d = 784 attributes per "
+                  "example over 900 examples, each attribute was observed 4.5 times on average; try a larger "
+                  "--per-example, more examples or --tune aer:lam=2.5,25,2.5e+02 (3 of 5 seeds)"])
 
 
 class DesignReport(BaseModel):
@@ -218,7 +224,8 @@ def parse(name: str, results: ComparisonResults, mtime: float, report: Path) -> 
             rows.append(AlgorithmRow(label=algorithm.label or algorithm.id, id=algorithm.id,
                                      per_example=algorithm.per_example,
                                      summary={m: getattr(algorithm.summary, m) for m in SUMMARY_METRICS},
-                                     runs=len(algorithm.runs), completed=done))
+                                     runs=len(algorithm.runs), completed=done,
+                                     diagnosis=algorithm.diagnosis))
         designs.append(DesignReport(
             name=design.name, description=design.description, dataset=design.dataset.name,
             dataset_params=design.dataset.params, budget=design.budget.model_dump(),

@@ -20,6 +20,7 @@ from budgetlab.contract.base import ParamValue
 from budgetlab.contract.runs import CurvePoint, RunResult, RunStatus
 from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
 from learner.algorithms import Algorithm, DataScale, Problem, get_algorithm
+from learner.diagnosis import diagnose
 from learner.oracle import Oracle
 
 DEFAULT_EVAL_POINTS = 20
@@ -161,4 +162,5 @@ def run_algorithm(
     # Read at the end: some algorithms resolve a parameter only once they have seen data (a two-phase step size).
     result.resolved_params = {name: value.item() if isinstance(value, np.generic) else value
                               for name, value in algorithm.config.items()}
+    result.diagnosis = diagnose(result, algorithm.tuning_hint())
     return result

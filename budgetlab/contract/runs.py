@@ -125,6 +125,12 @@ class RunResult(BaseModel):
                                     examples=[[CURVE_POINT_EXAMPLE]])
     final: CurvePoint | None = Field(None, description="the test error of the final predictor",
                                      examples=[CURVE_POINT_EXAMPLE])
+    diagnosis: str | None = Field(
+        None, description="for a completed run that ended near the zero predictor (normalised test MSE >= 0.95), one "
+                          "line saying why and what to try; null when it learned",
+        examples=["aer ended at 0.99 of the zero predictor's test MSE: the theorems' constants (defaults = theory) "
+                  "are worst-case choices that barely move w in 900 examples; try the practical defaults or --tune "
+                  "aer:lam=55,5.5e+02,5.5e+03"])
     test_budget: TestScore | None = Field(None, description="its score on a test-time budget, if one was asked",
                                           examples=[TEST_SCORE_EXAMPLE])
     session: str | None = Field(None, description="the training session's id on the oracle",

@@ -219,6 +219,12 @@ function renderPanel() {
   $("run-panel").hidden = false;
   $("run-title").textContent = run.id;
   const info = state.requests.get(run.id);
+  if (info && ACTIVE.has(info.status) && !ACTIVE.has(run.status)) {
+    // it ended since it was fetched: fetch it again for its result (and the line that says why it stayed near zero)
+    state.requests.delete(run.id);
+    select(run.id);
+    return;
+  }
   const request = info && info.request;
   const facts = [
     ["algorithm", request ? `${run.algorithm} (${paramsText(request.params)}`
@@ -228,6 +234,7 @@ function renderPanel() {
       + (run.budget.total !== null && run.budget.total !== undefined ? `, ${fmt(run.budget.total)} in total` : "")],
     ["seed", run.seed],
     ["status", `${run.status}${run.message ? ` — ${run.message}` : ""}`],
+    ...(info && info.result && info.result.diagnosis ? [["near zero", info.result.diagnosis]] : []),
     ["started", ago(run.created_at)],
     ["oracle session", run.session
       ? h("a", { href: `${state.oracleUrl}/#session=${run.session}`, class: "mono" }, run.session) : "—"],
@@ -367,6 +374,10 @@ function reportBody(detail) {
         scores.map((m) => h("td", { class: "num" }, statText(a.summary[m], SCORES[m][1]))),
         h("td", { class: "num" }, statText(a.summary.attributes, 6)),
         h("td", { class: "num" }, `${a.completed}/${a.runs}`))))));
+    const near = design.algorithms.filter((a) => a.diagnosis);
+    if (near.length) {
+      parts.push(h("ul", { class: "diagnoses" }, near.map((a) => h("li", {}, h("b", {}, a.label), `: ${a.diagnosis}`))));
+    }
     parts.push(h("div", { class: "report-plots" }, design.plots.map((url) => h("img", { src: url, alt: url,
       loading: "lazy" }))));
   }

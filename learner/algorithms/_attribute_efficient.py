@@ -14,12 +14,14 @@ from __future__ import annotations
 import bisect
 import math
 from abc import abstractmethod
+from typing import ClassVar
 
 import numpy as np
 
 from learner.algorithms._estimators import squared_loss_gradient
 from learner.algorithms._iterates import LassoIterate, RidgeIterate, ScaledIterate
-from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+from learner.algorithms._step_sizes import ADAPTIVE, ExponentiatedStep, FixedStep, LeastSquaresStep, StepRule
+from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
 
 B_DOC = ("radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to "
          "max|y| / max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball")
@@ -51,7 +53,10 @@ class DataPointSampler:
 
 
 class SampledGradient:
-    """One learner of the family: select() draws the indices, update() builds g̃ and steps the iterate."""
+    """One learner of the family: select() draws the indices, update() builds g̃ and steps the iterate.
+
+    ``step`` is a constant η or a rule of ``_step_sizes`` fed, per example, with x̃ and g̃.
+    """
 
     def __init__(
         self,
@@ -59,14 +64,14 @@ class SampledGradient:
         sampler: DataPointSampler,
         x_draws: int,
         inner_draws: int,
-        eta: float,
+        step: float | StepRule,
         rng: np.random.Generator,
     ) -> None:
         self.iterate = iterate
         self.sampler = sampler
         self.x_draws = x_draws
         self.inner_draws = inner_draws
-        self.eta = eta
+        self.step = FixedStep(step) if isinstance(step, int | float) else step
         self.rng = rng
         self._x: list[int] = []
         self._inv_q: list[float] = []
@@ -91,11 +96,16 @@ class SampledGradient:
             self._x.append(i)
             self._inv_q.append(inv_q)
 
-    def gradient(self, observed: Observed, y: float) -> dict[int, float]:
+    def estimates(self, observed: Observed, y: float) -> tuple[dict[int, float], dict[int, float]]:
+        """(x̃, g̃) for the draws of the last select() (``_estimators.squared_loss_gradient``)."""
         return squared_loss_gradient(self._x, self._inv_q, self._inner, self._ratios, observed, y)
 
+    def gradient(self, observed: Observed, y: float) -> dict[int, float]:
+        return self.estimates(observed, y)[1]
+
     def update(self, observed: Observed, y: float) -> None:
-        self.iterate.step(self.gradient(observed, y), self.eta)
+        x_tilde, gradient = self.estimates(observed, y)
+        self.iterate.step(gradient, self.step.next(x_tilde, gradient))
 
 
 class AttributeEfficient(Algorithm):
@@ -111,6 +121,8 @@ class AttributeEfficient(Algorithm):
     budget_kind = "local"
     min_budget = 2
     needs_scale = True
+    # The step sizes' practical default is a rule (``_step_sizes``), recorded and accepted back by its name.
+    rules: ClassVar[dict[str, str]] = {"eta": ADAPTIVE}
 
     def __init__(self, problem: Problem, seed: int = 0, **params) -> None:
         super().__init__(problem, seed, **params)
@@ -133,6 +145,9 @@ class AttributeEfficient(Algorithm):
     def current_weights(self) -> np.ndarray:
         return self.engine.iterate.current()
 
+    def tuning_hint(self) -> dict[str, list[float]] | None:
+        return {"eta": around(self.engine.step.last)} if self.engine.step.last > 0 else None
+
     # --- parameter helpers ----------------------------------------------------------------------
 
     def resolve(self, name: str, theoretical: float) -> float:
@@ -143,6 +158,23 @@ class AttributeEfficient(Algorithm):
             raise ParamError(f"{self.id}: {name} must be a positive number, got {value}")
         self.config[name] = value
         return value
+
+    def _step(self, name: str, theoretical: float, practical: StepRule) -> StepRule:
+        """The step size ``name``: a given number, the rule ``ADAPTIVE`` (given, or by default), or with
+        ``defaults = "theory"`` the theorem's η."""
+        value = self.config[name]
+        if value == ADAPTIVE or (value is None and not self.problem.theory):
+            self.config[name] = ADAPTIVE
+            return practical
+        return FixedStep(self.resolve(name, theoretical))
+
+    def ridge_step(self, name: str, theoretical: float, scale: float = 1.0) -> StepRule:
+        """OGD's step: by default averaged least squares' 1/(4 E||x̃||²) (``_step_sizes.LeastSquaresStep``)."""
+        return self._step(name, theoretical, LeastSquaresStep(scale))
+
+    def lasso_step(self, name: str, theoretical: float) -> StepRule:
+        """EG's step: by default sqrt(log 2d / Σ ||g̃||_∞²) (``_step_sizes.ExponentiatedStep``)."""
+        return self._step(name, theoretical, ExponentiatedStep(self.problem.d))
 
     def ridge_geometry(self) -> tuple[float, float, float]:
         """(B, B' = X·B, X = max ||x||_2): the L2 ball on w and the theorems' B in the normalised setting."""

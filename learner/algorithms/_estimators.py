@@ -45,10 +45,11 @@ def squared_loss_gradient(
     ratios: Sequence[float],
     observed: Observed,
     y: float,
-) -> dict[int, float]:
-    """g̃ = φ̃ · x̃ with φ̃ = <w,x>~ - y: unbiased for (<w,x> - y) x since the two draws are independent."""
+) -> tuple[dict[int, float], dict[int, float]]:
+    """(x̃, g̃ = φ̃ · x̃) with φ̃ = <w,x>~ - y: g̃ is unbiased for (<w,x> - y) x since the two draws are independent."""
     phi = estimate_inner(inner_draws, ratios, observed) - y
-    return {i: phi * v for i, v in estimate_x(x_draws, inv_q, observed).items()}
+    x_tilde = estimate_x(x_draws, inv_q, observed)
+    return x_tilde, {i: phi * v for i, v in x_tilde.items()}
 
 
 # --- GenEst (Hazan & Koren, Procedure 3) --------------------------------------------------------------

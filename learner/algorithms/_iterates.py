@@ -167,7 +167,7 @@ class LassoIterate(ScaledIterate):
     def step(self, gradient: Mapping[int, float], eta: float) -> None:
         """ḡ = clip(g̃, 1/η); z+ *= exp(-η ḡ), z- *= exp(η ḡ) (H&K Alg. 2 lines 12-16), then renormalise w."""
         self._advance()
-        limit = 1.0 / eta
+        limit = 1.0 / eta if eta > 0 else math.inf  # η = 0: an adaptive step before any non-zero gradient
         z_plus, z_minus = self.z_plus, self.z_minus
         for i, g in gradient.items():
             if g == 0.0:

@@ -54,5 +54,5 @@ class AELR(AttributeEfficient):
     def build(self) -> SampledGradient:
         d, k = self.problem.d, self.problem.budget - 1
         B, B_unit, X = self.lasso_geometry()
-        eta = self.resolve("eta", aelr_eta(k, d, self.problem.n_examples, B_unit) / X)
-        return SampledGradient(LassoIterate(d, B), DataPointSampler(d), k, 1, eta, self.rng)
+        step = self.lasso_step("eta", aelr_eta(k, d, self.problem.n_examples, B_unit) / X)
+        return SampledGradient(LassoIterate(d, B), DataPointSampler(d), k, 1, step, self.rng)

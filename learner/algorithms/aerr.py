@@ -53,5 +53,5 @@ class AERR(AttributeEfficient):
     def build(self) -> SampledGradient:
         d, k = self.problem.d, self.problem.budget - 1
         B, _, X = self.ridge_geometry()
-        eta = self.resolve("eta", aerr_eta(k, d, self.problem.n_examples) / X**2)
-        return SampledGradient(RidgeIterate(d, B), DataPointSampler(d), k, 1, eta, self.rng)
+        step = self.ridge_step("eta", aerr_eta(k, d, self.problem.n_examples) / X**2)
+        return SampledGradient(RidgeIterate(d, B), DataPointSampler(d), k, 1, step, self.rng)

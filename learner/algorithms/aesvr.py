@@ -62,6 +62,7 @@ from learner.algorithms._estimators import (
     genest_phi,
 )
 from learner.algorithms._iterates import RidgeIterate
+from learner.algorithms._step_sizes import StepRule
 from learner.algorithms.aerr import HAZAN_KOREN
 from learner.algorithms.base import Observed, ParamError
 
@@ -96,14 +97,14 @@ class GenEstGradient(SampledGradient):
         sampler: DataPointSampler,
         x_draws: int,
         genest_draws: int,
-        eta: float,
+        step: float | StepRule,
         rng: np.random.Generator,
         *,
         delta: float,
         epsilon: float,
         N: int,
     ) -> None:
-        super().__init__(iterate, sampler, x_draws, genest_draws, eta, rng)
+        super().__init__(iterate, sampler, x_draws, genest_draws, step, rng)
         self.delta = delta
         self.epsilon = epsilon
         self.N = N
@@ -133,11 +134,12 @@ class GenEstGradient(SampledGradient):
         """φ̃ of Algorithm 4 line 2 for the order and draws of the last select()."""
         return genest_phi(self._n, self._p_n, self._groups, self._group_ratios, observed, y, self.delta, self.epsilon)
 
-    def gradient(self, observed: Observed, y: float) -> dict[int, float]:
+    def estimates(self, observed: Observed, y: float) -> tuple[dict[int, float], dict[int, float]]:
         if not self._x:
-            return {}
+            return {}, {}
         phi = self.phi(observed, y)
-        return {i: phi * v for i, v in estimate_x(self._x, self._inv_q, observed).items()}
+        x_tilde = estimate_x(self._x, self._inv_q, observed)
+        return x_tilde, {i: phi * v for i, v in x_tilde.items()}
 
 
 class AESVR(AttributeEfficient):
@@ -178,8 +180,11 @@ class AESVR(AttributeEfficient):
                 f"N = {N}, GenEst's order is capped at {n_max}, where only erf's linear term is left and δ cancels: "
                 f"delta can have no effect. Give GenEst draws for order {MIN_GENEST_ORDER} (lower x_draws or raise "
                 "the per-example budget)")
-        eta = self.resolve("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B_unit, delta, epsilon, n_max) / X**2)
+        # f'_ε has slope erf'(0)/ε = 2/(√π ε) at 0 where the squared loss's φ has 1: the practical step is √π ε/2 times
+        # the least-squares one (``_step_sizes``)
+        step = self.ridge_step("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B_unit, delta, epsilon, n_max)
+                               / X**2, scale=math.sqrt(math.pi) * epsilon / 2)
         return GenEstGradient(
-            RidgeIterate(d, float(self.config["B"])), DataPointSampler(d), x_draws, genest_draws, eta, self.rng,
+            RidgeIterate(d, float(self.config["B"])), DataPointSampler(d), x_draws, genest_draws, step, self.rng,
             delta=delta, epsilon=epsilon, N=N,
         )

@@ -183,6 +183,16 @@ class Algorithm(ABC):
         """The iterate w_t used for online predictions; averaging algorithms override ``weights``."""
         return self.weights
 
+    def tuning_hint(self) -> dict[str, list[float]] | None:
+        """Values worth trying for the parameter that moves this run most (a decade either side of the value it
+        used last), for the line that says why a run stayed near the zero predictor (``learner.diagnosis``)."""
+        return None
+
+
+def around(value: float) -> list[float]:
+    """A decade either side of ``value``: the grid a tuning hint proposes."""
+    return [value / 10, value, value * 10] if value > 0 else []
+
     @classmethod
     def info(cls) -> AlgorithmInfo:
         return AlgorithmInfo(

@@ -33,13 +33,14 @@ from learner.algorithms._attribute_efficient import (
     lasso_iterate,
 )
 from learner.algorithms._prices import inner_product_weights, relative_prices
+from learner.algorithms._step_sizes import StepRule
 from learner.algorithms.ddaerr import FLOOR_DOC
 from learner.algorithms.gaelr import gaelr_eta
 from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
 
 
 def lasso_engine(
-    algorithm: AttributeEfficient, moments: np.ndarray, eta: float, start: np.ndarray | None = None
+    algorithm: AttributeEfficient, moments: np.ndarray, step: StepRule, start: np.ndarray | None = None
 ) -> SampledGradient:
     """GAELR with Lemma 4.3's q ∝ moments and p ∝ |w_j| sqrt(moments_j), over the price for a cost-aware algorithm
     (``_prices``: the lasso's q is cost-optimal as it is)."""
@@ -47,7 +48,7 @@ def lasso_engine(
     x_draws, inner_draws = algorithm.even_split()
     weights = inner_product_weights(moments, relative_prices(algorithm))
     iterate = lasso_iterate(d, float(algorithm.config["B"]), weights, start)
-    return SampledGradient(iterate, DataPointSampler(d, moments), x_draws, inner_draws, eta, algorithm.rng)
+    return SampledGradient(iterate, DataPointSampler(d, moments), x_draws, inner_draws, step, algorithm.rng)
 
 
 class DDAELR(AttributeEfficient):
@@ -72,5 +73,5 @@ class DDAELR(AttributeEfficient):
         x_draws, _ = self.even_split()
         _, B_unit, X = self.lasso_geometry()
         spread = float(moments.sum()) / X**2
-        eta = self.resolve("eta", gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B_unit, spread) / X)
-        return lasso_engine(self, moments, eta)
+        step = self.lasso_step("eta", gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B_unit, spread) / X)
+        return lasso_engine(self, moments, step)

@@ -40,13 +40,14 @@ from learner.algorithms._prices import (
     relative_prices,
     ridge_data_point_weights,
 )
+from learner.algorithms._step_sizes import StepRule
 from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC, gaerr_eta
 
 FLOOR_DOC = "q and p use (1 - floor)·E x² + floor·mean(E x²), keeping every q_i > 0 when floor > 0"
 
 
 def ridge_engine(
-    algorithm: AttributeEfficient, moments: np.ndarray, eta: float, start: np.ndarray | None = None
+    algorithm: AttributeEfficient, moments: np.ndarray, step: StepRule, start: np.ndarray | None = None
 ) -> SampledGradient:
     """GAERR with eq. (4)'s q ∝ sqrt(moments) and p ∝ |w_j| sqrt(moments_j), each over the price for a cost-aware
     algorithm (``_prices``)."""
@@ -55,7 +56,7 @@ def ridge_engine(
     x_draws, inner_draws = algorithm.even_split()
     iterate = ridge_iterate(d, float(algorithm.config["B"]), inner_product_weights(moments, prices), start)
     sampler = DataPointSampler(d, ridge_data_point_weights(moments, prices))
-    return SampledGradient(iterate, sampler, x_draws, inner_draws, eta, algorithm.rng)
+    return SampledGradient(iterate, sampler, x_draws, inner_draws, step, algorithm.rng)
 
 
 class DDAERR(AttributeEfficient):
@@ -80,5 +81,5 @@ class DDAERR(AttributeEfficient):
         x_draws, _ = self.even_split()
         _, _, X = self.ridge_geometry()
         spread = data_point_spread(moments, relative_prices(self)) / X**2
-        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, spread) / X**2)
-        return ridge_engine(self, moments, eta)
+        step = self.ridge_step("eta", gaerr_eta(x_draws, self.problem.n_examples, spread) / X**2)
+        return ridge_engine(self, moments, step)

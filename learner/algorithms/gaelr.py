@@ -65,6 +65,6 @@ class GAELR(AttributeEfficient):
         probabilities = sampler.probabilities()
         B, B_unit, X = self.lasso_geometry()
         spread = 1.0 / probabilities[probabilities > 0].min()
-        eta = self.resolve("eta", gaelr_eta(x_draws, d, self.problem.n_examples, B_unit, spread) / X)
+        step = self.lasso_step("eta", gaelr_eta(x_draws, d, self.problem.n_examples, B_unit, spread) / X)
         c = np.sqrt(probabilities) if inner_choice(self) == "moments" else None
-        return SampledGradient(lasso_iterate(d, B, c), sampler, x_draws, inner_draws, eta, self.rng)
+        return SampledGradient(lasso_iterate(d, B, c), sampler, x_draws, inner_draws, step, self.rng)

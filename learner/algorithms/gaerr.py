@@ -99,7 +99,7 @@ class GAERR(AttributeEfficient):
         probabilities = sampler.probabilities()
         B, _, X = self.ridge_geometry()
         smallest = probabilities[probabilities > 0].min()
-        eta = self.resolve("eta", gaerr_eta(x_draws, self.problem.n_examples, 1.0 / smallest) / X**2)
+        step = self.ridge_step("eta", gaerr_eta(x_draws, self.problem.n_examples, 1.0 / smallest) / X**2)
         # eq. (4): q ∝ sqrt(E x²), so q itself is the sqrt(E x_j²) the improved inner product weighs by
         c = probabilities if inner_choice(self) == "moments" else None
-        return SampledGradient(ridge_iterate(d, B, c), sampler, x_draws, inner_draws, eta, self.rng)
+        return SampledGradient(ridge_iterate(d, B, c), sampler, x_draws, inner_draws, step, self.rng)

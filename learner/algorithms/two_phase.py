@@ -43,6 +43,7 @@ from learner.algorithms._attribute_efficient import (
 )
 from learner.algorithms._iterates import LassoIterate, RidgeIterate
 from learner.algorithms._prices import data_point_spread, relative_prices
+from learner.algorithms._step_sizes import ADAPTIVE, StepRule
 from learner.algorithms.aelr import aelr_eta
 from learner.algorithms.aerr import aerr_eta
 from learner.algorithms.base import Observed, ParamError
@@ -65,6 +66,8 @@ def two_phase_params(eta_doc: str) -> dict:
 class TwoPhase(AttributeEfficient):
     """Phase 1: AERR/AELR while estimating E x²; phase 2: the data-dependent learner from there."""
 
+    rules = {"eta": ADAPTIVE, "eta1": ADAPTIVE}
+
     def build(self) -> SampledGradient:
         share = float(self.config["phase1"])
         if not 0.0 <= share < 1.0:
@@ -83,7 +86,7 @@ class TwoPhase(AttributeEfficient):
             return self.second_phase(None)
         d, k = self.problem.d, self.problem.budget - 1
         sampler = DataPointSampler(d)
-        return SampledGradient(self.first_iterate(), sampler, k, 1, self.resolve("eta1", self.first_eta(k)), self.rng)
+        return SampledGradient(self.first_iterate(), sampler, k, 1, self.first_step(k), self.rng)
 
     def update(self, observed: Observed, y: float) -> None:
         if self.phase == 1:
@@ -103,8 +106,7 @@ class TwoPhase(AttributeEfficient):
         self.phase = 2
         moments = floored_moments(self.moment_estimates(), float(self.config["floor"]))
         x_draws = int(self.config["x_draws"])
-        eta = self.resolve("eta", self.second_eta(moments, x_draws))
-        return self.data_dependent_engine(moments, eta, start)
+        return self.data_dependent_engine(moments, self.second_step(moments, x_draws), start)
 
     @abstractmethod
     def geometry(self) -> tuple[float, float, float]:
@@ -114,13 +116,16 @@ class TwoPhase(AttributeEfficient):
     def first_iterate(self) -> RidgeIterate | LassoIterate: ...
 
     @abstractmethod
-    def first_eta(self, k: int) -> float: ...
+    def first_step(self, k: int) -> StepRule:
+        """Phase 1's step (``eta1``): the AERR/AELR theorem's η for m_1 examples, or the practical rule."""
 
     @abstractmethod
-    def second_eta(self, moments: np.ndarray, x_draws: int) -> float: ...
+    def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
+        """Phase 2's step (``eta``): the theorem's η with the estimated moments, or the practical rule."""
 
     @abstractmethod
-    def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient: ...
+    def data_dependent_engine(self, moments: np.ndarray, step: StepRule, start: np.ndarray | None) -> SampledGradient:
+        ...
 
 
 class TwoPhasedDDAERR(TwoPhase):
@@ -140,17 +145,17 @@ class TwoPhasedDDAERR(TwoPhase):
     def first_iterate(self) -> RidgeIterate:
         return RidgeIterate(self.problem.d, self.B)
 
-    def first_eta(self, k: int) -> float:
-        return aerr_eta(k, self.problem.d, self.m1) / self.X**2
+    def first_step(self, k: int) -> StepRule:
+        return self.ridge_step("eta1", aerr_eta(k, self.problem.d, self.m1) / self.X**2)
 
-    def second_eta(self, moments: np.ndarray, x_draws: int) -> float:
+    def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
         scaled = moments / self.X**2
         worst = math.sqrt(x_draws / (6 * self.problem.d * self.m2))
         spread = data_point_spread(2 * scaled, relative_prices(self))
-        return max(worst, math.sqrt(x_draws / (self.m2 * (2 * spread + x_draws)))) / self.X**2
+        return self.ridge_step("eta", max(worst, math.sqrt(x_draws / (self.m2 * (2 * spread + x_draws)))) / self.X**2)
 
-    def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient:
-        return ridge_engine(self, moments, eta, start)
+    def data_dependent_engine(self, moments: np.ndarray, step: StepRule, start: np.ndarray | None) -> SampledGradient:
+        return ridge_engine(self, moments, step, start)
 
 
 class TwoPhasedDDAELR(TwoPhase):
@@ -170,12 +175,13 @@ class TwoPhasedDDAELR(TwoPhase):
     def first_iterate(self) -> LassoIterate:
         return LassoIterate(self.problem.d, self.B)
 
-    def first_eta(self, k: int) -> float:
-        return aelr_eta(k, self.problem.d, self.m1, self.B_unit) / self.X
+    def first_step(self, k: int) -> StepRule:
+        return self.lasso_step("eta1", aelr_eta(k, self.problem.d, self.m1, self.B_unit) / self.X)
 
-    def second_eta(self, moments: np.ndarray, x_draws: int) -> float:
+    def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
         d, B, spread = self.problem.d, self.B_unit, float(moments.sum()) / self.X**2
-        return math.sqrt(x_draws * math.log(2 * d) / (20 * B**2 * self.m2 * (8 * spread + x_draws))) / self.X
+        return self.lasso_step(
+            "eta", math.sqrt(x_draws * math.log(2 * d) / (20 * B**2 * self.m2 * (8 * spread + x_draws))) / self.X)
 
-    def data_dependent_engine(self, moments: np.ndarray, eta: float, start: np.ndarray | None) -> SampledGradient:
-        return lasso_engine(self, moments, eta, start)
+    def data_dependent_engine(self, moments: np.ndarray, step: StepRule, start: np.ndarray | None) -> SampledGradient:
+        return lasso_engine(self, moments, step, start)
