@@ -478,6 +478,11 @@ def run(
     = None,
     local: Annotated[bool, typer.Option("--local", help="run in-process on a LocalOracle")] = False,
     oracle: Annotated[str | None, typer.Option("--oracle", help="oracle URL to run against over HTTP")] = None,
+    tune: Annotated[list[str] | None, typer.Option(
+        "--tune", help="first tune [ALGORITHM:]PARAM=V1,V2,... on held-out training examples (repeatable; the grid "
+                       "is every combination); the tuning's sessions are paid for and reported")] = None,
+    tune_folds: Annotated[int, typer.Option(min=1, max=20, help="k-fold cross-validation for --tune (default: one "
+                                                                 "validation part, the last 20%)")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Run one algorithm on a dataset under a budget, in-process (--local) or against an oracle (--oracle URL).
@@ -509,10 +514,16 @@ def run(
                             seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget)
     except ValidationError as exc:
         raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
-    result = execute_run(request, console=err)
+    result = execute_run(request, console=err, tune=_run_grid(algorithm, tune), tune_folds=tune_folds)
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
+    if result.tuning is not None:
+        t = result.tuning
+        chosen = ", ".join(f"{k}={v}" for k, v in t.chosen.items()) or f"nothing ({t.message})"
+        console.print(f"tuned over {len(t.candidates)} grid point(s) x {len(t.folds)} fold(s): chose {chosen}; the "
+                      f"tuning's {t.sessions} sessions paid {t.attributes} attributes (cost {t.cost:g}), "
+                      f"{t.attributes + result.attributes} with the run's", soft_wrap=True)
     final = result.final
     console.print(f"[bold]{result.algorithm}[/] on {result.dataset}: {result.status} after {result.examples} "
                   f"examples, {result.attributes} attributes paid" + (f" ({result.message})" if result.message else ""))
@@ -529,6 +540,25 @@ def run(
         console.print(f"[yellow]{escape(result.diagnosis)}[/]", soft_wrap=True)
     if result.session:
         console.print(f"oracle session: {result.session}")
+
+
+def _run_grid(algorithm: str, options: list[str] | None) -> dict[str, list[ParamValue]] | None:
+    """``--tune`` of ``budgetlab run`` as a grid: PARAM=V1,... or ALGORITHM:PARAM=V1,... (ALGORITHM the run's)."""
+    from client.tune import TuneError, parse_tune_option
+
+    grid: dict[str, list[ParamValue]] = {}
+    for option in options or []:
+        text = option if ":" in option.partition("=")[0] else f"{algorithm}:{option}"
+        try:
+            named, name, values = parse_tune_option(text)
+        except TuneError as exc:
+            raise UsageError(str(exc).replace("ALGORITHM:PARAM", "[ALGORITHM:]PARAM")) from None
+        if named != algorithm:
+            raise UsageError(f"--tune {option!r} names {named!r}, but this run is {algorithm!r}")
+        if not values:
+            raise UsageError(f"--tune {option!r} lists no value to try")
+        grid[name] = values
+    return grid or None
 
 
 # --- comparisons and the sandbox -----------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""One run as ``budgetlab run`` executes it: in-process on a LocalOracle or over HTTP on an oracle, its progress on
-the console given (stderr): a live bar on a terminal; elsewhere (a pipe, a log file, ``--json`` read by a script)
-a line per step and per evaluation point, at most one every ``LINE_SECONDS``.
+"""One run as ``budgetlab run`` executes it: in-process on a LocalOracle or over HTTP on an oracle, after tuning
+its parameters when it is given a grid (``learner.tuning``, as ``compare`` tunes); its progress on the console given
+(stderr): a live bar on a terminal; elsewhere (a pipe, a log file, ``--json`` read by a script) a line per step and
+per evaluation point, at most one every ``LINE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from budgetlab.contract.base import ParamValue
 from budgetlab.contract.runs import RunCreate, RunResult
 from budgetlab.datasets import DatasetError
 from budgetlab.errors import OracleError, OracleUnavailable
@@ -21,6 +23,7 @@ from learner.algorithms import ParamError, get_algorithm
 from learner.runner import Progress as RunnerProgress
 from learner.runner import run_horizon
 from learner.scoring import run_and_score, session_opener
+from learner.tuning import TuningError, tune_run
 
 LINE_SECONDS = 2.0
 
@@ -65,9 +68,14 @@ def _info(p: RunnerProgress) -> str:
     return f"attrs {p.attributes}" + (f"  mse {p.point.test_mse:.4g}" if p.point else "")
 
 
-def execute_run(request: RunCreate, *, console: Console) -> RunResult:
+def execute_run(request: RunCreate, *, console: Console, tune: dict[str, list[ParamValue]] | None = None,
+                tune_folds: int = 1) -> RunResult:
     """Run ``request`` over HTTP on its ``oracle_url``, or in-process when it has none, saying what it does on
-    ``console``; user errors (unknown algorithm, bad params, dataset, unreachable oracle) are a ``UsageError``."""
+    ``console``; user errors (unknown algorithm, bad params, dataset, unreachable oracle, a grid that cannot be
+    tuned) are a ``UsageError``.
+
+    With a ``tune`` grid the parameters are first chosen on held-out training examples (``tune_folds`` folds), in
+    sessions of their own that are paid for; the result's ``tuning`` says what was chosen and what it paid."""
     shown = RunProgress(console, f"{request.algorithm} on {request.dataset}")
     open_oracle = session_opener(request, request.oracle_url)
     shown.step(f"opening a training session on the oracle {request.oracle_url} ..." if request.oracle_url
@@ -78,6 +86,14 @@ def execute_run(request: RunCreate, *, console: Console) -> RunResult:
     except (ParamError, DatasetError, OracleError, OracleUnavailable) as exc:
         raise UsageError(str(exc)) from None
     horizon = run_horizon(request.max_examples, oracle.n_examples)
+    tuning = None
+    try:
+        if tune:
+            tuning = tune_run(request, tune, open_oracle, oracle.n_examples, folds=tune_folds, progress=shown.step)
+            request = request.model_copy(update={"params": tuning.params()})
+    except (TuningError, ParamError, ValueError, OracleError, OracleUnavailable) as exc:
+        oracle.close()
+        raise UsageError(str(exc)) from None
     try:
         with shown.examples(horizon) as progress:
             result = run_and_score(request, oracle, open_oracle, progress=progress, announce=shown.step)
@@ -85,4 +101,6 @@ def execute_run(request: RunCreate, *, console: Console) -> RunResult:
         raise UsageError(str(exc)) from None
     finally:
         oracle.close()
+    if tuning is not None:
+        result.tuning = tuning.report()
     return result

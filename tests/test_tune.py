@@ -20,7 +20,7 @@ from budgetlab.errors import OracleError
 from budgetlab.oracle_client import OracleClient
 from client.cli import app
 from client.config import TuneSpec
-from client.tune import folds_of
+from learner.tuning import folds_of
 
 RUNNER = CliRunner()
 HORIZON = 120
@@ -95,8 +95,9 @@ def test_a_part_outside_the_split_or_in_a_pool_is_refused(oracle_url: str) -> No
 
 
 def test_folds_cover_the_run_examples_once() -> None:
-    assert folds_of(100, TuneSpec(grid={"a": {"eta": [1]}}, folds=3)) == [(0, 33), (33, 66), (66, 100)]
-    assert folds_of(100, TuneSpec(grid={"a": {"eta": [1]}}, validation=0.25)) == [(75, 100)]
+    assert folds_of(100, 3) == [(0, 33), (33, 66), (66, 100)]
+    assert folds_of(100, 1, 0.25) == [(75, 100)]
+    assert folds_of(100, TuneSpec(grid={"a": {"eta": [1]}}).folds) == [(80, 100)]  # the [tune] default
 
 
 def test_every_tuning_session_is_in_the_ledger_and_compliant(tuned: dict) -> None:

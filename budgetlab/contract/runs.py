@@ -95,6 +95,25 @@ class TestScore(BaseModel):
                          examples=["9a1c0d7e5b4f4c2e8d6a3b1f0e9c7d5a"])
 
 
+class TuningReport(BaseModel):
+    """How a run's parameters were chosen: a grid, each point fitted on training folds and scored on held-out ones,
+    in sessions of their own that were paid for; what those sessions paid is the tuning's cost."""
+
+    candidates: list[dict[str, ParamValue]] = Field(description="the grid's points, in order",
+                                                    examples=[[{"eta": 0.001}, {"eta": 0.01}]])
+    folds: list[list[int]] = Field(description="the validation blocks, as [start, stop) positions of the run's stream",
+                                   examples=[[[720, 900]]])
+    scores: list[float | None] = Field(description="each candidate's mean validation squared error (null: unscored)",
+                                       examples=[[0.81, 0.64]])
+    chosen: dict[str, ParamValue] = Field(description="the point with the lowest validation error (empty: none "
+                                                      "scored, the run used its given parameters)",
+                                          examples=[{"eta": 0.01}])
+    sessions: int = Field(description="fit runs and validation sessions", examples=[4])
+    attributes: int = Field(description="attributes the tuning's sessions paid for", examples=[8100])
+    cost: float = Field(description="cost units they spent", examples=[8100.0])
+    message: str = Field("", description="why nothing was chosen, if so", examples=[""])
+
+
 class RunResult(BaseModel):
     """What one run produced; `budgetlab run --json` prints exactly this."""
 
@@ -133,6 +152,9 @@ class RunResult(BaseModel):
                   "aer:lam=55,5.5e+02,5.5e+03"])
     test_budget: TestScore | None = Field(None, description="its score on a test-time budget, if one was asked",
                                           examples=[TEST_SCORE_EXAMPLE])
+    tuning: TuningReport | None = Field(None, description="how its parameters were tuned, and what that paid (not "
+                                                          "counted in attributes and cost: they are the run's own)",
+                                        examples=[None])
     session: str | None = Field(None, description="the training session's id on the oracle",
                                 examples=["f396ed88b0c0e8e3d6b3b937b222247e"])
     examples: int = Field(0, description="training examples seen", examples=[5000])
