@@ -187,3 +187,42 @@ def test_validation_from_the_largest_weights_pays_for_those_only(tmp_path: Path)
         # Two candidates, 3 attributes each: at most 6 distinct attributes of each of the 60 held-out examples.
         assert all(0 < v["attributes"] <= 6 * 60 for v in cell["validations"])
     assert "from each candidate's 3 largest weights" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_run_tunes_as_compare_does_and_counts_what_tuning_paid(tuned: dict) -> None:
+    args = ["run", "--algorithm", "aerr", "--dataset", "digits-3v5", "--per-example", "5", "--max-examples",
+            str(HORIZON), "--eval-every", "60", "--seed", "0", "--local", "--tune", "eta=1e-9,0.05",
+            "--tune-folds", "2"]
+    result = RUNNER.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.output)
+    cell = tuned["results"]["tuning"][0]  # compare's AERR, seed 0, through the learner service and the oracle
+    assert (cell["label"], cell["seed"]) == ("AERR", 0)
+    tuning = printed["tuning"]
+    assert tuning["scores"] == pytest.approx(cell["scores"], rel=1e-9)
+    assert tuning["attributes"] == cell["attributes"] and tuning["sessions"] == cell["sessions"] == 6
+    assert tuning["chosen"] == {"eta": 0.05} and printed["params"] == {"eta": 0.05}
+    assert printed["resolved_params"]["eta"] == 0.05
+    text = " ".join(RUNNER.invoke(app, args).output.split())
+    assert (f"tuned over 2 grid point(s) x 2 fold(s): chose eta=0.05; the tuning's 6 sessions paid "
+            f"{cell['attributes']} attributes (cost {cell['cost']:g}), {cell['attributes'] + printed['attributes']} "
+            "with the run's") in text
+    refused = RUNNER.invoke(app, [*args[:-4], "--tune", "aelr:eta=1,2"])
+    assert refused.exit_code == 1 and "names 'aelr', but this run is 'aerr'" in refused.output
+
+
+def test_the_estimator_tunes_and_counts_what_tuning_paid() -> None:
+    from learner.estimator import BudgetedRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 10))
+    y = X @ rng.normal(size=10)
+    model = BudgetedRegressor("aerr", per_example=5, seed=0, tune={"eta": [1e-9, 0.01]}, tune_folds=2).fit(X, y)
+    tuning = model.tuning_
+    assert tuning.sessions == 2 * 2 + 2 and tuning.folds == [[0, 150], [150, 300]]
+    tiny, useful = tuning.scores
+    assert useful < tiny and tuning.chosen == {"eta": 0.01}
+    assert model.result_.params == {"eta": 0.01} and model.result_.tuning == tuning
+    assert model.n_attributes_paid_ == model.result_.attributes + tuning.attributes
+    # each fit saw the other fold's 150 rows, at most 5 attributes of each
+    assert model.result_.attributes <= 5 * 300 and tuning.attributes > 0
