@@ -16,7 +16,7 @@ classification datasets), and the verdict on the issue's rule: the practical run
 ``--only`` restricts the algorithms or datasets (``--only aerr,mnist-3v5``); ``--smoke`` runs two algorithms on
 two small datasets.
 
-    python benchmarks/defaults_sweep.py [--json] [--no-grid] [--only NAMES] [--seeds 0,1]
+    python benchmarks/defaults_sweep.py [--json] [--modes practical,theory,grid] [--only NAMES] [--seeds 0,1]
 """
 
 from __future__ import annotations
@@ -130,13 +130,15 @@ def grid_best(algorithm: str, setting: Setting, seed: int, theory) -> tuple[floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--no-grid", action="store_true", help="skip the grid mode (much faster)")
+    parser.add_argument("--modes", default="practical,theory,grid",
+                        help="which of practical, theory and grid to run (grid needs theory; it is the slow one)")
     parser.add_argument("--only", default="", help="comma-separated algorithm ids and/or dataset names")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (the figures are means over them)")
     parser.add_argument("--smoke", action="store_true", help="two algorithms on two small datasets")
     args = parser.parse_args()
     only = {s for s in args.only.split(",") if s}
     seeds = [int(s) for s in args.seeds.split(",")]
+    wanted = set(args.modes.split(","))
     ids = [a for a in algorithms() if not only or a in only or not (only & set(algorithms()))]
     settings = [s for s in SETTINGS if not only or s.name in only or not (only & {x.name for x in SETTINGS})]
     if args.smoke:
@@ -149,13 +151,14 @@ def main() -> None:
             modes: dict[str, list[tuple[float, float]]] = {"practical": [], "theory": [], "grid": []}
             chosen: list[dict] = []
             for seed in seeds:
-                for defaults in ("practical", "theory"):
+                modes_run = [m for m in ("practical", "theory") if m in wanted or (m == "theory" and "grid" in wanted)]
+                for defaults in modes_run:
                     result = run_one(algorithm, setting, seed, defaults)  # type: ignore[arg-type]
                     if result.final is None:
                         progress(f"  {defaults}: {result.status} {result.message}")
                         continue
                     modes[defaults].append((result.final.normalized_mse, result.final.zero_one))
-                    if defaults == "theory" and not args.no_grid:
+                    if defaults == "theory" and "grid" in wanted:
                         nmse, zero_one, params = grid_best(algorithm, setting, seed, result)
                         modes["grid"].append((nmse, zero_one))
                         chosen.append(params)
@@ -173,7 +176,7 @@ def main() -> None:
     readme = []
     if not args.smoke and (not only or only & {"aerr", "aer", "mnist-3v5"}):
         for algorithm, setting, test_budget, target in README:
-            for defaults in ("practical", "theory"):
+            for defaults in [m for m in ("practical", "theory") if m in wanted]:
                 progress(f"README {algorithm} {setting.label} k={setting.per_example} {defaults}")
                 result = run_one(algorithm, setting, 0, defaults, test_budget=test_budget)  # type: ignore[arg-type]
                 entry = {"algorithm": algorithm, "dataset": setting.label, "per_example": setting.per_example,

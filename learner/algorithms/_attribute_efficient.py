@@ -20,7 +20,14 @@ import numpy as np
 
 from learner.algorithms._estimators import squared_loss_gradient
 from learner.algorithms._iterates import LassoIterate, RidgeIterate, ScaledIterate
-from learner.algorithms._step_sizes import ADAPTIVE, ExponentiatedStep, FixedStep, LeastSquaresStep, StepRule
+from learner.algorithms._step_sizes import (
+    ADAPTIVE,
+    AtLeast,
+    ExponentiatedStep,
+    FixedStep,
+    LeastSquaresStep,
+    StepRule,
+)
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
 
 B_DOC = ("radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to "
@@ -159,13 +166,13 @@ class AttributeEfficient(Algorithm):
         self.config[name] = value
         return value
 
-    def _step(self, name: str, theoretical: float, practical: StepRule) -> StepRule:
-        """The step size ``name``: a given number, the rule ``ADAPTIVE`` (given, or by default), or with
-        ``defaults = "theory"`` the theorem's η."""
+    def _step(self, name: str, theoretical: float, practical: LeastSquaresStep | ExponentiatedStep) -> StepRule:
+        """The step size ``name``: a given number, the rule ``ADAPTIVE`` (given, or by default: the practical rule,
+        never below the theorem's η), or with ``defaults = "theory"`` the theorem's η."""
         value = self.config[name]
         if value == ADAPTIVE or (value is None and not self.problem.theory):
             self.config[name] = ADAPTIVE
-            return practical
+            return AtLeast(practical, theoretical)
         return FixedStep(self.resolve(name, theoretical))
 
     def ridge_step(self, name: str, theoretical: float, scale: float = 1.0) -> StepRule:
@@ -173,8 +180,9 @@ class AttributeEfficient(Algorithm):
         return self._step(name, theoretical, LeastSquaresStep(scale))
 
     def lasso_step(self, name: str, theoretical: float) -> StepRule:
-        """EG's step: by default sqrt(log 2d / Σ ||g̃||_∞²) (``_step_sizes.ExponentiatedStep``)."""
-        return self._step(name, theoretical, ExponentiatedStep(self.problem.d))
+        """EG's step on the L1 ball of radius B (resolved first): by default sqrt(log 2d / Σ ||g̃||_∞²), capped
+        (``_step_sizes.ExponentiatedStep``)."""
+        return self._step(name, theoretical, ExponentiatedStep(self.problem.d, float(self.config["B"])))
 
     def ridge_geometry(self) -> tuple[float, float, float]:
         """(B, B' = X·B, X = max ||x||_2): the L2 ball on w and the theorems' B in the normalised setting."""
@@ -183,9 +191,15 @@ class AttributeEfficient(Algorithm):
         return B, scale.max_norm2 * B, scale.max_norm2
 
     def lasso_geometry(self) -> tuple[float, float, float]:
-        """(B, B' = X·B, X = max |x_i|): the L1 ball on w and the theorems' B in the normalised setting."""
+        """(B, B' = X·B, X = max |x_i|): the L1 ball on w and the theorems' B in the normalised setting.
+
+        Real data declare no ||w*||_1, only the stand-in for ||w*||_2 (``DataScale``), which the theorems' default
+        uses for both norms. That L1 ball binds on real data (the cross-validated lasso has ||w||_1 = 8.4 on
+        ``mnist-3v5``, the stand-in 2.95); the practical default is the smallest L1 ball holding the stand-in's L2
+        ball, sqrt(d) times the stand-in. A synthetic design's declared ||w*||_1 is kept."""
         scale = self.problem.scale
-        B = self.resolve("B", scale.radius1())
+        widen = 1.0 if self.problem.theory or scale.generated else math.sqrt(self.problem.d)
+        B = self.resolve("B", widen * scale.radius1())
         return B, scale.max_abs * B, scale.max_abs
 
     def even_split(self, name: str = "x_draws") -> tuple[int, int]:

@@ -31,6 +31,10 @@ from collections.abc import Mapping
 ADAPTIVE = "adaptive"
 # Bach & Moulines' constant: η = 1/(4R²).
 LMS_FACTOR = 0.25
+# Examples a running mean of ||x̃||² needs before it is trusted: a sampled x̃ is heavy-tailed (x_i / q_i), and a
+# mean over the first few examples of a new sampler (the second phase of the two-phased learners) ran 10x above
+# the theorem's η. Until then the rules answer 0, i.e. the theorem's η (``AtLeast``).
+WARMUP = 10
 
 
 class FixedStep:
@@ -45,33 +49,58 @@ class FixedStep:
 
 
 class LeastSquaresStep:
-    """η_t = scale / (4 R²_t), R²_t the mean of ||x̃_s||² over s <= t (0 until some x̃ is non-zero)."""
+    """η_t = scale / (4 R²_t), R²_t the mean of ||x̃_s||² over s <= t (0 until some x̃ is non-zero, and during the
+    first ``warmup`` examples)."""
 
-    def __init__(self, scale: float = 1.0) -> None:
+    def __init__(self, scale: float = 1.0, warmup: int = WARMUP) -> None:
         self.scale = scale
+        self.warmup = warmup
         self._sum = 0.0
-        self._count = 0
+        self.count = 0
         self.last = 0.0  # the latest η (what a constant step to try would start from)
 
     def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float]) -> float:
-        self._count += 1
+        self.count += 1
         self._sum += sum(v * v for v in x_tilde.values())
-        self.last = self.scale * LMS_FACTOR * self._count / self._sum if self._sum > 0 else 0.0
+        ready = self._sum > 0 and self.count > self.warmup
+        self.last = self.scale * LMS_FACTOR * self.count / self._sum if ready else 0.0
         return self.last
 
 
 class ExponentiatedStep:
-    """η_t = sqrt(log 2d / Σ_{s<=t} ||g̃_s||_∞²) (0 until some gradient is non-zero)."""
+    """η_t = sqrt(log 2d / Σ_{s<=t} ||g̃_s||_∞²), at most d / (4 B R²_t) (0 until some gradient is non-zero).
 
-    def __init__(self, d: int) -> None:
+    The cap: at EG's start (z⁺ = z⁻ = 1) a step moves w_i by about -(B η / d) g̃_i, a gradient step of size B η / d,
+    which must not exceed averaged least squares' stable 1/(4R²) (``LeastSquaresStep``). Without it the first
+    steps on a wide ball (B = ||w*||_1 = 500 on ``powerlaw``) throw w far past w* and it ends above the zero
+    predictor. ``radius`` = None: no cap (full information, where g is exact)."""
+
+    def __init__(self, d: int, radius: float | None = None) -> None:
         self._log = math.log(2 * d)
         self._energy = 0.0
+        self._cap = None if radius is None else LeastSquaresStep(d / radius)
         self.last = 0.0
 
     def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float]) -> float:
         self._energy += max((abs(g) for g in gradient.values()), default=0.0) ** 2
         self.last = math.sqrt(self._log / self._energy) if self._energy > 0 else 0.0
+        if self._cap is not None:
+            # 0 (the theorem's η, ``AtLeast``) until the cap's mean of ||x̃||² is trusted
+            self.last = min(self.last, self._cap.next(x_tilde, gradient))
         return self.last
 
 
-StepRule = FixedStep | LeastSquaresStep | ExponentiatedStep
+class AtLeast:
+    """A rule's η, never below ``floor`` (the theorem's η: a practical step is never slower than the theory's)."""
+
+    def __init__(self, rule: LeastSquaresStep | ExponentiatedStep, floor: float) -> None:
+        self.rule = rule
+        self.floor = floor
+        self.last = 0.0
+
+    def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float]) -> float:
+        self.last = max(self.rule.next(x_tilde, gradient), self.floor)
+        return self.last
+
+
+StepRule = FixedStep | LeastSquaresStep | ExponentiatedStep | AtLeast

@@ -31,8 +31,8 @@ class DataScale:
 
     ``max_norm2`` = max ||x||_2, ``max_abs`` = max |x_i|, ``max_label`` = max |y|, ``mean_sq_norm`` = E||x||^2,
     ``max_second_moment`` = max_i E[x_i^2]; ``weight_norm2``/``weight_norm1`` bound ||w*||_2 and ||w*||_1 (a
-    synthetic design's generating w*, or the oracle's stand-in for real data). ``unit()`` is the papers'
-    normalised setting, every bound 1, for an algorithm built without an oracle.
+    synthetic design's generating w*, or the oracle's stand-in for real data: ``generated`` says which). ``unit()``
+    is the papers' normalised setting, every bound 1, for an algorithm built without an oracle.
     """
 
     max_norm2: float = 1.0
@@ -42,6 +42,7 @@ class DataScale:
     max_second_moment: float = 1.0
     weight_norm2: float = 1.0
     weight_norm1: float = 1.0
+    generated: bool = True
 
     @classmethod
     def unit(cls) -> DataScale:
@@ -50,7 +51,8 @@ class DataScale:
     @classmethod
     def declared(cls, prior: object) -> DataScale:
         """From the oracle's moments answer (``MomentsResponse``); a zero bound (no data) counts as 1."""
-        return cls(**{name: float(getattr(prior, name)) or 1.0 for name in cls.__dataclass_fields__})
+        bounds = {name: float(getattr(prior, name)) or 1.0 for name in cls.__dataclass_fields__ if name != "generated"}
+        return cls(**bounds, generated=str(getattr(prior, "weight_source", "")).startswith("generating"))
 
     def radius2(self, given: float | None = None) -> float:
         """The L2 ball of the ridge theorems: ||w*||_2 <= B, widened to max|y| / max||x||_2 so |y| <= B ||x||."""
@@ -117,9 +119,9 @@ class Algorithm(ABC):
     # name -> (default, description); a default of None means "the paper's theoretical choice".
     params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {}
     # Parameters whose default is a rule applied as the run goes, with no one value (a running maximum, an
-    # adaptive schedule): name -> the rule's name. ``config`` records that name for them and they accept it back,
-    # so the resolved parameters of a run reproduce it.
-    rules: ClassVar[dict[str, str]] = {}
+    # adaptive schedule): name -> the rule's name (or names). ``config`` records that name for them and they accept
+    # it back, so the resolved parameters of a run reproduce it.
+    rules: ClassVar[dict[str, str | tuple[str, ...]]] = {}
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
         self.check_params(params)
@@ -146,7 +148,8 @@ class Algorithm(ABC):
             raise ParamError(f"{cls.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(cls.params)}")
 
     def _coerce(self, name: str, value: ParamValue) -> ParamValue:
-        if name in self.rules and value == self.rules[name]:
+        names = self.rules.get(name, ())
+        if value in ((names,) if isinstance(names, str) else names):
             return value
         default = self.params[name][0]
         try:

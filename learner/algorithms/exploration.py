@@ -11,8 +11,13 @@ Choices the paper leaves open (see docs/papers.md; the paper gives no hyper-para
 
 - s' is the per-example budget k. s defaults to round(0.6 s') (30 at s' = 50, the working value on the §6
   design, docs/papers.md), clipped to 1 ≤ s < s'.
-- η = 0.2 / max_i E[x_i²] and B = 100 examples per block per update by default; smaller batches
-  diverge (hard thresholding keeps the noisiest coordinates). B is constant here, as in Theorem 4.1.
+- η = 0.2 / max_i E[x_i²]. B (examples per block per update) is constant, as in Theorem 4.1. The working value
+  of docs/papers.md is B = 100 (smaller batches diverge on the §6 design: hard thresholding keeps the noisiest
+  coordinates), and ``defaults = "theory"`` keeps it. But one update then needs d'·100 examples: 25,000 at
+  d = 500 and a budget of 5, so a run of a few thousand examples never updates and stays at θ = 0. The practical
+  default sizes B to the run: B = m / (10 d'), at least 10 and at most 100 (``practical_batch``), so that the m
+  examples make about 10 updates where 10 examples per block allow it (below 10 the batches diverged on every
+  dataset we tried).
 - Scale (the bound this theorem uses: the smoothness L_s of the loss on s-sparse vectors, which scales with
   E[x_i²], declared by the oracle as max_i E[x_i²]). Theorem 4.1 asks η = Θ(1/L_s); the working value
   0.2 is for the §6 design, x ~ N(0, I) (E[x_i²] = 1), so the default is 0.2 / max_i E[x_i²]: the same
@@ -31,11 +36,17 @@ import numpy as np
 
 from budgetlab.contract.base import ParamValue
 from learner.algorithms._hard_thresholding import hard_threshold, support
-from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
 
 MURATA_SUZUKI = "Murata & Suzuki 2018, Sample Efficient Stochastic Gradient Iterative Hard Thresholding Method"
 SPARSITY_SHARE = 0.6
 WORKING_ETA = 0.2  # η that works on the §6 design, where E[x_i²] = 1 (docs/papers.md)
+WORKING_BATCH = 100  # B that works there (docs/papers.md): the theory defaults' batch
+# The practical batch: about this many updates over the run, with batches of MIN_BATCH..WORKING_BATCH examples.
+TARGET_UPDATES = 10
+MIN_BATCH = 10
+BATCH_DOC = ("mini-batch B_t: examples per block per update (d' = ⌈d/(k−s)⌉ blocks); default m/(10 d') in 10..100, "
+             "about 10 updates over the run's m examples; theory: the working value 100")
 
 
 def default_sparsity(budget: int) -> int:
@@ -48,6 +59,17 @@ def resolve_sparsity(value: ParamValue | None, budget: int) -> int:
     if not 1 <= s < budget:
         raise ParamError(f"the sparsity s must satisfy 1 <= s < s' = {budget} (the per-example budget), got {s}")
     return s
+
+
+def practical_batch(problem: Problem, blocks: int) -> int:
+    """B = m / (TARGET_UPDATES · d'), clipped to MIN_BATCH..WORKING_BATCH (see the module docstring)."""
+    return min(WORKING_BATCH, max(MIN_BATCH, problem.n_examples // (TARGET_UPDATES * blocks)))
+
+
+def resolve_batch(value: ParamValue | None, problem: Problem, blocks: int) -> int:
+    if value is not None:
+        return int(float(value))
+    return WORKING_BATCH if problem.theory else practical_batch(problem, blocks)
 
 
 def resolve_eta(value: ParamValue | None, problem: Problem) -> float:
@@ -82,7 +104,7 @@ class Exploration(Algorithm):
         "eta": (None, "constant step size η (Theorem 4.1: Θ(1/L_s)); default the working value 0.2 "
                 "divided by max_i E[x_i²]"),
         "s": (None, "sparsity s of the iterate, s < s' = k; default round(0.6 k) (30 at k = 50)"),
-        "batch": (100, "mini-batch B_t: examples per block per update (d' = ⌈d/(k−s)⌉ blocks)"),
+        "batch": (None, BATCH_DOC),
     }
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
@@ -92,11 +114,12 @@ class Exploration(Algorithm):
         self.config["eta"] = self.eta
         self.s = resolve_sparsity(self.config["s"], budget)
         self.config["s"] = self.s
-        self.batch = int(self.config["batch"])
-        if self.eta <= 0 or self.batch < 1:
-            raise ParamError("eta must be positive and batch at least 1")
         width = budget - self.s
         self.blocks = [np.arange(start, min(start + width, d)) for start in range(0, d, width)]
+        self.batch = resolve_batch(self.config["batch"], problem, len(self.blocks))
+        self.config["batch"] = self.batch
+        if self.eta <= 0 or self.batch < 1:
+            raise ParamError("eta must be positive and batch at least 1")
         self.updates = 0
         self.start(np.zeros(d))
 
@@ -129,3 +152,11 @@ class Exploration(Algorithm):
     @property
     def weights(self) -> np.ndarray:
         return self.theta.copy()
+
+    def tuning_hint(self) -> dict[str, list[float]] | None:
+        return murata_hint(self.updates, self.eta, self.batch)
+
+
+def murata_hint(updates: int, eta: float, batch: int) -> dict[str, list[float]]:
+    """No update made: smaller batches to try; else the step size."""
+    return {"batch": [max(1, batch // 10), max(1, batch // 3), batch]} if updates == 0 else {"eta": around(eta)}

@@ -12,7 +12,8 @@ Choices the paper leaves open (see docs/papers.md; the paper gives no hyper-para
   at least 1 so that every stage exploits; α̌ = Θ(1/κ_s) is a parameter, 1/2 by default.
 - Mini-batches grow geometrically per stage (docs/papers.md): B⁻_{t,k} = B_{t,k} = ⌈B·(1/(1−α̌))^{k−1}⌉, the
   1/(1−α̌)^k growth of Theorem 4.4's B_k; B counts examples per block per Exploration update and
-  examples per Exploitation update, 100 by default, with η = 0.2 / max_i E[x_i²] (docs/papers.md, scaled as in
+  examples per Exploitation update; it defaults to Exploration's (sized to the run, m / (10 d') in 10..100; with
+  ``defaults = "theory"`` the working value 100), with η = 0.2 / max_i E[x_i²] (docs/papers.md, scaled as in
   exploration.py) and s = round(0.6 s').
 - ``weights`` is the latest iterate, of whichever phase is running.
 """
@@ -27,7 +28,7 @@ import numpy as np
 from budgetlab.contract.base import ParamValue
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.exploitation import ExploitationPhase
-from learner.algorithms.exploration import MURATA_SUZUKI, Exploration
+from learner.algorithms.exploration import MURATA_SUZUKI, Exploration, murata_hint
 
 
 class Hybrid(Algorithm):
@@ -44,7 +45,8 @@ class Hybrid(Algorithm):
     params = {
         "eta": (None, "constant step size η of both phases (Θ(1/L_s)); default 0.2 / max_i E[x_i²] as Exploration"),
         "s": (None, "sparsity s of the iterate, s < k; default round(0.6 k) (30 at k = 50)"),
-        "batch": (100, "first stage's mini-batch B: examples per block (Exploration) / per update (Exploitation)"),
+        "batch": (None, "first stage's mini-batch B: examples per block (Exploration) / per update (Exploitation); "
+                  "default Exploration's"),
         "alpha": (0.5, "linear rate α̌ = Θ(1/κ_s): batches grow by 1/(1−α̌) per stage; sets T̃"),
         "exploration_updates": (3, "Exploration updates per stage, T⁻_k (Theorem 4.4: 3)"),
         "exploitation_updates": (None, "Exploitation updates per stage; default T̃ = ⌈log(d/(k−s) ∨ 1)/log(1/(1−α̌))⌉"),
@@ -55,7 +57,7 @@ class Hybrid(Algorithm):
         shared = {name: self.config[name] for name in ("eta", "s", "batch") if self.config[name] is not None}
         self.exploration = Exploration(problem, seed, **shared)
         self.exploitation = ExploitationPhase(problem.d, self.exploration.eta, self.exploration.batch)
-        self.config.update(eta=self.exploration.eta, s=self.exploration.s)
+        self.config.update(eta=self.exploration.eta, s=self.exploration.s, batch=self.exploration.batch)
         alpha = float(self.config["alpha"])
         if not 0 < alpha < 1:
             raise ParamError(f"alpha must be in (0, 1), got {alpha}")
@@ -101,3 +103,6 @@ class Hybrid(Algorithm):
     def weights(self) -> np.ndarray:
         phase = self.exploration if self.exploring else self.exploitation
         return phase.theta.copy()
+
+    def tuning_hint(self) -> dict[str, list[float]] | None:
+        return murata_hint(self.exploration.updates, self.exploration.eta, self.base_batch)
