@@ -142,10 +142,11 @@ def test_eg_lasso_stays_in_the_l1_ball_and_follows_the_multiplicative_update() -
     np.testing.assert_allclose(eg.weights, np.mean(iterates, axis=0), atol=1e-12)
 
 
-def test_online_references_default_to_their_theoretical_step_sizes() -> None:
+def test_online_references_with_theory_defaults_take_their_theoretical_step_sizes() -> None:
     dataset = linear_data()
-    ogd = OGDRidge(Problem(d=8, k=8, n_examples=400))
-    eg = EGLasso(Problem(d=8, k=8, n_examples=400))
+    ogd = OGDRidge(Problem(d=8, k=8, n_examples=400, defaults="theory"))
+    eg = EGLasso(Problem(d=8, k=8, n_examples=400, defaults="theory"))
+    assert ogd.config["eta"] == eg.config["eta"] == "running"
     feed(ogd, dataset.X[:50], dataset.y[:50])
     feed(eg, dataset.X[:50], dataset.y[:50])
     B = np.abs(dataset.y[:50]).max()
@@ -153,6 +154,25 @@ def test_online_references_default_to_their_theoretical_step_sizes() -> None:
     assert ogd.radius.value == eg.radius.value == pytest.approx(B)
     assert ogd.step_size() == pytest.approx(2 * B / (2 * (B * X2 + B) * X2 * np.sqrt(400)))
     assert eg.step_size() == pytest.approx(np.sqrt(np.log(16) / (5 * 400)) / (2 * (B * Xinf + B) * Xinf))
+
+
+def test_online_references_default_to_steps_measured_on_the_data() -> None:
+    dataset = linear_data()
+    ogd = OGDRidge(Problem(d=8, k=8, n_examples=400))
+    eg = EGLasso(Problem(d=8, k=8, n_examples=400))
+    assert ogd.config["eta"] == eg.config["eta"] == "adaptive"
+    feed(ogd, dataset.X[:50], dataset.y[:50])
+    w = np.zeros(8)
+    energy = 0.0
+    for row, label in zip(dataset.X[:50], dataset.y[:50], strict=True):
+        # eg-lasso's iterate before each update, replayed: w = B (z+ - z-) / ||z||_1 from its own log-weights
+        energy += float(np.abs(2 * (w @ row - label) * row).max()) ** 2
+        feed(eg, row[None, :], np.array([label]))
+        w = eg.current_weights()
+    # OGD: averaged least squares' step 1/(2R²) on (<w,x> - y)x, i.e. 1/(4R²) on its gradient 2(<w,x> - y)x
+    assert ogd.step_size() == pytest.approx(0.25 / np.mean(np.sum(dataset.X[:50] ** 2, axis=1)))
+    # EG: sqrt(log 2d / Σ ||g_s||_∞²) over the gradients of the iterates it used
+    assert eg.step_size() == pytest.approx(np.sqrt(np.log(16) / energy))
 
 
 @pytest.mark.parametrize(

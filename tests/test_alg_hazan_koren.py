@@ -292,19 +292,23 @@ def lasso_design(n_train: int = 4000, n_test: int = 500, d: int = 10) -> Dataset
     return dataset(rng.choice([-1.0, 1.0], size=(n_train + n_test, d)), w_star, n_train, rng)
 
 
-# Each algorithm in its theorem's setting with its default (theoretical) step size and 5 attributes per
-# example. Observed normalised test MSE over seeds 0-1: AERR and AELR well below half of the zero predictor's
-# (which scores 1), a margin no non-learning run reaches. AESVR's GenEst now reaches order 3 (2 + 3 draws), whose
-# variance bound makes Theorem 4.4's η small, and 2/3 of its examples make no step: it reaches 0.70 on both seeds,
-# so it is held to 0.85 (a run that does not learn stays at 1).
-LEARNING_MARGIN = {"aerr": 0.5, "aelr": 0.5, "aesvr": 0.85}
+# Each algorithm in its theorem's setting with 5 attributes per example, with the theorems' constants and with the
+# practical defaults. Observed normalised test MSE over seeds 0-1, theory: AERR 0.13-0.14 and AELR 0.33-0.35, well
+# below half of the zero predictor's (which scores 1), a margin no non-learning run reaches; AESVR's GenEst reaches
+# order 3 (2 + 3 draws), whose variance bound makes Theorem 4.4's η small, and 2/3 of its examples make no step: it
+# reaches 0.70 on both seeds, so it is held to 0.85 (a run that does not learn stays at 1). Practical: AERR
+# 0.06-0.12, AELR 0.05-0.06, AESVR 0.17-0.22, all held to 0.5.
+LEARNING_MARGIN = {("aerr", "theory"): 0.5, ("aelr", "theory"): 0.5, ("aesvr", "theory"): 0.85,
+                   ("aerr", "practical"): 0.5, ("aelr", "practical"): 0.5, ("aesvr", "practical"): 0.5}
 @pytest.mark.parametrize(("algorithm_id", "design"), [("aerr", ridge_design), ("aelr", lasso_design),
                                                       ("aesvr", ridge_design)])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_learns_a_small_regression_with_the_theoretical_step_size(algorithm_id, design, seed) -> None:
+@pytest.mark.parametrize("defaults", ["theory", "practical"])
+def test_learns_a_small_regression_in_its_theorems_setting(algorithm_id, design, seed, defaults) -> None:
     data = design()
     zero_mse = float(np.mean(data.y[data.test_rows] ** 2))
     oracle = LocalOracle(data, budget=Budget(per_example=5), seed=0)
-    result = run_algorithm(algorithm_id, oracle, seed=seed)
+    result = run_algorithm(algorithm_id, oracle, seed=seed, defaults=defaults)
     assert result.status == "finished", result.message
-    assert result.final.test_mse < LEARNING_MARGIN[algorithm_id] * zero_mse, (result.final.test_mse, zero_mse)
+    assert result.final.test_mse < LEARNING_MARGIN[algorithm_id, defaults] * zero_mse, (result.final.test_mse,
+                                                                                          zero_mse)

@@ -22,9 +22,9 @@ def sparse_regression(n: int = 3000, d: int = 20, seed: int = 0) -> tuple[np.nda
     return X, X @ w + 0.1 * rng.normal(size=n)
 
 
-# The theorems' default steps are worst-case ones (here max|x_i| is about 4 for Gaussian attributes): the lasso
-# learners get step sizes of the order the papers' cross-validation picks, the ridge ones learn with their defaults.
-@pytest.mark.parametrize(("algorithm", "params"), [("aerr", {}), ("aelr", {"eta": 0.01}), ("aer", {"lam": 0.5}),
+# With the practical defaults every learner learns (R² 0.60-0.83 on seed 1); AER is also given a λ of the order the
+# papers' cross-validation picks.
+@pytest.mark.parametrize(("algorithm", "params"), [("aerr", {}), ("aelr", {}), ("aer", {}), ("aer", {"lam": 0.5}),
                                                    ("ddaerr-2phase", {})])
 def test_fit_learns_within_the_budget(algorithm: str, params: dict) -> None:
     X, y = sparse_regression()

@@ -112,7 +112,10 @@ class SampledGradient:
 
     def update(self, observed: Observed, y: float) -> None:
         x_tilde, gradient = self.estimates(observed, y)
-        self.iterate.step(gradient, self.step.next(x_tilde, gradient, y))
+        self.iterate.step(gradient, self.step.next(x_tilde, gradient, self.label_slope * y))
+
+    # φ̃ at w = 0 is this times -y (the squared loss: 1); the step rules compare g̃ with y in φ̃'s units
+    label_slope = 1.0
 
 
 class AttributeEfficient(Algorithm):
@@ -175,9 +178,9 @@ class AttributeEfficient(Algorithm):
             return AtLeast(practical, theoretical)
         return FixedStep(self.resolve(name, theoretical))
 
-    def ridge_step(self, name: str, theoretical: float, scale: float = 1.0, noise_aware: bool = True) -> StepRule:
-        """OGD's step: by default averaged least squares' 1/(4R²) (``_step_sizes.LeastSquaresStep``)."""
-        return self._step(name, theoretical, LeastSquaresStep(scale, noise_aware=noise_aware))
+    def ridge_step(self, name: str, theoretical: float, scale: float = 1.0) -> StepRule:
+        """OGD's step: by default averaged least squares' (``_step_sizes.LeastSquaresStep``)."""
+        return self._step(name, theoretical, LeastSquaresStep(scale))
 
     def lasso_step(self, name: str, theoretical: float) -> StepRule:
         """EG's step on the L1 ball of radius B (resolved first): by default sqrt(log 2d / Σ ||g̃||_∞²), capped

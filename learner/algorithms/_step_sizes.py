@@ -61,8 +61,8 @@ class LeastSquaresStep:
 
     The second term is the gradient's second moment in units of the labels': at w = 0, g̃ = -y x̃ and it is about
     E||x̃||²; as w grows, the inner-product estimate φ̃ gets noisier (its variance grows with ||w||²), and this term
-    shrinks the step with it, where a constant 1/(4E||x̃||²) let the noise grow with w and diverge. With
-    ``noise_aware`` False (a loss whose φ is not in the units of y) only E||x̃||² counts."""
+    shrinks the step with it, where a constant 1/(4E||x̃||²) let the noise grow with w and diverge. ``y`` is given in
+    φ̃'s units (``SampledGradient.label_slope``); with ``noise_aware`` False only E||x̃||² counts."""
 
     def __init__(self, scale: float = 1.0, warmup: int = WARMUP, noise_aware: bool = True) -> None:
         self.scale = scale

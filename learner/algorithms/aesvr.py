@@ -105,6 +105,7 @@ class GenEstGradient(SampledGradient):
         N: int,
     ) -> None:
         super().__init__(iterate, sampler, x_draws, genest_draws, step, rng)
+        self.label_slope = 2.0 / (math.sqrt(math.pi) * epsilon)  # f'_ε(-y) ≈ -(2/√π) y/ε for small y/ε
         self.delta = delta
         self.epsilon = epsilon
         self.N = N
@@ -183,7 +184,7 @@ class AESVR(AttributeEfficient):
         # f'_ε has slope erf'(0)/ε = 2/(√π ε) at 0 where the squared loss's φ has 1: the practical step is √π ε/2 times
         # the least-squares one (``_step_sizes``)
         step = self.ridge_step("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B_unit, delta, epsilon, n_max)
-                               / X**2, scale=math.sqrt(math.pi) * epsilon / 2, noise_aware=False)
+                               / X**2, scale=math.sqrt(math.pi) * epsilon / 2)
         return GenEstGradient(
             RidgeIterate(d, float(self.config["B"])), DataPointSampler(d), x_draws, genest_draws, step, self.rng,
             delta=delta, epsilon=epsilon, N=N,
