@@ -33,13 +33,13 @@ class AlgorithmEntry(Strict):
     """One line of the comparison: an algorithm id with its label, parameters and (optionally) its own budget.
 
     ``defaults = "theory"`` fills the parameters not in ``params`` with the theorems' constants instead of the
-    practical defaults (a preset that reproduces a paper's theorem-constant setting says so).
+    practical defaults; unset, the config's top-level ``defaults`` applies (``resolve_designs`` fills it in).
     """
 
     id: str
     label: str = ""
     params: dict[str, ParamValue] = Field(default_factory=dict)
-    defaults: Defaults = Field("practical", description=DEFAULTS_DESCRIPTION)
+    defaults: Defaults | None = Field(None, description=DEFAULTS_DESCRIPTION + "; default: the config's")
     per_example: int | None = Field(None, ge=1, description="own local budget, e.g. d for full-information references")
     total: float | None = Field(None, ge=0)
 
@@ -159,6 +159,8 @@ class CompareConfig(Strict):
     max_examples: int | None = Field(None, ge=1)
     eval_every: int | None = Field(None, ge=1)
     test_budget: int | None = Field(None, ge=1)
+    defaults: Defaults = Field("practical", description=DEFAULTS_DESCRIPTION + ", for every [[algorithms]] entry "
+                               "that does not say")
     metric: Metric = "test_mse"
     log_x: bool | None = Field(None, description="log-scale the attributes axis of the plots (false: linear); "
                                "default: each axis turns logarithmic when its curves' spans differ a lot")
@@ -256,12 +258,18 @@ def _with_params(dataset: DatasetSpec, params: dict[str, ParamValue]) -> Dataset
                                                                        if k in accepted}})
 
 
+def entry_defaults(config: CompareConfig, entry: AlgorithmEntry) -> Defaults:
+    """Which defaults an entry's runs take: its own ``defaults``, else the config's."""
+    return entry.defaults or config.defaults
+
+
 def resolve_designs(config: CompareConfig) -> list[Design]:
     specs = config.designs or [DesignSpec(name=config.title)]
     designs: list[Design] = []
     for spec in specs:
         budget = spec.budget or config.budget
-        entries = spec.algorithms if spec.algorithms is not None else config.algorithms
+        entries = [e.model_copy(update={"defaults": entry_defaults(config, e)})
+                   for e in (spec.algorithms if spec.algorithms is not None else config.algorithms)]
         regret_k = spec.regret_k or config.regret_k
         if spec.datasets:
             designs += [Design(name=f"{spec.name}: {name}", description=spec.description,

@@ -20,7 +20,7 @@ from budgetlab.contract.datasets import DatasetInfo
 from budgetlab.datasets import DatasetError, UnknownDataset, describe, list_datasets
 from budgetlab.errors import OracleError
 from budgetlab.oracle_client import OracleClient
-from client.config import AlgorithmEntry, CompareConfig, DatasetSpec
+from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, entry_defaults
 from client.config_errors import Loc, did_you_mean, key_lines, line_of, located, unknown
 from learner.algorithms import Algorithm, ParamError, Problem, algorithms
 from learner.runner import run_horizon
@@ -161,7 +161,8 @@ def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, 
     total = entry.total if entry.total is not None else budget.total
     n = run_horizon(config.max_examples, info.n_train)
     problem = Problem(d=info.d, k=per_example, n_examples=n, total=total,
-                      second_moments=np.ones(info.d) if cls.needs_second_moments else None, defaults=entry.defaults)
+                      second_moments=np.ones(info.d) if cls.needs_second_moments else None,
+                      defaults=entry_defaults(config, entry))
     what = f"{entry.label} ({entry.id}) on {info.name} with k = {per_example if per_example is not None else 'all'}"
     message = _refusal(cls, problem, config.seeds[0], entry.params)
     if message:

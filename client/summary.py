@@ -80,7 +80,7 @@ class AlgorithmSummary:
 
 def summarize(design_index: int, design: Design, outcomes: list[RunOutcome]) -> list[AlgorithmSummary]:
     summaries = {e.label: AlgorithmSummary(e.label, e.id, e.params, e.per_example or design.budget.per_example,
-                                           e.defaults) for e in design.algorithms}
+                                           e.defaults or "practical") for e in design.algorithms}
     for outcome in outcomes:
         if outcome.design == design_index:
             summaries[outcome.entry.label].runs.append(outcome)
