@@ -191,11 +191,6 @@ class Algorithm(ABC):
         used last), for the line that says why a run stayed near the zero predictor (``learner.diagnosis``)."""
         return None
 
-
-def around(value: float) -> list[float]:
-    """A decade either side of ``value``: the grid a tuning hint proposes."""
-    return [value / 10, value, value * 10] if value > 0 else []
-
     @classmethod
     def info(cls) -> AlgorithmInfo:
         return AlgorithmInfo(
@@ -208,3 +203,8 @@ def around(value: float) -> list[float]:
             params=[ParamSpec(name=n, default=d, description=t) for n, (d, t) in cls.params.items()],
             description=(cls.__doc__ or "").strip().split("\n\n")[0],
         )
+
+
+def around(value: float) -> list[float]:
+    """A decade either side of ``value``: the grid a tuning hint proposes."""
+    return [value / 10, value, value * 10] if value > 0 else []
