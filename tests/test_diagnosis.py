@@ -55,7 +55,7 @@ def test_run_prints_the_line_and_json_carries_it() -> None:
     args = ["run", "--algorithm", "aer", "--dataset", "digits-3v5", "--per-example", "4", "--local"]
     theory = RUNNER.invoke(app, [*args, "--defaults", "theory", "--json"])
     assert theory.exit_code == 0, theory.output
-    printed = json.loads(theory.output)
+    printed = json.loads(theory.stdout)  # progress goes to stderr
     assert printed["final"]["normalized_mse"] >= NEAR_ZERO
     line = printed["diagnosis"]
     assert line.startswith("aer ended at ") and "the theorems' constants (defaults = theory)" in line
@@ -63,7 +63,7 @@ def test_run_prints_the_line_and_json_carries_it() -> None:
     text = RUNNER.invoke(app, [*args, "--defaults", "theory"]).output
     assert [row for row in text.splitlines() if row.startswith("aer ended at")] == [line]
     learned = RUNNER.invoke(app, ["run", "--algorithm", "ridge", "--dataset", "digits-3v5", "--local", "--json"])
-    assert json.loads(learned.output)["diagnosis"] is None
+    assert json.loads(learned.stdout)["diagnosis"] is None
 
 
 def test_compare_report_results_and_dashboard_carry_the_line(tmp_path: Path) -> None:

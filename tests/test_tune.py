@@ -195,7 +195,7 @@ def test_run_tunes_as_compare_does_and_counts_what_tuning_paid(tuned: dict) -> N
             "--tune-folds", "2"]
     result = RUNNER.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
-    printed = json.loads(result.output)
+    printed = json.loads(result.stdout)  # progress goes to stderr
     cell = tuned["results"]["tuning"][0]  # compare's AERR, seed 0, through the learner service and the oracle
     assert (cell["label"], cell["seed"]) == ("AERR", 0)
     tuning = printed["tuning"]
