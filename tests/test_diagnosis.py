@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from budgetlab.models import CurvePoint, RunResult
+from budgetlab.contract.runs import CurvePoint, RunResult
 from client.cli import app
 from learner.diagnosis import NEAR_ZERO, diagnose
 from learner.reports import parse
