@@ -30,6 +30,12 @@ from learner.algorithms._step_sizes import (
 )
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
 
+# The start of the step sizes' descriptions: the practical rule (``_step_sizes``), then the theorem's η
+# after "theory: ".
+RIDGE_ETA_DOC = ("step size η; default 'adaptive': averaged least squares' 1/(2R²), R² measured on the run's "
+                 "estimates, never below the theorem's η; theory: ")
+LASSO_ETA_DOC = ("step size η; default 'adaptive': sqrt(log 2d / Σ||g̃||_∞²) on the run's gradients, capped, never "
+                 "below the theorem's η; theory: ")
 B_DOC = ("radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to "
          "max|y| / max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball")
 

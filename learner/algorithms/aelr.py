@@ -22,13 +22,24 @@ Choices the paper leaves open (see docs/papers.md):
 - Cost per example is O(k log d): only the clipped coordinates of z± change, the normaliser and
   ||w||_1 live in sum trees and the average is kept lazily (learner/algorithms/_iterates.py). z± are
   rescaled together when their total leaves [1e-50, 1e50], which leaves w unchanged.
+- The practical default (``defaults = "practical"``, recorded as ``eta = "adaptive"``): the theorem's η above is a
+  worst case that barely moves w within one pass on real data; the default step is the same optimum with the
+  realised gradients, η = sqrt(log 2d / Σ||g̃_s||_∞²), capped at the least-squares step and never below the
+  theorem's η (``_step_sizes.ExponentiatedStep``); on real data, which declare no ||w*||_1, B is sqrt(d) times the
+  stand-in ||w*||_2 (``AttributeEfficient.lasso_geometry``). ``defaults = "theory"`` takes the theorem's η and B.
 """
 
 from __future__ import annotations
 
 import math
 
-from learner.algorithms._attribute_efficient import B_DOC, AttributeEfficient, DataPointSampler, SampledGradient
+from learner.algorithms._attribute_efficient import (
+    B_DOC,
+    LASSO_ETA_DOC,
+    AttributeEfficient,
+    DataPointSampler,
+    SampledGradient,
+)
 from learner.algorithms._iterates import LassoIterate
 from learner.algorithms.aerr import HAZAN_KOREN
 
@@ -47,7 +58,7 @@ class AELR(AttributeEfficient):
     algorithm = "Algorithm 2"
     params = {
         "B": (None, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (docs/papers.md), "
+        "eta": (None, LASSO_ETA_DOC + "Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (docs/papers.md), "
                 "B' = max|x_i|·B, k = budget - 1"),
     }
 

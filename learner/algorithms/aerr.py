@@ -21,13 +21,23 @@ Choices the paper leaves open (see docs/papers.md):
   cross-validation.
 - Cost per example is O(k log d), not O(d): w is kept as scale × vector, the projection only changes
   the scale, the average is kept lazily and p is sampled from a sum tree (learner/algorithms/_iterates.py).
+- The practical default (``defaults = "practical"``, recorded as ``eta = "adaptive"``): the theorem's η above is a
+  worst case that barely moves w within one pass on real data; the default step is averaged least squares',
+  η = 1/(2R²) with R² measured on the run's own estimates x̃ and g̃, never below the theorem's η
+  (``_step_sizes.LeastSquaresStep``). ``defaults = "theory"`` takes the theorem's η.
 """
 
 from __future__ import annotations
 
 import math
 
-from learner.algorithms._attribute_efficient import B_DOC, AttributeEfficient, DataPointSampler, SampledGradient
+from learner.algorithms._attribute_efficient import (
+    B_DOC,
+    RIDGE_ETA_DOC,
+    AttributeEfficient,
+    DataPointSampler,
+    SampledGradient,
+)
 from learner.algorithms._iterates import RidgeIterate
 
 HAZAN_KOREN = "Hazan & Koren 2012, Linear Regression with Limited Observation"
@@ -47,7 +57,7 @@ class AERR(AttributeEfficient):
     algorithm = "Algorithm 1"
     params = {
         "B": (None, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.1's sqrt(k/(2dm)) / max||x||_2² with k = budget - 1"),
+        "eta": (None, RIDGE_ETA_DOC + "Theorem 3.1's sqrt(k/(2dm)) / max||x||_2² with k = budget - 1"),
     }
 
     def build(self) -> SampledGradient:

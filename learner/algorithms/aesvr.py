@@ -38,12 +38,15 @@ Choices the paper leaves open:
 - ε (the accuracy of the smoothing, Claim 4.2) defaults to B': the theorem trades it against a factor
   exp(O(log²(B'/ε))); B'/ε = 1 keeps the factors θ̃ of order one, where the few Taylor orders a small
   budget affords approximate erf.
-- η: the theorem only says "properly tuned". The default is Theorem 3.1's η = 2B/(G√m) with the
+- η: the theorem only says "properly tuned". With ``defaults = "theory"`` it is Theorem 3.1's η = 2B/(G√m) with the
   second-moment bound of Theorem 4.4's proof made explicit for the capped estimator:
   G² = E[φ̃²] · E||x̃||², E||x̃||² <= (d + k - 1)/k for ||x||_2 <= 1, and
   E[φ̃²] <= Σ_{n <= n_max} a_n² Θ^{2n} / Pr[n | n <= n_max], Θ² = (B'² + (2B' + δ)²)/ε² bounding E[θ̃_r²].
   That bound grows like exp(log² n_max), so the theoretical η barely moves w on a run of a few
-  thousand examples; pass ``eta`` as the paper's experiments tuned theirs (by cross-validation).
+  thousand examples. The practical default (recorded as ``eta = "adaptive"``) is averaged least squares' step
+  (``_step_sizes.LeastSquaresStep``, η = 1/(2R²) with R² measured on the run's x̃ and g̃, g̃ compared with y in
+  φ̃'s units), times √π ε / 2: f'_ε has slope 2/(√π ε) at 0 where the squared loss has 1; never below the
+  theorem's η. Or pass ``eta`` as the paper's experiments tuned theirs (by cross-validation).
 """
 
 from __future__ import annotations
@@ -52,7 +55,13 @@ import math
 
 import numpy as np
 
-from learner.algorithms._attribute_efficient import B_DOC, AttributeEfficient, DataPointSampler, SampledGradient
+from learner.algorithms._attribute_efficient import (
+    B_DOC,
+    RIDGE_ETA_DOC,
+    AttributeEfficient,
+    DataPointSampler,
+    SampledGradient,
+)
 from learner.algorithms._estimators import (
     erf_coefficient,
     estimate_x,
@@ -156,7 +165,7 @@ class AESVR(AttributeEfficient):
         "delta": (None, "δ of the δ-insensitive loss |r|_δ = max(|r| - δ, 0) in units of y, 0 <= δ <= B'; "
                   "default 0.1·max|y|"),
         "epsilon": (None, "smoothing accuracy ε of f_ε (Claim 4.2), in units of y; default B' = max||x||_2·B"),
-        "eta": (None, "step size η; default 2B'/(G√m) / max||x||_2² with Theorem 4.4's bound on G for the capped "
+        "eta": (None, RIDGE_ETA_DOC + "2B'/(G√m) / max||x||_2² with Theorem 4.4's bound on G for the capped "
                 "GenEst"),
         "x_draws": (None, "uniform draws for x̃; the rest of the budget goes to GenEst, which needs at least 3; "
                     "default min(⌈budget/2⌉, budget - 3)"),

@@ -17,6 +17,11 @@ Choices (the options of the paper's experiments, §5; see docs/papers.md):
   max|y| / max|x_i|, and η to Theorem 4.6 for the data scaled into the unit L∞ ball:
   η' = (1/2B') sqrt(log 2d / (5 m (||E x'²||_1 / k + 1))), B' = max|x_i|·B, E x'² = E x² / max|x_i|²,
   k = data-point draws, and η = η' / max|x_i| on w (``AttributeEfficient``).
+- The practical default (``defaults = "practical"``, recorded as ``eta = "adaptive"``): the theorem's η above is a
+  worst case that barely moves w within one pass on real data; the default step is the same optimum with the
+  realised gradients, η = sqrt(log 2d / Σ||g̃_s||_∞²), capped at the least-squares step and never below the
+  theorem's η (``_step_sizes.ExponentiatedStep``); on real data, which declare no ||w*||_1, B is sqrt(d) times the
+  stand-in ||w*||_2 (``AttributeEfficient.lasso_geometry``). ``defaults = "theory"`` takes the theorem's η and B.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 
 from learner.algorithms._attribute_efficient import (
     B_DOC,
+    LASSO_ETA_DOC,
     AttributeEfficient,
     DataPointSampler,
     SampledGradient,
@@ -61,7 +67,7 @@ class DDAELR(AttributeEfficient):
     needs_second_moments = True
     params = {
         "B": (None, B_DOC),
-        "eta": (None, "step size η; default Theorem 4.6's (1/2B')·sqrt(log 2d/(5m(||E x'²||_1/k + 1))) / max|x_i|, "
+        "eta": (None, LASSO_ETA_DOC + "Theorem 4.6's (1/2B')·sqrt(log 2d/(5m(||E x'²||_1/k + 1))) / max|x_i|, "
                 "x' = x / max|x_i|, B' = max|x_i|·B"),
         "x_draws": (None, X_DRAWS_DOC),
         "floor": (0.0, FLOOR_DOC),

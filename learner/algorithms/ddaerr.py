@@ -19,6 +19,10 @@ Choices (the options of the paper's experiments, §5; see docs/papers.md):
   max|y| / max||x||_2, and η to Theorem 3.5 for the data scaled into the unit ball:
   η' = 1 / sqrt(m (||E x'²||_{1/2} / k + 1)) with E x'² = E x² / max||x||_2², ||v||_{1/2} = (Σ sqrt v_i)²,
   k = the data-point draws, and η = η' / max||x||_2² on w (``AttributeEfficient``).
+- The practical default (``defaults = "practical"``, recorded as ``eta = "adaptive"``): the theorem's η above is a
+  worst case that barely moves w within one pass on real data; the default step is averaged least squares',
+  η = 1/(2R²) with R² measured on the run's own estimates x̃ and g̃, never below the theorem's η
+  (``_step_sizes.LeastSquaresStep``). ``defaults = "theory"`` takes the theorem's η.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 
 from learner.algorithms._attribute_efficient import (
     B_DOC,
+    RIDGE_ETA_DOC,
     AttributeEfficient,
     DataPointSampler,
     SampledGradient,
@@ -69,7 +74,7 @@ class DDAERR(AttributeEfficient):
     needs_second_moments = True
     params = {
         "B": (None, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.5's 1/sqrt(m(||E x'²||_{1/2}/k + 1)) / max||x||_2², "
+        "eta": (None, RIDGE_ETA_DOC + "Theorem 3.5's 1/sqrt(m(||E x'²||_{1/2}/k + 1)) / max||x||_2², "
                 "x' = x / max||x||_2"),
         "x_draws": (None, X_DRAWS_DOC),
         "floor": (0.0, FLOOR_DOC),

@@ -18,6 +18,11 @@ Choices (the paper's options as its experiments used them, §5; see docs/papers.
   |y| <= B, ||w*||_1 <= B. B defaults to the declared ||w*||_1 bound widened to max|y| / max|x_i|, and η to
   Theorem 4.1 with Lemma 4.5's G for the data scaled into the unit L∞ ball: η' = (1/2B') sqrt(log 2d /
   (5 m (S/k + 1))), B' = max|x_i|·B, S = max_i E x'_i² / q_i <= max_i 1/q_i, and η = η' / max|x_i| on w.
+- The practical default (``defaults = "practical"``, recorded as ``eta = "adaptive"``): the theorem's η above is a
+  worst case that barely moves w within one pass on real data; the default step is the same optimum with the
+  realised gradients, η = sqrt(log 2d / Σ||g̃_s||_∞²), capped at the least-squares step and never below the
+  theorem's η (``_step_sizes.ExponentiatedStep``); on real data, which declare no ||w*||_1, B is sqrt(d) times the
+  stand-in ||w*||_2 (``AttributeEfficient.lasso_geometry``). ``defaults = "theory"`` takes the theorem's η and B.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 
 from learner.algorithms._attribute_efficient import (
     B_DOC,
+    LASSO_ETA_DOC,
     AttributeEfficient,
     DataPointSampler,
     SampledGradient,
@@ -50,7 +56,7 @@ class GAELR(AttributeEfficient):
     algorithm = "Algorithm 3"
     params = {
         "B": (None, B_DOC),
-        "eta": (None, "step size η; default Theorem 4.1 with Lemma 4.5: (1/2B')·sqrt(log 2d/(5m(max_i(1/q_i)/k + 1))) "
+        "eta": (None, LASSO_ETA_DOC + "Theorem 4.1 with Lemma 4.5: (1/2B')·sqrt(log 2d/(5m(max_i(1/q_i)/k + 1))) "
                 "/ max|x_i|, B' = max|x_i|·B"),
         "q": ("uniform", Q_DOC),
         "inner": ("moments", INNER_DOC),

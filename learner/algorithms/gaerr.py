@@ -22,6 +22,10 @@ Choices (the paper's options as its experiments used them, §5; see docs/papers.
   Theorem 3.1 with Lemma 3.4's G for the data scaled into the unit ball: η' = 1 / sqrt(m (S / k + 1)),
   S = E||x̃'_{t,r}||² = Σ_i E x'_i² / q_i bounded by max_i 1/q_i (GAERR knows no moments), k = the data-point
   draws, and η = η' / max||x||_2² on w (``AttributeEfficient``).
+- The practical default (``defaults = "practical"``, recorded as ``eta = "adaptive"``): the theorem's η above is a
+  worst case that barely moves w within one pass on real data; the default step is averaged least squares',
+  η = 1/(2R²) with R² measured on the run's own estimates x̃ and g̃, never below the theorem's η
+  (``_step_sizes.LeastSquaresStep``). ``defaults = "theory"`` takes the theorem's η.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 
 from learner.algorithms._attribute_efficient import (
     B_DOC,
+    RIDGE_ETA_DOC,
     AttributeEfficient,
     DataPointSampler,
     SampledGradient,
@@ -85,7 +90,7 @@ class GAERR(AttributeEfficient):
     algorithm = "Algorithm 1"
     params = {
         "B": (None, B_DOC),
-        "eta": (None, "step size η; default Theorem 3.1 with Lemma 3.4: 1/sqrt(m(max_i(1/q_i)/k + 1)) / max||x||_2²"),
+        "eta": (None, RIDGE_ETA_DOC + "Theorem 3.1 with Lemma 3.4: 1/sqrt(m(max_i(1/q_i)/k + 1)) / max||x||_2²"),
         "q": ("uniform", Q_DOC),
         "inner": ("moments", INNER_DOC),
         "x_draws": (None, X_DRAWS_DOC),

@@ -12,8 +12,8 @@ Choices the reference leaves open (it is their GAERR with every attribute observ
   run's number of examples and G = 2(B·X + Y)·X the gradient bound, where X and Y are the largest ||x||_2 and
   |y| seen so far (recorded as ``"running"``). That bound is a worst case: on ``sparse-gaussian`` it keeps w
   near 0. The practical default (recorded as ``"adaptive"``) is the constant step of averaged least-mean-squares,
-  η = 1/(8R²) on the gradient 2(<w, x> − y)x, i.e. Bach & Moulines' 1/(4R²) on (<w, x> − y)x, with R² the mean
-  of ||x||² over the examples so far (``_step_sizes``). A given ``eta`` is used as a constant step.
+  η = 1/(4R²) on the gradient 2(<w, x> − y)x, i.e. 1/(2R²) on (<w, x> − y)x (``_step_sizes.LMS_FACTOR``), with R²
+  the mean of ||x||² over the examples so far (``_step_sizes``). A given ``eta`` is used as a constant step.
 - ``weights`` is the average of the iterates w_1..w_t used on the examples so far (w_1 = 0), the
   online-to-batch output; online predictions use the current iterate.
 """
@@ -44,7 +44,7 @@ class OGDRidge(Algorithm):
     rules = {"radius": RUNNING, "eta": (RUNNING, ADAPTIVE)}
     params = {
         "radius": (None, "L2 radius B; default 'running': the largest |y| seen so far"),
-        "eta": (None, "constant step size; default 'adaptive': 1/(8 mean||x||²) (averaged least squares); theory: "
+        "eta": (None, "constant step size; default 'adaptive': 1/(4 mean||x||²) (averaged least squares); theory: "
                 "'running' 2B/(G√m) with G = 2(B·max||x||_2 + max|y|)·max||x||_2 over the examples seen so far"),
     }
 

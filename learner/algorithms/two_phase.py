@@ -24,6 +24,11 @@ Choices (the paper's experiments, §5; see docs/papers.md):
   assume ||x|| <= 1, |y| <= B, ||w*|| <= B: B defaults to the declared ||w*|| bound widened to
   max|y| / max||x||, and both phases' η are the theorems' for the data scaled into the unit ball (A scaled
   with it), divided by max||x||_2² (ridge, OGD) or max|x_i| (lasso, EG) on w, as in ``AttributeEfficient``.
+- The practical default (``defaults = "practical"``, recorded as ``eta = eta1 = "adaptive"``): both phases' η
+  are their theorems' worst cases, which barely move w within one pass on real data; the default steps are the
+  rules of ``_step_sizes`` (ridge: averaged least squares' η = 1/(2R²); lasso: the adaptive EG step, capped), fed
+  with each phase's own estimates and never below that phase's theoretical η; each rule starts afresh in phase 2,
+  whose sampler differs. ``defaults = "theory"`` takes the theorems' η.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ import numpy as np
 
 from learner.algorithms._attribute_efficient import (
     B_DOC,
+    LASSO_ETA_DOC,
+    RIDGE_ETA_DOC,
     AttributeEfficient,
     DataPointSampler,
     SampledGradient,
@@ -56,7 +63,8 @@ def two_phase_params(eta_doc: str) -> dict:
     return {
         "B": (None, B_DOC),
         "eta": (None, eta_doc),
-        "eta1": (None, "phase-1 step size; default the AERR/AELR theorem's η for m_1 examples"),
+        "eta1": (None, "phase-1 step size; default 'adaptive': the rule of phase 2's step, on phase 1's estimates; "
+                 "theory: the AERR/AELR theorem's η for m_1 examples"),
         "x_draws": (None, X_DRAWS_DOC),
         "floor": (0.01, FLOOR_DOC),
         "phase1": (0.1, "share m_1/m of the examples spent estimating the moments (the experiments' 1/10)"),
@@ -136,7 +144,7 @@ class TwoPhasedDDAERR(TwoPhase):
     paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 2"
     params = two_phase_params(
-        "phase-2 step size; default Theorem 3.12 with ε = 0: max(sqrt(k/(6dm₂)), sqrt(k/(m₂(2||2A||_{1/2} + k))))"
+        "phase-2 " + RIDGE_ETA_DOC + "Theorem 3.12 with ε = 0: max(sqrt(k/(6dm₂)), sqrt(k/(m₂(2||2A||_{1/2} + k))))"
     )
 
     def geometry(self) -> tuple[float, float, float]:
@@ -166,7 +174,7 @@ class TwoPhasedDDAELR(TwoPhase):
     paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 4"
     params = two_phase_params(
-        "phase-2 step size; default Theorem 4.7 with ε = 0: sqrt(k log 2d/(20B²m₂(8||A||_1 + k)))"
+        "phase-2 " + LASSO_ETA_DOC + "Theorem 4.7 with ε = 0: sqrt(k log 2d/(20B²m₂(8||A||_1 + k)))"
     )
 
     def geometry(self) -> tuple[float, float, float]:
