@@ -8,9 +8,10 @@ writes it: the runner stores it in ``RunResult.diagnosis``.
 The reason is the first that applies, from what the run itself records:
 
 - it ran with the theorems' constants (``defaults = "theory"``): worst-case choices that barely move w;
-- it ended above the zero predictor (normalised MSE > ``DIVERGED``): its steps were too large or too noisy;
 - each attribute was observed fewer than ``FEW_OBSERVATIONS`` times on average (attributes paid / d): the
-  budget and the examples are too few for the dimension;
+  budget and the examples are too few for the dimension (checked before divergence: with so few observations a
+  run's noisy steps are what the data make of any step size);
+- it ended above the zero predictor (normalised MSE > ``DIVERGED``): its steps were too large or too noisy;
 - otherwise its parameters do not fit the data.
 
 What to try names the run's own parameters, as ``--tune ALGORITHM:PARAM=V1,V2,V3`` around the values it used
@@ -43,11 +44,11 @@ def diagnose(result: RunResult, hint: dict[str, list[float]] | None = None) -> s
     if result.defaults == "theory":
         return (head + "the theorems' constants (defaults = theory) are worst-case choices that barely move w in "
                 f"{result.examples:,} examples; try the practical defaults or {tune}")
-    if final.normalized_mse > DIVERGED:
-        return head + f"it ended worse than predicting 0, its steps too large or too noisy for this data; try {tune}"
     if per_attribute < FEW_OBSERVATIONS:
         per_example = result.attributes / max(result.examples, 1)
         return (head + f"with about {per_example:.3g} of d = {d:,} attributes per example over {result.examples:,} "
                 f"examples, each attribute was observed {per_attribute:.2g} times on average; try a larger "
                 f"--per-example, more examples or {tune}")
+    if final.normalized_mse > DIVERGED:
+        return head + f"it ended worse than predicting 0, its steps too large or too noisy for this data; try {tune}"
     return head + f"its parameters do not fit this data; try {tune}"

@@ -131,6 +131,9 @@ def past_comparisons_show_their_claims_and_plots(browser: Any, services: tuple[s
     claims = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] table.claims tbody tr"),
                   "the claims table")
     assert "full information beats four attributes per example" in claims[0].text and "holds" in claims[0].text
+    # AER on 40 examples, 4 of 64 pixels each, stays near the zero predictor: the report's line saying why is shown
+    near = browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] ul.diagnoses li")
+    assert len(near) == 1 and near[0].text.startswith("AER: aer ended at ") and "observed 2.3 times" in near[0].text
     headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR,
                                                         "details[data-report='demo'] table.scores thead th")]
     assert headers == ["algorithm", "per example", "test MSE", "0-1 error", "attributes paid", "runs ok"], \

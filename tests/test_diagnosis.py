@@ -44,6 +44,9 @@ def test_the_reason_is_the_first_that_applies() -> None:
     assert few is not None and ("with about 3.93 of d = 784 attributes per example over 900 examples, each attribute "
                                 "was observed 4.5 times on average; try a larger --per-example, more examples or "
                                 "--tune aer:lam=") in few
+    # too few observations explain a noisy run above the zero predictor too (a tiny run of AER did that)
+    few_and_above = diagnose(result(1.09, d=64, examples=40, attributes=147), hint)
+    assert few_and_above is not None and "each attribute was observed 2.3 times on average" in few_and_above
     plenty = diagnose(result(0.97, d=10, attributes=1500), None)
     assert plenty == ("aer ended at 0.97 of the zero predictor's test MSE: its parameters do not fit this data; try "
                       "tuning its parameters (--tune)")
