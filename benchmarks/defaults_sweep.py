@@ -13,8 +13,9 @@ separately), one run per mode, in-process:
 Prints one line per (dataset, algorithm): the final normalised test MSE of each mode (and the 0-1 error on the
 classification datasets), and the verdict on the issue's rule: the practical run leaves the zero predictor
 (normalised MSE < 0.95) wherever the grid's best does. ``--json`` prints the figures as one object;
-``--only`` restricts the algorithms or datasets (``--only aerr,mnist-3v5``); ``--smoke`` runs two algorithms on
-two small datasets.
+``--only`` restricts the algorithms or datasets (``--only aerr,mnist-3v5``; ``estimator`` for the docs' estimator
+alone); ``--smoke`` runs two algorithms on two small datasets. The docs' two ``budgetlab run`` examples (seed 0) and
+the estimator (over ``--seeds``) are printed last, with issue 20's targets.
 
     python benchmarks/defaults_sweep.py [--json] [--modes practical,theory,grid] [--only NAMES] [--seeds 0,1]
 """
@@ -84,6 +85,20 @@ GRIDS: dict[str, dict[str, list[float]]] = {
 }
 
 
+def estimator_r2(defaults: Defaults, seed: int) -> float:
+    """The docs' estimator: AERR with 5 attributes a row on make_regression(1000, 50, n_informative=5, noise=1.0,
+    random_state=0), scikit-learn's default train_test_split (random_state=0); its test R²."""
+    from sklearn.datasets import make_regression
+    from sklearn.model_selection import train_test_split
+
+    from learner.estimator import BudgetedRegressor
+
+    X, y = make_regression(n_samples=1000, n_features=50, n_informative=5, noise=1.0, random_state=0)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    model = BudgetedRegressor("aerr", per_example=5, seed=seed, defaults=defaults).fit(X_train, y_train)
+    return float(model.score(X_test, y_test))
+
+
 def progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -141,6 +156,8 @@ def main() -> None:
     wanted = set(args.modes.split(","))
     ids = [a for a in algorithms() if not only or a in only or not (only & set(algorithms()))]
     settings = [s for s in SETTINGS if not only or s.name in only or not (only & {x.name for x in SETTINGS})]
+    if only and not only & (set(algorithms()) | {x.name for x in SETTINGS}):
+        ids, settings = [], []  # only the docs' examples (``aer``, ``aerr``: also their rows) or the estimator
     if args.smoke:
         ids, settings, seeds = ["aerr", "ogd-ridge"], SMOKE, [0]
     rows = []
@@ -184,11 +201,18 @@ def main() -> None:
                          "zero_one": result.final.zero_one}
                 if result.test_budget is not None:
                     entry["test_budget_zero_one"] = result.test_budget.zero_one
+                entry["diagnosis"] = result.diagnosis
                 readme.append(entry)
+    estimator = []
+    if not args.smoke and (not only or "estimator" in only):
+        for defaults in [m for m in ("practical", "theory") if m in wanted]:
+            progress(f"estimator aerr per_example=5 {defaults}")
+            scores = [estimator_r2(defaults, seed) for seed in seeds]  # type: ignore[arg-type]
+            estimator.append({"defaults": defaults, "r2": scores, "target": "R² >= 0.5"})
     elapsed = time.perf_counter() - started
     if args.json:
         sys.stdout.write(json.dumps({"benchmark": "defaults_sweep", "seeds": seeds, "seconds": elapsed,
-                                     "rows": rows, "readme": readme}) + "\n")
+                                     "rows": rows, "readme": readme, "estimator": estimator}) + "\n")
         return
     print(f"final normalised test MSE (0-1 error), mean over seeds {seeds}; 'grid' = best of a grid chosen on test")
     print(f"{'dataset':<16} {'algorithm':<14} {'practical':>15} {'theory':>15} {'grid':>15}  learns")
@@ -205,6 +229,11 @@ def main() -> None:
         print(f"README {entry['algorithm']} {entry['dataset']} k={entry['per_example']} {entry['defaults']}: "
               f"normalised MSE {entry['normalized_mse']:.3f}, 0-1 {entry['zero_one']:.3f}{extra}  "
               f"(target {entry['target']})")
+        if entry["diagnosis"]:
+            print(f"  {entry['diagnosis']}")
+    for entry in estimator:
+        print(f"estimator aerr per_example=5 {entry['defaults']}: R² {statistics.fmean(entry['r2']):.3f} (seeds "
+              f"{', '.join(f'{r:.3f}' for r in entry['r2'])})  (target {entry['target']})")
     print(f"{elapsed:.0f} s")
 
 
