@@ -165,7 +165,7 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     if written.claims:
         console.print(claims_table(written.claims))
     for line in written.diagnoses:
-        console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True, highlight=False)
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)  # folded to the terminal, as the claims are
     failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in outcomes)
     console.print(f"{len(outcomes) - failed}/{len(outcomes)} runs completed; report: {written.path}", soft_wrap=True)
     tracking_failed = mlflow and not log_to_mlflow(out, experiment, console, err)
