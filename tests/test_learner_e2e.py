@@ -293,8 +293,10 @@ def test_cli_run_json_local_and_over_http_agree_and_score_with_a_test_budget(sha
     assert local["session"] is None and remote["session"]
     assert local["weights"] == remote["weights"] and local["final"]["test_mse"] == pytest.approx(
         remote["final"]["test_mse"], rel=1e-12)
-    # At most 3 of 30 attributes per test example: worse than the full-information score of the same weights.
-    assert remote["test_budget"]["mse"] >= remote["final"]["test_mse"] * 0.999
+    # At most 3 of 30 attributes per test example: a score of its own (not the full-information one of the same
+    # weights, which it need not exceed when the weights are noisy), the same in-process and over HTTP.
+    assert remote["test_budget"]["mse"] == pytest.approx(local["test_budget"]["mse"], rel=1e-12)
+    assert remote["test_budget"]["mse"] != pytest.approx(remote["final"]["test_mse"], rel=1e-3)
 
 
 def test_cli_run_rejects_bad_input_with_a_message() -> None:
