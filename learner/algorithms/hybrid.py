@@ -12,7 +12,7 @@ Choices the paper leaves open (see docs/papers.md; the paper gives no hyper-para
   at least 1 so that every stage exploits; α̌ = Θ(1/κ_s) is a parameter, 1/2 by default.
 - Mini-batches grow geometrically per stage (docs/papers.md): B⁻_{t,k} = B_{t,k} = ⌈B·(1/(1−α̌))^{k−1}⌉, the
   1/(1−α̌)^k growth of Theorem 4.4's B_k; B counts examples per block per Exploration update and
-  examples per Exploitation update; it defaults to Exploration's (sized to the run, m / (10 d') in 10..100; with
+  examples per Exploitation update; it defaults to Exploration's (sized to the run, m / (4 d') in 10..100; with
   ``defaults = "theory"`` the working value 100), with η = 0.2 / max_i E[x_i²] (docs/papers.md, scaled as in
   exploration.py) and s = round(0.6 s').
 - ``weights`` is the latest iterate, of whichever phase is running.
