@@ -9,6 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from budgetlab.contract.results import ComparisonResults
 from budgetlab.contract.runs import CurvePoint, RunResult
 from client.cli import app
 from learner.diagnosis import NEAR_ZERO, diagnose
@@ -99,5 +100,5 @@ per_example = 64
     report = (out / "report.md").read_text()
     assert f"Near the zero predictor:\n\n- **AER stuck**: {aer['diagnosis']}\n" in report
     assert f"near zero · AER stuck: {aer['diagnosis']}" in " ".join(run.output.split())
-    detail = parse("out", results, 0.0, out / "report.md")
+    detail = parse("out", ComparisonResults.read(out / "results.json"), 0.0, out / "report.md")
     assert [a.diagnosis for a in detail.designs[0].algorithms] == [aer["diagnosis"], None]
