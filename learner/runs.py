@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
 from budgetlab.errors import OracleError, OracleUnavailable
-from budgetlab.oracle_client import OracleClient
+from learner.closing import SessionCloser
 from learner.http_oracle import HttpOracle
 from learner.runner import Progress, run_horizon
 from learner.scoring import run_and_score, session_opener
@@ -33,19 +33,7 @@ log = logging.getLogger(__name__)
 
 STOPPED = "the learner stopped before this run ended"
 CANCELLED_QUEUED = "cancelled before it started"
-# Closing a session is housekeeping: a slow or dead oracle must not hold a worker for long.
-CLOSE_TIMEOUT = 10.0
 CANCEL_WAIT = 10.0
-
-
-def close_sessions(sessions: Iterable[OpenSession]) -> None:
-    """Close each oracle session (a 'close' row in its ledger); one already closed or unreachable is left as is."""
-    for session in sessions:
-        try:
-            with OracleClient(session.oracle_url, timeout=CLOSE_TIMEOUT) as client:
-                client.session(session.id, session.token).close()
-        except (OracleError, OracleUnavailable) as exc:
-            log.info("oracle session %s not closed: %s", session.id, exc)
 
 
 def session_of(oracle: HttpOracle, url: str) -> OpenSession:
@@ -91,6 +79,8 @@ class RunManager:
     def __init__(self, store: RunStore, *, max_running: int, retained: int) -> None:
         share_blas_threads(max_running)
         self.store = store
+        # Every oracle session a run opened is closed, by the closer, however the run ended.
+        self.closer = SessionCloser()
         self.retained = retained
         self.live: dict[str, Run] = {}
         self.recent: OrderedDict[str, tuple[str, RunInfo]] = OrderedDict()
@@ -106,7 +96,7 @@ class RunManager:
         background: an oracle that is down must not delay the start); how many there were."""
         sessions = self.store.interrupt_unended(STOPPED)
         if sessions:
-            threading.Thread(target=close_sessions, args=(sessions,), name="close-interrupted", daemon=True).start()
+            threading.Thread(target=self.closer.close, args=(sessions,), name="close-interrupted", daemon=True).start()
         return len(sessions)
 
     def start(self, owner: str, request: RunCreate, oracle: HttpOracle) -> RunInfo:
@@ -117,7 +107,7 @@ class RunManager:
             self.store.insert(owner, run.info(), run.session)
         except BaseException:
             oracle.close()
-            close_sessions([run.session])
+            self.closer.close([run.session])
             raise
         with self.lock:
             self.live[run.id] = run
@@ -220,7 +210,7 @@ class RunManager:
         finally:
             oracle, run.oracle = run.oracle, None
             oracle.close()
-            close_sessions([run.session, *opened])
+            self.closer.close([run.session, *opened])
         if status == "cancelled" and self.stopping:
             status, message = "interrupted", STOPPED
         self._end(run, status, message, result)
@@ -232,7 +222,7 @@ class RunManager:
             run.examples, run.attributes = result.examples, result.attributes
         if run.oracle is not None:  # withdrawn from the queue: it never ran, its session is closed here
             run.oracle.close()
-            close_sessions([run.session])
+            self.closer.close([run.session])
         try:
             self.store.finish(run.id, status=status, message=message, examples=run.examples,
                               attributes=run.attributes, result=result, curve=run.curve, written=written)

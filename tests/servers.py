@@ -42,10 +42,11 @@ def wait_healthy(url: str, timeout: float = 60.0, process: subprocess.Popen | No
 
 
 @contextmanager
-def serve_in_thread(app, **options: Any) -> Iterator[str]:
-    """Serve an ASGI app with a real uvicorn server on a pre-bound loopback socket (no port race); ``options`` go to
-    ``uvicorn.Config`` (e.g. ``ws="none"``: a server that cannot upgrade to WebSocket)."""
-    sock = bound_socket()
+def serve_in_thread(app, port: int = 0, **options: Any) -> Iterator[str]:
+    """Serve an ASGI app with a real uvicorn server on a pre-bound loopback socket (no port race; ``port`` 0: a free
+    one, else this one: a service started again where it was); ``options`` go to ``uvicorn.Config`` (e.g.
+    ``ws="none"``: a server that cannot upgrade to WebSocket)."""
+    sock = listen("127.0.0.1", port) if port else bound_socket()
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", http=JsonHttpProtocol, **options))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
