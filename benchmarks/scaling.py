@@ -1,0 +1,90 @@
+"""Scaling benchmark (issue 22): runs per minute of one fixed grid, sequentially and on 2 worker processes.
+
+The grid: AERR and DDAERR on ``powerlaw`` (d = 500, 10,000 training examples, 2,000 test), 4 attributes per
+example, seeds 0-3: 8 runs, each on its own session (``--smoke``: 4 runs of 400 examples on d = 50). It runs
+
+``--local``: on LocalOracles in the workers of a Dask LocalCluster of 1 process (one run at a time), then of 2.
+Through the services it is not measured yet: the learner service still executes its runs in threads.
+
+Each figure is the grid's wall time once its workers are up (their start is timed apart: a LocalCluster takes
+seconds, once per comparison or learner), as runs per minute, and the speed-up of 2 processes over 1. Target on
+2 cores: >= 1.8x ``--local``.
+
+A dataset goes to no worker: each builds it from the run's dataset parameters, once per worker process (the
+datasets cache); the script prints how many each worker built against the runs it executed, and each worker's RSS.
+
+Usage: ``python benchmarks/scaling.py [--json] [--smoke]``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from _harness import Report, arguments, progress
+
+from client.config import CompareConfig
+from client.grid import run_comparison
+from learner.cluster import RunPool
+
+FULL = {"d": 500, "n_train": 10_000, "n_test": 2_000}
+SMOKE = {"d": 50, "n_train": 400, "n_test": 100}
+
+
+def grid(smoke: bool) -> CompareConfig:
+    return CompareConfig.model_validate({
+        "title": "scaling", "dataset": {"name": "powerlaw", "params": SMOKE if smoke else FULL},
+        "budget": {"per_example": 4}, "seeds": [0, 1] if smoke else list(range(4)), "eval_every": 100 if smoke
+        else 2_000, "algorithms": [{"id": "aerr"}, {"id": "ddaerr"}]})
+
+
+def _datasets_here() -> int:
+    """Datasets this worker process built and keeps (the registry's cache; a benchmark may look inside)."""
+    from budgetlab.datasets import registry
+
+    return len(registry._CACHE._entries)
+
+
+def timed_local(config: CompareConfig, workers: int, report: Report, figures: dict[str, float]) -> None:
+    started = time.perf_counter()
+    with RunPool(workers=workers) as pool:
+        report.add(f"local_{workers}_workers_start_seconds", time.perf_counter() - started, "s")
+        progress(f"--local on {workers} worker process(es): {len(config.seeds) * 2} runs ...")
+        began = time.perf_counter()
+        _, outcomes = run_comparison(config, local=True, learner_url=None, oracle_url=None, parallel=workers,
+                                     console=_quiet(), show_progress=False, pool=pool)
+        wall = time.perf_counter() - began
+        assert all(o.result.status == "finished" for o in outcomes), [o.result.message for o in outcomes]
+        figures[f"local_{workers}"] = len(outcomes) / wall * 60
+        report.add(f"local_{workers}_workers_runs_per_minute", figures[f"local_{workers}"], "runs/min")
+        built = pool.client.run(_datasets_here)
+        rss = pool.rss()
+        for i, worker in enumerate(sorted(rss)):
+            report.add(f"local_{workers}_workers_worker{i}_rss", rss[worker] / 2**20, "MB")
+            report.add(f"local_{workers}_workers_worker{i}_datasets_built", built[worker], "datasets")
+        report.note(f"--local, {workers} worker(s): {len(outcomes)} runs of {len(config.seeds)} seeds' datasets; "
+                    f"datasets built per worker {sorted(built.values())} (one per seed it met, not one per run)")
+
+
+def _quiet():  # type: ignore[no-untyped-def]
+    from rich.console import Console
+
+    return Console(quiet=True)
+
+
+def main() -> None:
+    args = arguments("runs per minute of one grid, sequentially and on 2 worker processes")
+    report = Report("scaling", "smoke" if args.smoke else "full")
+    config = grid(args.smoke)
+    figures: dict[str, float] = {}
+    report.note(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start")
+    for workers in (1, 2):
+        timed_local(config, workers, report, figures)
+    local = figures["local_2"] / figures["local_1"]
+    report.add("local_speedup_2_workers", local, "x", ">= 1.8x", local >= 1.8)
+    report.note(f"load average {os.getloadavg()[0]:.1f} at the end (the cores are shared: figures vary with it)")
+    report.emit(args.json)
+
+
+if __name__ == "__main__":
+    main()
