@@ -115,6 +115,9 @@ class Code(StrEnum):
     NOT_FOUND = "not_found", 404, "nothing has this id (or the token is not its own), or no route has this path"
     METHOD_NOT_ALLOWED = "method_not_allowed", 405, "the path takes another HTTP method"
     TOO_LARGE = "too_large", 413, "the body is larger than the service's limit (BUDGETLAB_MAX_BODY_BYTES)"
+    RATE_LIMITED = ("rate_limited", 429, "more requests of this kind from this address than the service's rate "
+                                         "allows (BUDGETLAB_SESSIONS_PER_SECOND, ...); nothing was done, retry after "
+                                         "Retry-After")
     INVALID_REQUEST = "invalid_request", 422, "the path, query, headers or body do not validate (see detail)"
     HTTP_ERROR = "http_error", 400, "any other refusal of the HTTP layer (its status says which)"
     INTERNAL_ERROR = ("internal_error", 500, "a bug: the service failed to answer a stream message (the stream stays "

@@ -273,7 +273,7 @@ OPERATIONS: dict[str, Operation[..., Any]] = {
 
 # --- opening a session (not an operation of one: it makes one) ----------------------------------------------
 
-OPEN_REFUSALS = (Code.TOO_LARGE, Code.INVALID_REQUEST, Code.INVALID_SESSION, Code.BUSY)
+OPEN_REFUSALS = (Code.TOO_LARGE, Code.INVALID_REQUEST, Code.INVALID_SESSION, Code.BUSY, Code.RATE_LIMITED)
 
 
 def session_create(dataset: str, *, dataset_params: dict[str, ParamValue] | None = None, split: Split = "train",

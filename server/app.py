@@ -28,6 +28,7 @@ from server.sessions import SessionService
 from server.steps import Caps
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
+from web.rates import Rate, RateLimits
 
 # A worker's small requests wait on the GIL behind a big request's Python work (parsing, hashing) as well as on
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that
@@ -78,6 +79,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.state.settings = settings
     app.state.sessions = service
     install_error_handlers(app)
+    opening = Rate(settings.sessions_per_second, settings.sessions_burst,
+                   "BUDGETLAB_SESSIONS_PER_SECOND, BUDGETLAB_SESSIONS_BURST")
+    app.add_middleware(RateLimits, limits={("POST", "/v1/sessions"): opening})
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
                        larger=admin_upload(settings))
 
@@ -130,6 +134,8 @@ def check(settings: Settings) -> None:
     """Refuse to start on settings that cannot work, rather than fail on the first request."""
     if settings.admin_token is not None and bearer_token(f"Bearer {settings.admin_token}") is None:
         raise ValueError("BUDGETLAB_ADMIN_TOKEN must be a bearer token: letters, digits and -._~+/")
+    if settings.sessions_per_second < 0 or settings.sessions_burst < 1:
+        raise ValueError("sessions_per_second must not be negative and sessions_burst must be at least 1")
     for name in ("max_body_bytes", "max_upload_bytes", "max_cells", "max_examples"):
         if getattr(settings, name) < 1:
             raise ValueError(f"{name} must be at least 1, not {getattr(settings, name)}")

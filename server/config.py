@@ -13,6 +13,10 @@ from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES
 # takes about 2.5 MB, a request at the cells cap well under that.
 MAX_BODY_BYTES = 4 << 20
 MAX_UPLOAD_BYTES = 1 << 30
+# Sessions one address may open: a burst of 500 (a class's comparison opens a few dozen), then 20 a second; the
+# unlimited oracle opened about 340 a second for one anonymous client.
+SESSIONS_PER_SECOND = 20.0
+SESSIONS_BURST = 500.0
 
 
 def default_database_url() -> str:
@@ -42,6 +46,11 @@ class Settings:
     max_examples: int = field(default_factory=lambda: _env_int("BUDGETLAB_MAX_EXAMPLES", MAX_EXAMPLES))
     # In-memory dataset arrays kept by each worker's dataset cache (memory-mapped user datasets count nothing).
     dataset_cache_bytes: int = field(default_factory=lambda: _env_int("BUDGETLAB_DATASET_CACHE_BYTES", CACHE_BYTES))
+    # New sessions per second from one client address, in bursts of up to sessions_burst (429 past it; 0: no limit).
+    sessions_per_second: float = field(
+        default_factory=lambda: float(os.environ.get("BUDGETLAB_SESSIONS_PER_SECOND") or SESSIONS_PER_SECOND))
+    sessions_burst: float = field(
+        default_factory=lambda: float(os.environ.get("BUDGETLAB_SESSIONS_BURST") or SESSIONS_BURST))
     # Work big observe/batch requests out in a process of the worker's own (server.batch_process), so that they
     # do not slow the worker's other requests down; 0 does it in the worker.
     batch_process: bool = field(default_factory=lambda: os.environ.get("BUDGETLAB_BATCH_PROCESS", "1") != "0")

@@ -203,7 +203,7 @@ def test_each_oracle_endpoint_lists_only_the_refusals_it_can_answer(oracle_doc: 
     s = SESSION_ROUTE
     assert listed("get", s) == {401, 404, 409, 422}  # a read: no budget, no body, no lock to wait for
     assert listed("get", f"{s}/ledger") == listed("get", f"{s}/audit") == {401, 404, 422}
-    assert listed("post", "/v1/sessions") == {413, 422, 503}  # no token yet
+    assert listed("post", "/v1/sessions") == {413, 422, 429, 503}  # no token yet; a rate per address
     for charging in ("observe", "observe/batch", "step"):
         assert listed("post", f"{s}/{charging}") == {401, 402, 404, 409, 413, 422, 503}
     assert 402 in listed("post", f"{s}/next") and 413 not in listed("post", f"{s}/next")

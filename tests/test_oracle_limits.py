@@ -214,3 +214,19 @@ def test_one_dataset_is_built_at_a_time() -> None:
     for thread in threads:
         thread.join()
     assert most[0] == 1 and len(cache._entries) == 4
+
+
+def test_sessions_past_the_rate_of_one_address_get_429_with_retry_after_and_nothing_is_created(
+        sqlite_url: str) -> None:
+    settings = Settings(database_url=sqlite_url, sessions_per_second=0.5, sessions_burst=3, batch_process=False)
+    with serve_in_thread(create_app(settings)) as url:
+        answers = [httpx.post(f"{url}/v1/sessions", json=POOL) for _ in range(5)]
+        assert [a.status_code for a in answers] == [201, 201, 201, 429, 429]
+        refused = answers[3]
+        assert refused.json()["error"] == "rate_limited"
+        assert "BUDGETLAB_SESSIONS_PER_SECOND" in refused.json()["detail"]
+        assert 1 <= int(refused.headers["Retry-After"]) <= 2
+        # Other requests are not counted: the sessions opened go on.
+        created = answers[0].json()
+        for _ in range(5):
+            assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=auth(created)).status_code == 200

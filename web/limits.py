@@ -13,6 +13,7 @@ the learner each install it, with their own body limit).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -29,10 +30,14 @@ def _too_large(limit: int, setting: str) -> dict[str, Any]:
                       f"the request body is larger than this service's limit of {limit} bytes ({setting})")
 
 
-async def _refuse_http(send: Send, status: int, body: dict[str, Any], prefix: str = "http") -> None:
+async def refuse_http(send: Send, status: int, body: dict[str, Any], prefix: str = "http",
+                      retry_after: float | None = None) -> None:
+    """Answer a request with a JSON refusal, before (and without) the app."""
     payload = json.dumps(body).encode()
-    await send({"type": f"{prefix}.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(max(1, math.ceil(retry_after))).encode()))
+    await send({"type": f"{prefix}.response.start", "status": status, "headers": headers})
     await send({"type": f"{prefix}.response.body", "body": payload})
 
 
@@ -54,9 +59,9 @@ class RequestLimits:
             detail = "the path has a control character; ids never do"
             invalid = error_body(Code.INVALID_REQUEST.value, detail)
             if kind == "http":
-                await _refuse_http(send, Code.INVALID_REQUEST.status, invalid)
+                await refuse_http(send, Code.INVALID_REQUEST.status, invalid)
             elif "websocket.http.response" in scope.get("extensions", {}):  # the handshake gets HTTP's answer
-                await _refuse_http(send, Code.INVALID_REQUEST.status, invalid, prefix="websocket.http")
+                await refuse_http(send, Code.INVALID_REQUEST.status, invalid, prefix="websocket.http")
             else:  # a server without the denial extension: the stream's close code (4000 + status)
                 await send({"type": "websocket.close", "code": 4000 + Code.INVALID_REQUEST.status, "reason": detail})
             return
@@ -66,14 +71,14 @@ class RequestLimits:
         limit, setting = (self.larger and self.larger(scope)) or (self.max_body_bytes, self.setting)
         length, chunked = _framing(scope)
         if length is not None and length > limit:
-            await _refuse_http(send, Code.TOO_LARGE.status, _too_large(limit, setting))
+            await refuse_http(send, Code.TOO_LARGE.status, _too_large(limit, setting))
             return
         if not chunked:  # no body, or one the server delivers only up to its Content-Length: nothing to count
             await self.app(scope, receive, send)
             return
         body = await self._read_bounded(receive, limit)
         if body is None:
-            await _refuse_http(send, Code.TOO_LARGE.status, _too_large(limit, setting))
+            await refuse_http(send, Code.TOO_LARGE.status, _too_large(limit, setting))
             return
         await self.app(scope, _replay(body, receive), send)
 
