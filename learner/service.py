@@ -34,6 +34,7 @@ from learner.settings import LearnerSettings
 from learner.store import RunStore
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
+from web.rates import Rate, RateLimits
 
 RunId = Annotated[str, Path(min_length=1, max_length=64)]
 # An answer that is not an oracle's (a non-HTTP port, another kind of service): never passed on to the caller.
@@ -88,6 +89,9 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
                               "Get a caller token from POST /v1/callers and send it as a bearer token: a caller "
                               "sees and cancels only its own runs.")
     install_error_handlers(app)
+    callers = Rate(settings.callers_per_second, settings.callers_burst,
+                   "BUDGETLAB_LEARNER_CALLERS_PER_SECOND, BUDGETLAB_LEARNER_CALLERS_BURST")
+    app.add_middleware(RateLimits, limits={("POST", "/v1/callers"): callers})
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes,
                        setting="BUDGETLAB_LEARNER_MAX_BODY_BYTES")
     app.state.settings = settings
@@ -108,7 +112,8 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
     def list_algorithms() -> AlgorithmList:
         return AlgorithmList(algorithms=[cls.info() for cls in algorithms().values()])
 
-    @app.post("/v1/callers", status_code=201, response_model=CallerToken, tags=["callers"])
+    @app.post("/v1/callers", status_code=201, response_model=CallerToken, tags=["callers"],
+              responses=responses(Code.RATE_LIMITED))
     def new_caller() -> CallerToken:
         """A new caller token (shown once): the runs started with it are visible to its holder only."""
         return app.state.callers.issue()

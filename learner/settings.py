@@ -38,7 +38,16 @@ class LearnerSettings:
     # A request body: a run's request is a few hundred bytes, so 1 MiB leaves room for any real one (413 above).
     max_body_bytes: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_MAX_BODY_BYTES", 1 << 20))
 
+    # New callers per second from one client address, in bursts of up to callers_burst (429 past it; 0: no limit).
+    callers_per_second: float = field(
+        default_factory=lambda: float(os.environ.get("BUDGETLAB_LEARNER_CALLERS_PER_SECOND") or 5))
+    callers_burst: float = field(
+        default_factory=lambda: float(os.environ.get("BUDGETLAB_LEARNER_CALLERS_BURST") or 100))
+
     def __post_init__(self) -> None:
+        if self.callers_per_second < 0 or self.callers_burst < 1:
+            raise ValueError("BUDGETLAB_LEARNER_CALLERS_PER_SECOND must not be negative, "
+                             "BUDGETLAB_LEARNER_CALLERS_BURST at least 1")
         if self.max_running < 1:
             raise ValueError("BUDGETLAB_LEARNER_MAX_RUNNING must be at least 1")
         if self.max_body_bytes < 1:

@@ -168,3 +168,15 @@ def test_a_body_past_the_learners_limit_is_a_413_and_starts_nothing(learner: tup
     assert r.status_code == 413, r.text
     assert r.json()["error"] == "too_large" and "BUDGETLAB_LEARNER_MAX_BODY_BYTES" in r.json()["detail"]
     assert httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"] == []
+
+
+def test_callers_past_the_rate_of_one_address_get_429_with_retry_after(shared_oracle_url: str,
+                                                                       tmp_path: Path) -> None:
+    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", shared_oracle_url, callers_per_second=0.5,
+                        callers_burst=2) as url:
+        answers = [httpx.post(f"{url}/v1/callers") for _ in range(4)]
+        assert [a.status_code for a in answers] == [201, 201, 429, 429]
+        assert answers[2].json()["error"] == "rate_limited"
+        assert 1 <= int(answers[2].headers["Retry-After"]) <= 2
+        with sqlite3.connect(tmp_path / "runs.db") as db:
+            assert db.execute("SELECT COUNT(*) FROM learner_callers").fetchone()[0] == 2, "no caller created past the rate"
