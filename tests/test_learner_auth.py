@@ -179,4 +179,5 @@ def test_callers_past_the_rate_of_one_address_get_429_with_retry_after(shared_or
         assert answers[2].json()["error"] == "rate_limited"
         assert 1 <= int(answers[2].headers["Retry-After"]) <= 2
         with sqlite3.connect(tmp_path / "runs.db") as db:
-            assert db.execute("SELECT COUNT(*) FROM learner_callers").fetchone()[0] == 2, "no caller created past the rate"
+            stored = db.execute("SELECT COUNT(*) FROM learner_callers").fetchone()[0]
+        assert stored == 2, "no caller created past the rate"
