@@ -533,9 +533,9 @@ def run(
     if final is not None:
         console.print(scores_line(task, final.test_mse, final.normalized_mse, final.zero_one))
     if result.test_budget is not None:
-        t = result.test_budget
-        console.print(f"with {t.per_example} attributes per test example: "
-                      + scores_line(task, t.mse, t.normalized_mse, t.zero_one))
+        score = result.test_budget
+        console.print(f"with {score.per_example} attributes per test example: "
+                      + scores_line(task, score.mse, score.normalized_mse, score.zero_one))
     if result.diagnosis:
         console.print(f"[yellow]{escape(result.diagnosis)}[/]", soft_wrap=True)
     if result.session:

@@ -138,7 +138,7 @@ class AttributeEfficient(Algorithm):
     min_budget = 2
     needs_scale = True
     # The step sizes' practical default is a rule (``_step_sizes``), recorded and accepted back by its name.
-    rules: ClassVar[dict[str, str]] = {"eta": ADAPTIVE}
+    rules: ClassVar[dict[str, str | tuple[str, ...]]] = {"eta": ADAPTIVE}
 
     def __init__(self, problem: Problem, seed: int = 0, **params) -> None:
         super().__init__(problem, seed, **params)
