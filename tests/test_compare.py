@@ -242,7 +242,7 @@ def test_ctrl_c_cancels_the_runs_on_the_learner_and_writes_a_partial_report(watc
             time.sleep(0.1)
         assert len(running) == 2, "the two first runs did not start"
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=30)
+        stdout, stderr = process.communicate(timeout=120)  # cancelling, then the partial report and its plots
         assert process.returncode == INTERRUPTED, stdout + stderr
         # Both runs that were going are cancelled on the learner; the two others never started there.
         assert sorted(r.status for r in admin.list()) == ["cancelled", "cancelled"]
