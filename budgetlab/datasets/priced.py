@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from budgetlab.contract.base import ParamValue
-from budgetlab.datasets.family import Data, Family, Param, read_only
+from budgetlab.datasets.family import Data, Generated, Param, read_only
 
 _TAG = 0x9A1CE
 _CHUNK_ROWS = 8_192
@@ -36,7 +36,7 @@ def expensive_attributes(d: int, expensive: float) -> np.ndarray:
     return np.sort(np.random.default_rng([_TAG, d]).permutation(d)[:count])
 
 
-class Priced(Family):
+class Priced(Generated):
     pattern = example = "priced"
     task = "regression"
     source = "synthetic: budgetlab's own, for cost-aware sampling (beyond the papers)"
@@ -58,9 +58,6 @@ class Priced(Family):
         return (f"Gaussian attributes with E[x_i²] = i^{params['alpha']:g}, y = <w*, x> + N(0, {params['noise']:g}²); "
                 f"{count} of the {params['d']} attributes cost {params['price']:g}, the others 1 (budgetlab's own, "
                 "beyond the papers)")
-
-    def sizes(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> tuple[int, int, int]:
-        return int(params["n_train"]), int(params["n_test"]), int(params["d"])
 
     def costs(self, args: tuple[int, ...], params: dict[str, ParamValue]) -> np.ndarray:
         d = int(params["d"])
