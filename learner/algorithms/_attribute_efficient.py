@@ -3,7 +3,8 @@ indices from q and a few inner-product indices from p(w), pay for the distinct o
 OGD (ridge) or EG (lasso) step along the estimated gradient φ̃ · x̃.
 
 ``SampledGradient`` is that loop on top of an iterate from ``_iterates``; ``AttributeEfficient`` is the
-``Algorithm`` shell every public class of the family fills in with its sampling choices and step size.
+``Algorithm`` shell every public class of the family fills in with its geometry (``_geometry``: the ridge or the
+lasso twin), sampling choices and step size; ``HazanKoren`` is AERR and AELR, the twins with uniform draws.
 Randomness: per example, one batch of U[0,1) numbers from the algorithm's generator, the data-point
 draws first, then the inner-product draws (drawn even when w = 0 and not needed, so the stream of
 numbers does not depend on the data).
@@ -18,8 +19,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from budgetlab.contract.base import ParamValue
 from learner.algorithms._estimators import squared_loss_gradient
-from learner.algorithms._iterates import LassoIterate, RidgeIterate, ScaledIterate
+from learner.algorithms._geometry import Geometry
+from learner.algorithms._iterates import ScaledIterate
 from learner.algorithms._step_sizes import (
     ADAPTIVE,
     AtLeast,
@@ -30,14 +33,15 @@ from learner.algorithms._step_sizes import (
 )
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
 
-# The start of the step sizes' descriptions: the practical rule (``_step_sizes``), then the theorem's η
-# after "theory: ".
-RIDGE_ETA_DOC = ("step size η; default 'adaptive': averaged least squares' 1/(2R²), R² measured on the run's "
-                 "estimates, never below the theorem's η; theory: ")
-LASSO_ETA_DOC = ("step size η; default 'adaptive': sqrt(log 2d / Σ||g̃||_∞²) on the run's gradients, capped, never "
-                 "below the theorem's η; theory: ")
+HAZAN_KOREN = "Hazan & Koren 2012, Linear Regression with Limited Observation"
 B_DOC = ("radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to "
          "max|y| / max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball")
+Spec = dict[str, tuple[ParamValue | None, str]]
+
+
+def ball_params(geometry: Geometry, theorem: str) -> Spec:
+    """The parameters B and η of a learner on the ``geometry``'s ball, ``theorem`` saying what the theorem's η is."""
+    return {"B": (None, B_DOC), "eta": (None, geometry.eta_doc + theorem)}
 
 
 class DataPointSampler:
@@ -131,9 +135,11 @@ class AttributeEfficient(Algorithm):
     Scaling the data into that setting (x' = x / X, w' = X w, X the declared max ||x||) turns a ball of radius
     B on w into one of radius X·B on w', so the theorem's B is B' = X·B (at least max|y| by the choice of B),
     and its step size η' on w' is η'/X² on w for OGD and η'/X for EG (whose step multiplies a gradient that
-    scales with x). ``ridge_geometry``/``lasso_geometry`` return B, B' and X from the declared ``Problem.scale``.
+    scales with x). ``ball`` returns B, B' and X from the declared ``Problem.scale`` for the class's ``geometry``.
     """
 
+    # The ball, step and sampling of the ridge or the lasso twin (``_geometry``).
+    geometry: ClassVar[Geometry]
     budget_kind = "local"
     min_budget = 2
     needs_scale = True
@@ -175,41 +181,24 @@ class AttributeEfficient(Algorithm):
         self.config[name] = value
         return value
 
-    def _step(self, name: str, theoretical: float, practical: LeastSquaresStep | ExponentiatedStep) -> StepRule:
-        """The step size ``name``: a given number, the rule ``ADAPTIVE`` (given, or by default: the practical rule,
-        never below the theorem's η), or with ``defaults = "theory"`` the theorem's η."""
+    def ball(self) -> tuple[float, float, float]:
+        """(B, B' = X·B, X): the ball on w of the ``geometry`` and the theorems' B in the normalised setting."""
+        X = self.geometry.max_norm(self.problem.scale)
+        B = self.resolve("B", self.geometry.radius(self.problem))
+        return B, X * B, X
+
+    def step_rule(self, name: str, theoretical: float, practical: LeastSquaresStep | ExponentiatedStep | None = None
+             ) -> StepRule:
+        """The step size ``name`` on w (B resolved first): a given number, the rule ``ADAPTIVE`` (given, or by default:
+        the ``geometry``'s practical rule, or ``practical``, never below the theorem's η), or with
+        ``defaults = "theory"`` the theorem's η, ``theoretical``."""
         value = self.config[name]
         if value == ADAPTIVE or (value is None and not self.problem.theory):
             self.config[name] = ADAPTIVE
-            return AtLeast(practical, theoretical)
+            rule = practical if practical is not None else self.geometry.practical(self.problem,
+                                                                                    float(self.config["B"]))
+            return AtLeast(rule, theoretical)
         return FixedStep(self.resolve(name, theoretical))
-
-    def ridge_step(self, name: str, theoretical: float, scale: float = 1.0) -> StepRule:
-        """OGD's step: by default averaged least squares' (``_step_sizes.LeastSquaresStep``)."""
-        return self._step(name, theoretical, LeastSquaresStep(scale))
-
-    def lasso_step(self, name: str, theoretical: float) -> StepRule:
-        """EG's step on the L1 ball of radius B (resolved first): by default sqrt(log 2d / Σ ||g̃||_∞²), capped
-        (``_step_sizes.ExponentiatedStep``)."""
-        return self._step(name, theoretical, ExponentiatedStep(self.problem.d, float(self.config["B"])))
-
-    def ridge_geometry(self) -> tuple[float, float, float]:
-        """(B, B' = X·B, X = max ||x||_2): the L2 ball on w and the theorems' B in the normalised setting."""
-        scale = self.problem.scale
-        B = self.resolve("B", scale.radius2())
-        return B, scale.max_norm2 * B, scale.max_norm2
-
-    def lasso_geometry(self) -> tuple[float, float, float]:
-        """(B, B' = X·B, X = max |x_i|): the L1 ball on w and the theorems' B in the normalised setting.
-
-        Real data declare no ||w*||_1, only the stand-in for ||w*||_2 (``DataScale``), which the theorems' default
-        uses for both norms. That L1 ball binds on real data (the cross-validated lasso has ||w||_1 = 8.4 on
-        ``mnist-3v5``, the stand-in 2.95); the practical default is the smallest L1 ball holding the stand-in's L2
-        ball, sqrt(d) times the stand-in. A synthetic design's declared ||w*||_1 is kept."""
-        scale = self.problem.scale
-        widen = 1.0 if self.problem.theory or scale.generated else math.sqrt(self.problem.d)
-        B = self.resolve("B", widen * scale.radius1())
-        return B, scale.max_abs * B, scale.max_abs
 
     def even_split(self, name: str = "x_draws") -> tuple[int, int]:
         """(data-point draws, inner-product draws): the K&S §5 even split, x̃ getting the odd one."""
@@ -222,26 +211,18 @@ class AttributeEfficient(Algorithm):
         return x_draws, budget - x_draws
 
 
-def ridge_iterate(d: int, B: float, c: np.ndarray | None, start: np.ndarray | None = None) -> RidgeIterate:
-    """p ∝ w² (H&K) when c is None, else p ∝ |w_j| c_j (K&S §5)."""
-    return RidgeIterate(d, B, power=2 if c is None else 1, c=c, start=start)
+class HazanKoren(AttributeEfficient):
+    """AERR and AELR (Hazan & Koren, Algorithms 1 and 2): k = budget - 1 uniform data-point draws and one draw from
+    p(w) per example, the theorem's η from ``theorem_eta``."""
 
+    paper = HAZAN_KOREN
 
-def lasso_iterate(d: int, B: float, c: np.ndarray | None, start: np.ndarray | None = None) -> LassoIterate:
-    """p ∝ |w| (H&K) when c is None, else p ∝ |w_j| c_j (K&S §5)."""
-    return LassoIterate(d, B, power=1, c=c, start=start)
+    @abstractmethod
+    def theorem_eta(self, k: int, B_unit: float) -> float:
+        """The theorem's η for the data scaled into the unit ball, k uniform draws, B' = ``B_unit``."""
 
-
-def floored_moments(moments: np.ndarray, floor: float) -> np.ndarray:
-    """(1 - floor) E[x²] + floor · mean E[x²]: keeps every q_i > 0 when floor > 0 (ε = 0: docs/papers.md)."""
-    moments = np.maximum(np.asarray(moments, dtype=np.float64), 0.0)
-    if not moments.sum() > 0:
-        return np.ones_like(moments)
-    return (1.0 - floor) * moments + floor * moments.mean()
-
-
-def check_floor(algorithm: Algorithm) -> float:
-    floor = float(algorithm.config["floor"])
-    if not 0.0 <= floor <= 1.0:
-        raise ParamError(f"{algorithm.id}: floor must be in [0, 1], got {floor}")
-    return floor
+    def build(self) -> SampledGradient:
+        d, k = self.problem.d, self.problem.budget - 1
+        B, B_unit, X = self.ball()
+        step = self.step_rule("eta", self.geometry.on_w(self.theorem_eta(k, B_unit), X))
+        return SampledGradient(self.geometry.iterate(d, B), DataPointSampler(d), k, 1, step, self.rng)

@@ -36,7 +36,7 @@ The rules, and how each relates to its theorem's constant:
   trusted.
 
 The other practical defaults are written where they apply: AER's λ (``aer.py``: Theorem 12's optimum with the
-measured gradient norm), the L1 radius on real data (``AttributeEfficient.lasso_geometry``: sqrt(d) times the
+measured gradient norm), the L1 radius on real data (``_geometry.L1Ball.radius``: sqrt(d) times the
 stand-in ||w*||_2), ogd-ridge's and eg-lasso's steps (``ogd_ridge.py``, ``eg_lasso.py``, the rules above with exact
 gradients) and the Murata & Suzuki mini-batch (``exploration.py``: sized to the run).
 

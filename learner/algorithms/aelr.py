@@ -26,22 +26,15 @@ Choices the paper leaves open (see docs/papers.md):
   worst case that barely moves w within one pass on real data; the default step is the same optimum with the
   realised gradients, η = sqrt(log 2d / Σ||g̃_s||_∞²), capped at the least-squares step and never below the
   theorem's η (``_step_sizes.ExponentiatedStep``); on real data, which declare no ||w*||_1, B is sqrt(d) times the
-  stand-in ||w*||_2 (``AttributeEfficient.lasso_geometry``). ``defaults = "theory"`` takes the theorem's η and B.
+  stand-in ||w*||_2 (``_geometry.L1Ball.radius``). ``defaults = "theory"`` takes the theorem's η and B.
 """
 
 from __future__ import annotations
 
 import math
 
-from learner.algorithms._attribute_efficient import (
-    B_DOC,
-    LASSO_ETA_DOC,
-    AttributeEfficient,
-    DataPointSampler,
-    SampledGradient,
-)
-from learner.algorithms._iterates import LassoIterate
-from learner.algorithms.aerr import HAZAN_KOREN
+from learner.algorithms._attribute_efficient import HazanKoren, ball_params
+from learner.algorithms._geometry import L1_BALL
 
 
 def aelr_eta(k: int, d: int, m: int, B: float) -> float:
@@ -49,21 +42,15 @@ def aelr_eta(k: int, d: int, m: int, B: float) -> float:
     return math.sqrt(k * math.log(2 * d) / (10 * d * max(m, 1))) / (2 * B)
 
 
-class AELR(AttributeEfficient):
+class AELR(HazanKoren):
     """Attribute Efficient Lasso Regression: clipped EG± with uniform and |w|-weighted attribute draws."""
 
     id = "aelr"
     name = "AELR (Attribute Efficient Lasso Regression)"
-    paper = HAZAN_KOREN
     algorithm = "Algorithm 2"
-    params = {
-        "B": (None, B_DOC),
-        "eta": (None, LASSO_ETA_DOC + "Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (docs/papers.md), "
-                "B' = max|x_i|·B, k = budget - 1"),
-    }
+    geometry = L1_BALL
+    params = ball_params(L1_BALL, "Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (docs/papers.md), "
+                         "B' = max|x_i|·B, k = budget - 1")
 
-    def build(self) -> SampledGradient:
-        d, k = self.problem.d, self.problem.budget - 1
-        B, B_unit, X = self.lasso_geometry()
-        step = self.lasso_step("eta", aelr_eta(k, d, self.problem.n_examples, B_unit) / X)
-        return SampledGradient(LassoIterate(d, B), DataPointSampler(d), k, 1, step, self.rng)
+    def theorem_eta(self, k: int, B_unit: float) -> float:
+        return aelr_eta(k, self.problem.d, self.problem.n_examples, B_unit)

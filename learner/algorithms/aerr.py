@@ -31,16 +31,8 @@ from __future__ import annotations
 
 import math
 
-from learner.algorithms._attribute_efficient import (
-    B_DOC,
-    RIDGE_ETA_DOC,
-    AttributeEfficient,
-    DataPointSampler,
-    SampledGradient,
-)
-from learner.algorithms._iterates import RidgeIterate
-
-HAZAN_KOREN = "Hazan & Koren 2012, Linear Regression with Limited Observation"
+from learner.algorithms._attribute_efficient import HazanKoren, ball_params
+from learner.algorithms._geometry import L2_BALL
 
 
 def aerr_eta(k: int, d: int, m: int) -> float:
@@ -48,20 +40,14 @@ def aerr_eta(k: int, d: int, m: int) -> float:
     return math.sqrt(k / (2 * d * max(m, 1)))
 
 
-class AERR(AttributeEfficient):
+class AERR(HazanKoren):
     """Attribute Efficient Ridge Regression: OGD on the L2 ball with uniform and w²-weighted attribute draws."""
 
     id = "aerr"
     name = "AERR (Attribute Efficient Ridge Regression)"
-    paper = HAZAN_KOREN
     algorithm = "Algorithm 1"
-    params = {
-        "B": (None, B_DOC),
-        "eta": (None, RIDGE_ETA_DOC + "Theorem 3.1's sqrt(k/(2dm)) / max||x||_2² with k = budget - 1"),
-    }
+    geometry = L2_BALL
+    params = ball_params(L2_BALL, "Theorem 3.1's sqrt(k/(2dm)) / max||x||_2² with k = budget - 1")
 
-    def build(self) -> SampledGradient:
-        d, k = self.problem.d, self.problem.budget - 1
-        B, _, X = self.ridge_geometry()
-        step = self.ridge_step("eta", aerr_eta(k, d, self.problem.n_examples) / X**2)
-        return SampledGradient(RidgeIterate(d, B), DataPointSampler(d), k, 1, step, self.rng)
+    def theorem_eta(self, k: int, B_unit: float) -> float:
+        return aerr_eta(k, self.problem.d, self.problem.n_examples)

@@ -57,7 +57,7 @@ import numpy as np
 
 from learner.algorithms._attribute_efficient import (
     B_DOC,
-    RIDGE_ETA_DOC,
+    HAZAN_KOREN,
     AttributeEfficient,
     DataPointSampler,
     SampledGradient,
@@ -70,9 +70,9 @@ from learner.algorithms._estimators import (
     genest_order,
     genest_phi,
 )
+from learner.algorithms._geometry import L2_BALL
 from learner.algorithms._iterates import RidgeIterate
-from learner.algorithms._step_sizes import StepRule
-from learner.algorithms.aerr import HAZAN_KOREN
+from learner.algorithms._step_sizes import LeastSquaresStep, StepRule
 from learner.algorithms.base import Observed, ParamError
 
 # Below order 3 GenEst keeps only erf's linear term, in which δ cancels (see the module docstring).
@@ -159,13 +159,14 @@ class AESVR(AttributeEfficient):
     name = "AESVR (Attribute Efficient Support-Vector Regression)"
     paper = HAZAN_KOREN
     algorithm = "Algorithm 4"
+    geometry = L2_BALL
     min_budget = 1 + MIN_GENEST_ORDER
     params = {
         "B": (None, B_DOC),
         "delta": (None, "δ of the δ-insensitive loss |r|_δ = max(|r| - δ, 0) in units of y, 0 <= δ <= B'; "
                   "default 0.1·max|y|"),
         "epsilon": (None, "smoothing accuracy ε of f_ε (Claim 4.2), in units of y; default B' = max||x||_2·B"),
-        "eta": (None, RIDGE_ETA_DOC + "2B'/(G√m) / max||x||_2² with Theorem 4.4's bound on G for the capped "
+        "eta": (None, L2_BALL.eta_doc + "2B'/(G√m) / max||x||_2² with Theorem 4.4's bound on G for the capped "
                 "GenEst"),
         "x_draws": (None, "uniform draws for x̃; the rest of the budget goes to GenEst, which needs at least 3; "
                     "default min(⌈budget/2⌉, budget - 3)"),
@@ -173,7 +174,7 @@ class AESVR(AttributeEfficient):
 
     def build(self) -> GenEstGradient:
         d = self.problem.d
-        _, B_unit, X = self.ridge_geometry()
+        _, B_unit, X = self.ball()
         delta = 0.1 * self.problem.scale.max_label if self.config["delta"] is None else float(self.config["delta"])
         if not 0.0 <= delta <= B_unit:
             raise ParamError(f"{self.id}: delta must be in [0, B'] = [0, {B_unit:g}], got {delta}")
@@ -192,8 +193,8 @@ class AESVR(AttributeEfficient):
                 "the per-example budget)")
         # f'_ε has slope erf'(0)/ε = 2/(√π ε) at 0 where the squared loss's φ has 1: the practical step is √π ε/2 times
         # the least-squares one (``_step_sizes``)
-        step = self.ridge_step("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B_unit, delta, epsilon, n_max)
-                               / X**2, scale=math.sqrt(math.pi) * epsilon / 2)
+        step = self.step_rule("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B_unit, delta, epsilon, n_max)
+                              / X**2, LeastSquaresStep(math.sqrt(math.pi) * epsilon / 2))
         return GenEstGradient(
             RidgeIterate(d, float(self.config["B"])), DataPointSampler(d), x_draws, genest_draws, step, self.rng,
             delta=delta, epsilon=epsilon, N=N,

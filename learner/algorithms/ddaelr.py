@@ -21,63 +21,25 @@ Choices (the options of the paper's experiments, §5; see docs/papers.md):
   worst case that barely moves w within one pass on real data; the default step is the same optimum with the
   realised gradients, η = sqrt(log 2d / Σ||g̃_s||_∞²), capped at the least-squares step and never below the
   theorem's η (``_step_sizes.ExponentiatedStep``); on real data, which declare no ||w*||_1, B is sqrt(d) times the
-  stand-in ||w*||_2 (``AttributeEfficient.lasso_geometry``). ``defaults = "theory"`` takes the theorem's η and B.
+  stand-in ||w*||_2 (``_geometry.L1Ball.radius``). ``defaults = "theory"`` takes the theorem's η and B.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from learner.algorithms._attribute_efficient import (
-    B_DOC,
-    LASSO_ETA_DOC,
-    AttributeEfficient,
-    DataPointSampler,
-    SampledGradient,
-    check_floor,
-    floored_moments,
-    lasso_iterate,
-)
-from learner.algorithms._prices import inner_product_weights, relative_prices
-from learner.algorithms._step_sizes import StepRule
-from learner.algorithms.ddaerr import FLOOR_DOC
+from learner.algorithms._data_dependent import DataDependent, data_dependent_params
+from learner.algorithms._geometry import L1_BALL
 from learner.algorithms.gaelr import gaelr_eta
-from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
 
 
-def lasso_engine(
-    algorithm: AttributeEfficient, moments: np.ndarray, step: StepRule, start: np.ndarray | None = None
-) -> SampledGradient:
-    """GAELR with Lemma 4.3's q ∝ moments and p ∝ |w_j| sqrt(moments_j), over the price for a cost-aware algorithm
-    (``_prices``: the lasso's q is cost-optimal as it is)."""
-    d = algorithm.problem.d
-    x_draws, inner_draws = algorithm.even_split()
-    weights = inner_product_weights(moments, relative_prices(algorithm))
-    iterate = lasso_iterate(d, float(algorithm.config["B"]), weights, start)
-    return SampledGradient(iterate, DataPointSampler(d, moments), x_draws, inner_draws, step, algorithm.rng)
-
-
-class DDAELR(AttributeEfficient):
+class DDAELR(DataDependent):
     """Data-Dependent AELR: GAELR with q ∝ E x_i² from known second moments."""
 
     id = "ddaelr"
     name = "DDAELR (Data-Dependent Attribute Efficient Lasso Regression)"
-    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 3 with Lemma 4.3 (Section 4.1)"
-    needs_second_moments = True
-    params = {
-        "B": (None, B_DOC),
-        "eta": (None, LASSO_ETA_DOC + "Theorem 4.6's (1/2B')·sqrt(log 2d/(5m(||E x'²||_1/k + 1))) / max|x_i|, "
-                "x' = x / max|x_i|, B' = max|x_i|·B"),
-        "x_draws": (None, X_DRAWS_DOC),
-        "floor": (0.0, FLOOR_DOC),
-    }
+    geometry = L1_BALL
+    params = data_dependent_params(L1_BALL, "Theorem 4.6's (1/2B')·sqrt(log 2d/(5m(||E x'²||_1/k + 1))) / max|x_i|, "
+                                   "x' = x / max|x_i|, B' = max|x_i|·B")
 
-    def build(self) -> SampledGradient:
-        assert self.problem.second_moments is not None
-        moments = floored_moments(self.problem.second_moments, check_floor(self))
-        x_draws, _ = self.even_split()
-        _, B_unit, X = self.lasso_geometry()
-        spread = float(moments.sum()) / X**2
-        step = self.lasso_step("eta", gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B_unit, spread) / X)
-        return lasso_engine(self, moments, step)
+    def theorem_eta(self, x_draws: int, B_unit: float, spread: float) -> float:
+        return gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B_unit, spread)

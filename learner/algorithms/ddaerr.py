@@ -27,64 +27,20 @@ Choices (the options of the paper's experiments, §5; see docs/papers.md):
 
 from __future__ import annotations
 
-import numpy as np
-
-from learner.algorithms._attribute_efficient import (
-    B_DOC,
-    RIDGE_ETA_DOC,
-    AttributeEfficient,
-    DataPointSampler,
-    SampledGradient,
-    check_floor,
-    floored_moments,
-    ridge_iterate,
-)
-from learner.algorithms._prices import (
-    data_point_spread,
-    inner_product_weights,
-    relative_prices,
-    ridge_data_point_weights,
-)
-from learner.algorithms._step_sizes import StepRule
-from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC, gaerr_eta
-
-FLOOR_DOC = "q and p use (1 - floor)·E x² + floor·mean(E x²), keeping every q_i > 0 when floor > 0"
+from learner.algorithms._data_dependent import DataDependent, data_dependent_params
+from learner.algorithms._geometry import L2_BALL
+from learner.algorithms.gaerr import gaerr_eta
 
 
-def ridge_engine(
-    algorithm: AttributeEfficient, moments: np.ndarray, step: StepRule, start: np.ndarray | None = None
-) -> SampledGradient:
-    """GAERR with eq. (4)'s q ∝ sqrt(moments) and p ∝ |w_j| sqrt(moments_j), each over the price for a cost-aware
-    algorithm (``_prices``)."""
-    d = algorithm.problem.d
-    prices = relative_prices(algorithm)
-    x_draws, inner_draws = algorithm.even_split()
-    iterate = ridge_iterate(d, float(algorithm.config["B"]), inner_product_weights(moments, prices), start)
-    sampler = DataPointSampler(d, ridge_data_point_weights(moments, prices))
-    return SampledGradient(iterate, sampler, x_draws, inner_draws, step, algorithm.rng)
-
-
-class DDAERR(AttributeEfficient):
+class DDAERR(DataDependent):
     """Data-Dependent AERR: GAERR with q ∝ sqrt(E x_i²) from known second moments."""
 
     id = "ddaerr"
     name = "DDAERR (Data-Dependent Attribute Efficient Ridge Regression)"
-    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 1 with eq. (4) (Section 3.1)"
-    needs_second_moments = True
-    params = {
-        "B": (None, B_DOC),
-        "eta": (None, RIDGE_ETA_DOC + "Theorem 3.5's 1/sqrt(m(||E x'²||_{1/2}/k + 1)) / max||x||_2², "
-                "x' = x / max||x||_2"),
-        "x_draws": (None, X_DRAWS_DOC),
-        "floor": (0.0, FLOOR_DOC),
-    }
+    geometry = L2_BALL
+    params = data_dependent_params(L2_BALL, "Theorem 3.5's 1/sqrt(m(||E x'²||_{1/2}/k + 1)) / max||x||_2², "
+                                   "x' = x / max||x||_2")
 
-    def build(self) -> SampledGradient:
-        assert self.problem.second_moments is not None
-        moments = floored_moments(self.problem.second_moments, check_floor(self))
-        x_draws, _ = self.even_split()
-        _, _, X = self.ridge_geometry()
-        spread = data_point_spread(moments, relative_prices(self)) / X**2
-        step = self.ridge_step("eta", gaerr_eta(x_draws, self.problem.n_examples, spread) / X**2)
-        return ridge_engine(self, moments, step)
+    def theorem_eta(self, x_draws: int, B_unit: float, spread: float) -> float:
+        return gaerr_eta(x_draws, self.problem.n_examples, spread)

@@ -22,24 +22,15 @@ Choices (the paper's options as its experiments used them, §5; see docs/papers.
   worst case that barely moves w within one pass on real data; the default step is the same optimum with the
   realised gradients, η = sqrt(log 2d / Σ||g̃_s||_∞²), capped at the least-squares step and never below the
   theorem's η (``_step_sizes.ExponentiatedStep``); on real data, which declare no ||w*||_1, B is sqrt(d) times the
-  stand-in ||w*||_2 (``AttributeEfficient.lasso_geometry``). ``defaults = "theory"`` takes the theorem's η and B.
+  stand-in ||w*||_2 (``_geometry.L1Ball.radius``). ``defaults = "theory"`` takes the theorem's η and B.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from learner.algorithms._attribute_efficient import (
-    B_DOC,
-    LASSO_ETA_DOC,
-    AttributeEfficient,
-    DataPointSampler,
-    SampledGradient,
-    lasso_iterate,
-)
-from learner.algorithms.gaerr import INNER_DOC, KUKLIANSKY_SHAMIR, Q_DOC, X_DRAWS_DOC, inner_choice, parse_q
+from learner.algorithms._data_dependent import GivenSampling, given_q_params
+from learner.algorithms._geometry import L1_BALL
 
 
 def gaelr_eta(x_draws: int, d: int, m: int, B: float, spread: float) -> float:
@@ -47,30 +38,15 @@ def gaelr_eta(x_draws: int, d: int, m: int, B: float, spread: float) -> float:
     return math.sqrt(math.log(2 * d) / (5 * max(m, 1) * (spread / x_draws + 1.0))) / (2 * B)
 
 
-class GAELR(AttributeEfficient):
+class GAELR(GivenSampling):
     """General Attribute Efficient Lasso Regression: AELR with data-point draws from a given q."""
 
     id = "gaelr"
     name = "GAELR (General Attribute Efficient Lasso Regression)"
-    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 3"
-    params = {
-        "B": (None, B_DOC),
-        "eta": (None, LASSO_ETA_DOC + "Theorem 4.1 with Lemma 4.5: (1/2B')·sqrt(log 2d/(5m(max_i(1/q_i)/k + 1))) "
-                "/ max|x_i|, B' = max|x_i|·B"),
-        "q": ("uniform", Q_DOC),
-        "inner": ("moments", INNER_DOC),
-        "x_draws": (None, X_DRAWS_DOC),
-    }
+    geometry = L1_BALL
+    params = given_q_params(L1_BALL, "Theorem 4.1 with Lemma 4.5: (1/2B')·sqrt(log 2d/(5m(max_i(1/q_i)/k + 1))) "
+                            "/ max|x_i|, B' = max|x_i|·B")
 
-    def build(self) -> SampledGradient:
-        d = self.problem.d
-        q = parse_q(self, str(self.config["q"]))
-        x_draws, inner_draws = self.even_split()
-        sampler = DataPointSampler(d, q)
-        probabilities = sampler.probabilities()
-        B, B_unit, X = self.lasso_geometry()
-        spread = 1.0 / probabilities[probabilities > 0].min()
-        step = self.lasso_step("eta", gaelr_eta(x_draws, d, self.problem.n_examples, B_unit, spread) / X)
-        c = np.sqrt(probabilities) if inner_choice(self) == "moments" else None
-        return SampledGradient(lasso_iterate(d, B, c), sampler, x_draws, inner_draws, step, self.rng)
+    def theorem_eta(self, x_draws: int, B_unit: float, spread: float) -> float:
+        return gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B_unit, spread)

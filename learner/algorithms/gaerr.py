@@ -32,48 +32,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from learner.algorithms._attribute_efficient import (
-    B_DOC,
-    RIDGE_ETA_DOC,
-    AttributeEfficient,
-    DataPointSampler,
-    SampledGradient,
-    ridge_iterate,
-)
-from learner.algorithms.base import Algorithm, ParamError
-
-KUKLIANSKY_SHAMIR = "Kukliansky & Shamir 2015, Attribute Efficient Linear Regression with Data-Dependent Sampling"
-
-Q_DOC = "data-point sampling distribution q: 'uniform', 'power:<alpha>' (q_i ∝ i^alpha) or d comma-separated weights"
-INNER_DOC = "inner-product draws: 'moments' (p ∝ |w_j|·sqrt(E x_j²) with the moments q implies) or 'pseudo-code'"
-X_DRAWS_DOC = "data-point draws per example; default ceil(budget/2), the even split of §5 (the rest go to <w,x>)"
-
-
-def parse_q(algorithm: Algorithm, spec: str) -> np.ndarray | None:
-    """The q a parameter string names (None: uniform)."""
-    d = algorithm.problem.d
-    spec = str(spec).strip()
-    if spec == "uniform":
-        return None
-    try:
-        if spec.startswith("power:"):
-            q = np.arange(1, d + 1, dtype=np.float64) ** float(spec.removeprefix("power:"))
-        else:
-            q = np.array([float(v) for v in spec.split(",")])
-    except ValueError as exc:
-        raise ParamError(f"{algorithm.id}: q must be 'uniform', 'power:<alpha>' or {d} numbers, got {spec!r}") from exc
-    if q.shape != (d,) or not np.all(np.isfinite(q)) or np.any(q < 0) or not q.sum() > 0:
-        raise ParamError(f"{algorithm.id}: q needs {d} finite non-negative weights with a positive sum")
-    return q / q.sum()
-
-
-def inner_choice(algorithm: Algorithm) -> str:
-    inner = str(algorithm.config["inner"])
-    if inner not in ("moments", "pseudo-code"):
-        raise ParamError(f"{algorithm.id}: inner must be 'moments' or 'pseudo-code', got {inner!r}")
-    return inner
+from learner.algorithms._data_dependent import GivenSampling, given_q_params
+from learner.algorithms._geometry import L2_BALL
 
 
 def gaerr_eta(x_draws: int, m: int, spread: float) -> float:
@@ -81,30 +41,14 @@ def gaerr_eta(x_draws: int, m: int, spread: float) -> float:
     return 1.0 / math.sqrt(max(m, 1) * (spread / x_draws + 1.0))
 
 
-class GAERR(AttributeEfficient):
+class GAERR(GivenSampling):
     """General Attribute Efficient Ridge Regression: AERR with data-point draws from a given q."""
 
     id = "gaerr"
     name = "GAERR (General Attribute Efficient Ridge Regression)"
-    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 1"
-    params = {
-        "B": (None, B_DOC),
-        "eta": (None, RIDGE_ETA_DOC + "Theorem 3.1 with Lemma 3.4: 1/sqrt(m(max_i(1/q_i)/k + 1)) / max||x||_2²"),
-        "q": ("uniform", Q_DOC),
-        "inner": ("moments", INNER_DOC),
-        "x_draws": (None, X_DRAWS_DOC),
-    }
+    geometry = L2_BALL
+    params = given_q_params(L2_BALL, "Theorem 3.1 with Lemma 3.4: 1/sqrt(m(max_i(1/q_i)/k + 1)) / max||x||_2²")
 
-    def build(self) -> SampledGradient:
-        d = self.problem.d
-        q = parse_q(self, str(self.config["q"]))
-        x_draws, inner_draws = self.even_split()
-        sampler = DataPointSampler(d, q)
-        probabilities = sampler.probabilities()
-        B, _, X = self.ridge_geometry()
-        smallest = probabilities[probabilities > 0].min()
-        step = self.ridge_step("eta", gaerr_eta(x_draws, self.problem.n_examples, 1.0 / smallest) / X**2)
-        # eq. (4): q ∝ sqrt(E x²), so q itself is the sqrt(E x_j²) the improved inner product weighs by
-        c = probabilities if inner_choice(self) == "moments" else None
-        return SampledGradient(ridge_iterate(d, B, c), sampler, x_draws, inner_draws, step, self.rng)
+    def theorem_eta(self, x_draws: int, B_unit: float, spread: float) -> float:
+        return gaerr_eta(x_draws, self.problem.n_examples, spread)

@@ -13,25 +13,20 @@ Choices the papers leave open (they tune the regularisation by 10-fold cross-val
   paths and mean held-out squared error; it chooses the same α), with each fold's XᵀX obtained by subtracting
   the held-out rows' from the whole XᵀX instead of a product over the other nine tenths. On 12,000
   Fashion-MNIST images ``LassoCV`` took 1.8 s per choice on a quiet machine (13-19 s under load), this 0.5 s.
-- As for ridge (``ridge.CrossValidationSchedule``), α is chosen again only when the number of examples seen
+- As for ridge (``_full_information.CrossValidationSchedule``), α is chosen again only when the number of examples seen
   has doubled since the last choice, and the refits in between use it: a learning curve's points would
   otherwise each pay a 10-fold path. A fixed ``alpha`` skips the cross-validation. ``config`` records the last
   α chosen: given as a fixed ``alpha``, it refits the run's final predictor.
 - No intercept: like the papers' predictors, x ↦ <w, x>.
 - The fit is redone lazily, when ``weights`` is read after new examples arrived, warm-started from the
-  previous solution, from XᵀX and Xᵀy kept up to date over the new rows only (``ridge.GramStatistics``).
+  previous solution, from XᵀX and Xᵀy kept up to date over the new rows only (``_full_information.GramStatistics``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
-from learner.algorithms._row_buffer import RowBuffer, dense_row
-from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
-from learner.algorithms.ridge import FULL_INFORMATION, CrossValidationSchedule, GramStatistics, require_full_budget
+from learner.algorithms._full_information import GramStatistics, OfflineReference
 
 MAX_ITERATIONS = 10_000
 FOLDS = 10
@@ -65,54 +60,24 @@ def ten_fold_alpha(X: np.ndarray, y: np.ndarray, stats: GramStatistics) -> float
     return float(alphas[np.argmin(np.mean(errors, axis=0))])
 
 
-class Lasso(Algorithm):
+class Lasso(OfflineReference):
     """Offline Lasso on every example seen, with all attributes (scikit-learn's coordinate descent)."""
 
     id = "lasso"
     name = "Lasso (offline, full information)"
-    paper = FULL_INFORMATION
     algorithm = "Lasso by coordinate descent (sklearn lasso_path), α by 10-fold cross-validation (as LassoCV) or fixed"
-    protocol = "batch"
-    budget_kind = "full"
+    zero_alpha = False
+    alpha_refusal = "alpha must be positive (use ridge with alpha=0 for least squares)"
     params = {"alpha": (None, "L1 penalty α of (1/2n)||y − Xw||² + α||w||_1; default cross-validated (10 folds, "
                         "as LassoCV)")}
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
-        require_full_budget(problem, self.id)
-        alpha = self.config["alpha"]
-        if alpha is not None and float(alpha) <= 0:
-            raise ParamError(f"alpha must be positive (use ridge with alpha=0 for least squares), got {alpha}")
-        self.alpha = None if alpha is None else float(alpha)
-        self.schedule = CrossValidationSchedule()
-        self.rows = RowBuffer(problem.d)
-        self.stats = GramStatistics(problem.d)
-        self._w = np.zeros(problem.d)
-        self._fitted_at = 0
+    def cross_validated_alpha(self) -> float:
+        return ten_fold_alpha(self.rows.X, self.rows.y, self.stats)
 
-    def select(self) -> Sequence[int]:
-        return range(self.problem.d)
+    def fit(self, alpha: float) -> np.ndarray:
+        # Imported here: scikit-learn takes seconds to import, and every listing of the algorithms imports this module.
+        from sklearn.linear_model import lasso_path
 
-    def update(self, observed: Observed, y: float) -> None:
-        self.rows.append(dense_row(observed, self.problem.d), y)
-
-    @property
-    def weights(self) -> np.ndarray:
-        if self.rows.n != self._fitted_at:
-            n = self.rows.n
-            self.stats.update(self.rows)
-            if self.alpha is None and self.schedule.due(n):
-                self.schedule.chose(ten_fold_alpha(self.rows.X, self.rows.y, self.stats), n)
-                self.config["alpha"] = self.schedule.alpha
-            alpha = self.alpha if self.alpha is not None else self.schedule.alpha
-            if alpha is not None:
-                # Imported here: scikit-learn takes seconds to import, and every listing of the algorithms imports
-                # this module.
-                from sklearn.linear_model import lasso_path
-
-                _, coefs, _ = lasso_path(self.rows.X, self.rows.y, alphas=[alpha], precompute=self.stats.gram,
-                                         Xy=self.stats.xy, coef_init=self._w, tol=FIT_TOLERANCE,
-                                         max_iter=MAX_ITERATIONS)
-                self._w = coefs[:, 0].astype(float)
-            self._fitted_at = n
-        return self._w.copy()
+        _, coefs, _ = lasso_path(self.rows.X, self.rows.y, alphas=[alpha], precompute=self.stats.gram, Xy=self.stats.xy,
+                                 coef_init=self._w, tol=FIT_TOLERANCE, max_iter=MAX_ITERATIONS)
+        return coefs[:, 0].astype(float)

@@ -20,28 +20,20 @@ Choices the reference leaves open (it is their GAERR with every attribute observ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from budgetlab.contract.base import ParamValue
-from learner.algorithms._label_bound import RUNNING, LabelBound, given_or_running
-from learner.algorithms._row_buffer import dense_row
-from learner.algorithms._step_sizes import ADAPTIVE, LeastSquaresStep
-from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
-from learner.algorithms.ridge import FULL_INFORMATION, require_full_budget
+from learner.algorithms._full_information import OnlineReference
+from learner.algorithms._step_sizes import LeastSquaresStep
+from learner.algorithms.base import Problem
 
 
-class OGDRidge(Algorithm):
+class OGDRidge(OnlineReference):
     """Online gradient descent on the L2 ball, with every attribute: the online ridge reference."""
 
     id = "ogd-ridge"
     name = "Online ridge (OGD, full information)"
-    paper = FULL_INFORMATION
     algorithm = "Online gradient descent (Zinkevich 2003)"
-    protocol = "batch"
-    budget_kind = "full"
-    rules = {"radius": RUNNING, "eta": (RUNNING, ADAPTIVE)}
     params = {
         "radius": (None, "L2 radius B; default 'running': the largest |y| seen so far"),
         "eta": (None, "constant step size; default 'adaptive': 1/(4 mean||x||²) (averaged least squares); theory: "
@@ -50,53 +42,25 @@ class OGDRidge(Algorithm):
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
         super().__init__(problem, seed, **params)
-        require_full_budget(problem, self.id)
-        self.radius = LabelBound(given_or_running(self, "radius"))
-        self.least_squares: LeastSquaresStep | None = None
-        if self.config["eta"] == ADAPTIVE or (self.config["eta"] is None and not problem.theory):
-            # the gradient here is 2(<w,x> - y)x: half of Bach & Moulines' step on (<w,x> - y)x
-            self.least_squares, self.eta = LeastSquaresStep(0.5, warmup=0), None  # x is exact: no heavy tail
-            self.config["eta"] = ADAPTIVE
-        else:
-            self.eta = given_or_running(self, "eta")
-        if self.eta is not None and self.eta <= 0:
-            raise ParamError(f"eta must be positive, got {self.eta}")
-        self.horizon = max(problem.n_examples, 1)
-        self.w = np.zeros(problem.d)
-        self.w_bar = np.zeros(problem.d)
-        self.t = 0
-        self.x_max = 0.0
-        self.y_max = 0.0
+        self.w = np.zeros(self.problem.d)
 
-    def select(self) -> Sequence[int]:
-        return range(self.problem.d)
+    def practical_rule(self) -> LeastSquaresStep:
+        # the gradient here is 2(<w,x> - y)x: half of Bach & Moulines' step on (<w,x> - y)x
+        return LeastSquaresStep(0.5, warmup=0)  # x is exact: no heavy tail
 
-    def step_size(self) -> float:
-        if self.eta is not None:
-            return self.eta
-        if self.least_squares is not None:
-            return self.least_squares.last
-        B, X = self.radius.value, self.x_max
-        G = 2.0 * (B * X + self.y_max) * X
-        return 2.0 * B / (G * np.sqrt(self.horizon)) if G > 0 else 0.0
+    def norm(self, x: np.ndarray) -> float:
+        return float(np.linalg.norm(x))
 
-    def update(self, observed: Observed, y: float) -> None:
-        x = dense_row(observed, self.problem.d)
-        self.t += 1
-        self.w_bar += (self.w - self.w_bar) / self.t
-        radius = self.radius.see(y)
-        self.x_max = max(self.x_max, float(np.linalg.norm(x)))
-        self.y_max = max(self.y_max, abs(y))
-        if self.least_squares is not None:
-            self.least_squares.next({0: float(np.linalg.norm(x))}, {})
+    def theorem_step(self, G: float) -> float:
+        return 2.0 * self.radius.value / (G * np.sqrt(self.horizon))
+
+    def move(self, w: np.ndarray, x: np.ndarray, y: float) -> None:
+        if self.rule is not None:
+            self.rule.next({0: float(np.linalg.norm(x))}, {})
         self.w -= self.step_size() * 2.0 * (float(self.w @ x) - y) * x
         norm = float(np.linalg.norm(self.w))
-        if norm > radius:
-            self.w *= radius / norm
-
-    @property
-    def weights(self) -> np.ndarray:
-        return self.w_bar.copy()
+        if norm > self.radius.value:
+            self.w *= self.radius.value / norm
 
     def current_weights(self) -> np.ndarray:
         return self.w.copy()

@@ -14,59 +14,24 @@ Choices the papers leave open (they tune α by 10-fold cross-validation):
   a slow SVD of X (17 s); this costs one product for all α (1 s) and chooses the same α.
 - As in the papers, who tuned once and then ran on prefixes of the training set, α is not re-tuned at every
   refit: it is cross-validated on the examples seen so far whenever their number has doubled since the last
-  time (``CrossValidationSchedule``, from 3 examples on; before that the fit is the zero predictor), and every
-  refit in between uses the last α chosen. A fixed ``alpha`` skips the cross-validation. ``config`` records the
-  last α chosen: given as a fixed ``alpha``, it refits the run's final predictor.
+  time (``_full_information.CrossValidationSchedule``, from 3 examples on; before that the fit is the zero
+  predictor), and every refit in between uses the last α chosen. A fixed ``alpha`` skips the cross-validation.
+  ``config`` records the last α chosen: given as a fixed ``alpha``, it refits the run's final predictor.
 - No intercept: like the papers' predictors, x ↦ <w, x>.
 - The fit is redone lazily, when ``weights`` is read after new examples arrived, from XᵀX and Xᵀy kept up to
-  date over the new rows only (``GramStatistics``); the rows seen are kept too (full information means the
-  learner may keep them), for the cross-validation.
+  date over the new rows only (``_full_information.GramStatistics``); the rows seen are kept too (full information
+  means the learner may keep them), for the cross-validation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import scipy.linalg
 
-from budgetlab.contract.base import ParamValue
-from learner.algorithms._row_buffer import RowBuffer, dense_row
-from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+from learner.algorithms._full_information import GramStatistics, OfflineReference
+from learner.algorithms._row_buffer import RowBuffer
 
 ALPHAS = np.logspace(-4, 8, 61)
-# Cross-validation needs at least this many examples; before that the fit is the zero predictor.
-MIN_CV_EXAMPLES = 3
-
-
-class CrossValidationSchedule:
-    """When to choose α again: first at ``MIN_CV_EXAMPLES`` examples, then each time their number doubles."""
-
-    def __init__(self) -> None:
-        self.alpha: float | None = None
-        self._tuned_at = 0
-
-    def due(self, n: int) -> bool:
-        return n >= MIN_CV_EXAMPLES and (self.alpha is None or n >= 2 * self._tuned_at)
-
-    def chose(self, alpha: float, n: int) -> None:
-        self.alpha, self._tuned_at = float(alpha), n
-
-
-class GramStatistics:
-    """XᵀX and Xᵀy of the rows of a ``RowBuffer``, brought up to date over the rows added since the last call:
-    a refit then costs a d x d solve, not a pass over every row seen."""
-
-    def __init__(self, d: int) -> None:
-        self.gram = np.zeros((d, d))
-        self.xy = np.zeros(d)
-        self.n = 0
-
-    def update(self, rows: RowBuffer) -> None:
-        X, y = rows.X[self.n:], rows.y[self.n:]
-        self.gram += X.T @ X
-        self.xy += X.T @ y
-        self.n = rows.n
 
 
 def leave_one_out_alpha(X: np.ndarray, y: np.ndarray, gram: np.ndarray, alphas: np.ndarray) -> float:
@@ -105,58 +70,19 @@ def ridge_solution(stats: GramStatistics, alpha: float, rows: RowBuffer) -> np.n
     return scipy.linalg.solve(system, stats.xy, assume_a="pos")
 
 
-FULL_INFORMATION = "full-information reference (Cesa-Bianchi et al. 2011 §7; Kukliansky & Shamir 2015 §5)"
-
-
-def require_full_budget(problem: Problem, algorithm_id: str) -> None:
-    if problem.budget < problem.d:
-        raise ParamError(
-            f"{algorithm_id} is a full-information reference: it needs all d={problem.d} attributes per example, "
-            f"the budget allows {problem.budget}"
-        )
-
-
-class Ridge(Algorithm):
+class Ridge(OfflineReference):
     """Offline ridge regression on every example seen, with all attributes (scikit-learn)."""
 
     id = "ridge"
     name = "Ridge regression (offline, full information)"
-    paper = FULL_INFORMATION
     algorithm = "ridge regression, α by leave-one-out cross-validation (as sklearn RidgeCV) or fixed"
-    protocol = "batch"
-    budget_kind = "full"
+    zero_alpha = True
+    alpha_refusal = "alpha must be non-negative"
     params = {"alpha": (None, "L2 regularisation α of ||y − Xw||² + α||w||²; default cross-validated (RidgeCV, "
                         "leave-one-out, over 1e-4..1e8)")}
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
-        require_full_budget(problem, self.id)
-        alpha = self.config["alpha"]
-        self.alpha = None if alpha is None else float(alpha)
-        if self.alpha is not None and self.alpha < 0:
-            raise ParamError(f"alpha must be non-negative, got {self.alpha}")
-        self.schedule = CrossValidationSchedule()
-        self.rows = RowBuffer(problem.d)
-        self.stats = GramStatistics(problem.d)
-        self._w = np.zeros(problem.d)
-        self._fitted_at = 0
+    def cross_validated_alpha(self) -> float:
+        return cross_validated_alpha(self.rows, self.stats)
 
-    def select(self) -> Sequence[int]:
-        return range(self.problem.d)
-
-    def update(self, observed: Observed, y: float) -> None:
-        self.rows.append(dense_row(observed, self.problem.d), y)
-
-    @property
-    def weights(self) -> np.ndarray:
-        if self.rows.n != self._fitted_at:
-            n = self.rows.n
-            self.stats.update(self.rows)
-            if self.alpha is None and self.schedule.due(n):
-                self.schedule.chose(cross_validated_alpha(self.rows, self.stats), n)
-                self.config["alpha"] = self.schedule.alpha
-            alpha = self.alpha if self.alpha is not None else self.schedule.alpha
-            if alpha is not None:
-                self._w = ridge_solution(self.stats, alpha, self.rows)
-            self._fitted_at = n
-        return self._w.copy()
+    def fit(self, alpha: float) -> np.ndarray:
+        return ridge_solution(self.stats, alpha, self.rows)

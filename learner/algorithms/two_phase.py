@@ -40,29 +40,32 @@ import numpy as np
 
 from learner.algorithms._attribute_efficient import (
     B_DOC,
-    LASSO_ETA_DOC,
-    RIDGE_ETA_DOC,
     AttributeEfficient,
     DataPointSampler,
     SampledGradient,
+    Spec,
+)
+from learner.algorithms._data_dependent import (
+    FLOOR_DOC,
+    KUKLIANSKY_SHAMIR,
+    X_DRAWS_DOC,
     check_floor,
+    data_dependent_engine,
     floored_moments,
 )
-from learner.algorithms._iterates import LassoIterate, RidgeIterate
+from learner.algorithms._geometry import L1_BALL, L2_BALL, Geometry
 from learner.algorithms._prices import data_point_spread, relative_prices
 from learner.algorithms._step_sizes import ADAPTIVE, StepRule
 from learner.algorithms.aelr import aelr_eta
 from learner.algorithms.aerr import aerr_eta
 from learner.algorithms.base import Observed, ParamError
-from learner.algorithms.ddaelr import lasso_engine
-from learner.algorithms.ddaerr import FLOOR_DOC, ridge_engine
-from learner.algorithms.gaerr import KUKLIANSKY_SHAMIR, X_DRAWS_DOC
 
 
-def two_phase_params(eta_doc: str) -> dict:
+def two_phase_params(geometry: Geometry, theorem: str) -> Spec:
+    """The parameters of the two-phased learner on the ``geometry``'s ball, ``theorem`` its phase-2 η."""
     return {
         "B": (None, B_DOC),
-        "eta": (None, eta_doc),
+        "eta": (None, "phase-2 " + geometry.eta_doc + theorem),
         "eta1": (None, "phase-1 step size; default 'adaptive': the rule of phase 2's step, on phase 1's estimates; "
                  "theory: the AERR/AELR theorem's η for m_1 examples"),
         "x_draws": (None, X_DRAWS_DOC),
@@ -74,6 +77,7 @@ def two_phase_params(eta_doc: str) -> dict:
 class TwoPhase(AttributeEfficient):
     """Phase 1: AERR/AELR while estimating E x²; phase 2: the data-dependent learner from there."""
 
+    paper = KUKLIANSKY_SHAMIR
     rules = {"eta": ADAPTIVE, "eta1": ADAPTIVE}
 
     def build(self) -> SampledGradient:
@@ -82,7 +86,7 @@ class TwoPhase(AttributeEfficient):
             raise ParamError(f"{self.id}: phase1 must be in [0, 1), got {share}")
         check_floor(self)
         self.even_split()
-        self.B, self.B_unit, self.X = self.geometry()
+        self.B, self.B_unit, self.X = self.ball()
         m = self.problem.n_examples
         self.m1 = round(share * m)
         self.m2 = max(m - self.m1, 1)
@@ -94,7 +98,7 @@ class TwoPhase(AttributeEfficient):
             return self.second_phase(None)
         d, k = self.problem.d, self.problem.budget - 1
         sampler = DataPointSampler(d)
-        return SampledGradient(self.first_iterate(), sampler, k, 1, self.first_step(k), self.rng)
+        return SampledGradient(self.geometry.iterate(d, self.B), sampler, k, 1, self.first_step(k), self.rng)
 
     def update(self, observed: Observed, y: float) -> None:
         if self.phase == 1:
@@ -114,14 +118,7 @@ class TwoPhase(AttributeEfficient):
         self.phase = 2
         moments = floored_moments(self.moment_estimates(), float(self.config["floor"]))
         x_draws = int(self.config["x_draws"])
-        return self.data_dependent_engine(moments, self.second_step(moments, x_draws), start)
-
-    @abstractmethod
-    def geometry(self) -> tuple[float, float, float]:
-        """(B, B', X) of ``AttributeEfficient.ridge_geometry`` or ``lasso_geometry``."""
-
-    @abstractmethod
-    def first_iterate(self) -> RidgeIterate | LassoIterate: ...
+        return data_dependent_engine(self, moments, self.second_step(moments, x_draws), start)
 
     @abstractmethod
     def first_step(self, k: int) -> StepRule:
@@ -131,39 +128,24 @@ class TwoPhase(AttributeEfficient):
     def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
         """Phase 2's step (``eta``): the theorem's η with the estimated moments, or the practical rule."""
 
-    @abstractmethod
-    def data_dependent_engine(self, moments: np.ndarray, step: StepRule, start: np.ndarray | None) -> SampledGradient:
-        ...
-
 
 class TwoPhasedDDAERR(TwoPhase):
     """Two-Phased DDAERR: AERR on m/10 examples while estimating E x², then DDAERR with the estimates."""
 
     id = "ddaerr-2phase"
     name = "Two-Phased DDAERR"
-    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 2"
-    params = two_phase_params(
-        "phase-2 " + RIDGE_ETA_DOC + "Theorem 3.12 with ε = 0: max(sqrt(k/(6dm₂)), sqrt(k/(m₂(2||2A||_{1/2} + k))))"
-    )
-
-    def geometry(self) -> tuple[float, float, float]:
-        return self.ridge_geometry()
-
-    def first_iterate(self) -> RidgeIterate:
-        return RidgeIterate(self.problem.d, self.B)
+    geometry = L2_BALL
+    params = two_phase_params(L2_BALL, "Theorem 3.12 with ε = 0: max(sqrt(k/(6dm₂)), sqrt(k/(m₂(2||2A||_{1/2} + k))))")
 
     def first_step(self, k: int) -> StepRule:
-        return self.ridge_step("eta1", aerr_eta(k, self.problem.d, self.m1) / self.X**2)
+        return self.step_rule("eta1", aerr_eta(k, self.problem.d, self.m1) / self.X**2)
 
     def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
         scaled = moments / self.X**2
         worst = math.sqrt(x_draws / (6 * self.problem.d * self.m2))
         spread = data_point_spread(2 * scaled, relative_prices(self))
-        return self.ridge_step("eta", max(worst, math.sqrt(x_draws / (self.m2 * (2 * spread + x_draws)))) / self.X**2)
-
-    def data_dependent_engine(self, moments: np.ndarray, step: StepRule, start: np.ndarray | None) -> SampledGradient:
-        return ridge_engine(self, moments, step, start)
+        return self.step_rule("eta", max(worst, math.sqrt(x_draws / (self.m2 * (2 * spread + x_draws)))) / self.X**2)
 
 
 class TwoPhasedDDAELR(TwoPhase):
@@ -171,25 +153,14 @@ class TwoPhasedDDAELR(TwoPhase):
 
     id = "ddaelr-2phase"
     name = "Two-Phased DDAELR"
-    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 4"
-    params = two_phase_params(
-        "phase-2 " + LASSO_ETA_DOC + "Theorem 4.7 with ε = 0: sqrt(k log 2d/(20B²m₂(8||A||_1 + k)))"
-    )
-
-    def geometry(self) -> tuple[float, float, float]:
-        return self.lasso_geometry()
-
-    def first_iterate(self) -> LassoIterate:
-        return LassoIterate(self.problem.d, self.B)
+    geometry = L1_BALL
+    params = two_phase_params(L1_BALL, "Theorem 4.7 with ε = 0: sqrt(k log 2d/(20B²m₂(8||A||_1 + k)))")
 
     def first_step(self, k: int) -> StepRule:
-        return self.lasso_step("eta1", aelr_eta(k, self.problem.d, self.m1, self.B_unit) / self.X)
+        return self.step_rule("eta1", aelr_eta(k, self.problem.d, self.m1, self.B_unit) / self.X)
 
     def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
         d, B, spread = self.problem.d, self.B_unit, float(moments.sum()) / self.X**2
-        return self.lasso_step(
+        return self.step_rule(
             "eta", math.sqrt(x_draws * math.log(2 * d) / (20 * B**2 * self.m2 * (8 * spread + x_draws))) / self.X)
-
-    def data_dependent_engine(self, moments: np.ndarray, step: StepRule, start: np.ndarray | None) -> SampledGradient:
-        return lasso_engine(self, moments, step, start)
