@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_limits
 
+from tests.ito_runs import LongRun, shared_long_runs
 from tests.servers import learner_server, oracle_server
 
 # Each xdist worker, and each service a test starts, is one of several processes sharing the cores: a BLAS that
@@ -72,3 +73,9 @@ def postgres_url() -> Iterator[str]:
     yield base.rsplit("/", 1)[0] + f"/{name}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def ito_long_run(tmp_path_factory: pytest.TempPathFactory) -> LongRun:
+    """Ito et al.'s 5,000-round runs, computed once per test session whichever worker needs them first."""
+    return shared_long_runs(tmp_path_factory)

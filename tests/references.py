@@ -1,6 +1,6 @@
 """The files and sections a text (a preset, a report, a docstring) refers to, and which of them the project lacks.
 
-A reference is a path with a folder (``docs/papers.md``, ``tests/test_claim_ito_table3.py``), a document named in
+A reference is a path with a folder (``docs/papers.md``, ``tests/papers/test_claim_ito_table3.py``), a document named in
 capitals (``README``, ``ERRATA.md``: the project has one at its root or under ``docs/``, or the name dangles), or a
 section, written ``docs/papers.md, section "Ito et al. (2017)"``: a heading of that file must start with it.
 Absolute paths (``/usr/share/datasets/...``) name the user's system, not the project, and are not checked.

@@ -17,6 +17,7 @@ import httpx
 import uvicorn
 
 from client.services import listen, service
+from tests.helpers import ADMIN_TOKEN
 from web.errors import JsonHttpProtocol
 
 
@@ -67,7 +68,7 @@ def oracle_server(database_url: str) -> Iterator[str]:
     from server.app import create_app
     from server.config import Settings
 
-    app = with_page(create_app(Settings(database_url=database_url, admin_token="admin-secret")), "oracle.html")
+    app = with_page(create_app(Settings(database_url=database_url, admin_token=ADMIN_TOKEN)), "oracle.html")
     with serve_in_thread(app) as url:
         yield url
 

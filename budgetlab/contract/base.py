@@ -21,7 +21,7 @@ UtcTime = Annotated[datetime, AfterValidator(_in_utc)]
 """A moment, always with its offset: the services store UTC, and a time without a zone is read as UTC."""
 
 # Examples of the models that other models hold, for the fields that hold them: the OpenAPI documents show an
-# example of every field (tests/test_openapi.py checks each against its schema).
+# example of every field (tests/e2e/test_openapi.py checks each against its schema).
 SESSION_ID_EXAMPLE = "f396ed88b0c0e8e3d6b3b937b222247e"
 HASH_EXAMPLE = "9c5ef082f04c2d4ab82b42566791accdbb2928a2df3cadaa5608a74301181c5f"
 

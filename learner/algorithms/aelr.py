@@ -18,7 +18,7 @@ Choices the paper leaves open (see docs/papers.md):
 - That step is a worst-case choice, far below what the papers' cross-validation picked: on the 900 training
   images of ``mnist-3v5`` AELR barely leaves w = 0 within one pass (normalised test MSE about 0.99). Fig. 1's
   "AELR below AER" shows only when both are tuned on the training split (in Theorem 3.4's own setting, 0.25
-  against AER's 0.54; with the defaults 0.83 against 0.74): docs/papers.md, ``tests/test_claim_hazan_koren.py``.
+  against AER's 0.54; with the defaults 0.83 against 0.74): docs/papers.md, ``tests/papers/test_claim_hazan_koren.py``.
 - Cost per example is O(k log d): only the clipped coordinates of z± change, the normaliser and
   ||w||_1 live in sum trees and the average is kept lazily (learner/algorithms/_iterates.py). z± are
   rescaled together when their total leaves [1e-50, 1e50], which leaves w unchanged.

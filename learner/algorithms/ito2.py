@@ -30,7 +30,7 @@ Choices the outline leaves open:
   (``online-sparse`` with ``scale = "unit-variance"``, 10 instances) A1 1,246, A2 1,312, A3 1,279, a tie, against
   the paper's R_T 2,688 > 2,059 > 1,719 (printed as R_T / 10²: 26.88, 20.59, 17.19). w* is estimated on the
   ⌊√T⌋ = 70 square rounds only; by T = 5,000 the block holds the whole support on 1-2 instances in 5
-  (docs/papers.md; ``tests/test_claim_ito_table3.py``, xfail).
+  (docs/papers.md; ``tests/papers/test_claim_ito_table3.py``, xfail).
 - ``weights`` is the next non-exploration round's predictor: w̃ restricted to the block's set (a k'-sparse
   vector, as online sparse regression asks); ``current_weights`` is w̃_t, applied to what round t observed.
 """

@@ -1,0 +1,80 @@
+"""The benchmark scripts still run: each in its --smoke mode (tiny sizes), as a user runs it, from its own file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
+ORACLE_FIGURES = ("observe_p50", "healthz_p50", "observe_to_healthz_p50", "batch_observe_values_per_s",
+                  "raw_sqlite_row_per_value_values_per_s", "batch_to_raw_sqlite_row_per_value",
+                  "raw_sqlite_packed_values_per_s", "batch_to_raw_sqlite_packed", "hol_busy_to_idle_p99",
+                  "ledger_bytes_per_value", "export_ndjson_rows_per_s", "export_csv_rows_per_s", "mapped_oracle_rss",
+                  "attack_body_peak_rss", "attack_batch_at_caps_seconds", "attack_batch_peak_rss",
+                  "attack_seeds_peak_rss", "attack_runs_peak_rss")
+LEARNER_FIGURES = ("aerr_d1000_examples_per_s", "aelr_d1000_examples_per_s", "aerr_d100000_examples_per_s",
+                   "aelr_d100000_examples_per_s", "aerr_mnist_stream_examples_per_s", "aerr_mnist_http_examples_per_s",
+                   "aerr_mnist_in_process_examples_per_s", "aerr_mnist_4_runs_at_once_examples_per_s")
+
+
+def run(script: str, *flags: str) -> str:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--smoke", *flags], capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_oracle_bench_table_names_every_figure_with_its_verdict() -> None:
+    out = run("oracle_bench.py")
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    for name in ORACLE_FIGURES:
+        assert name in lines, out
+    for name in ("observe_to_healthz_p50", "batch_to_raw_sqlite_row_per_value", "hol_busy_to_idle_p99",
+                 "ledger_bytes_per_value", "export_ndjson_rows_per_s", "mapped_oracle_rss", "attack_body_peak_rss",
+                 "attack_batch_peak_rss", "attack_seeds_peak_rss", "attack_runs_peak_rss"):
+        assert lines[name].endswith(("PASS", "MISS")), lines[name]
+
+
+@pytest.mark.slow
+def test_learner_bench_json_holds_every_figure_as_a_positive_rate() -> None:
+    report = json.loads(run("learner_bench.py", "--json"))
+    assert report["mode"] == "smoke"
+    for name in LEARNER_FIGURES:
+        assert report["figures"][name]["value"] > 0, name
+    # The same seed learns the same weights over the stream and over HTTP as in-process (DESIGN.md), even at smoke
+    # size, in the batch and the online protocol.
+    for name in ("aerr_mnist_stream", "aerr_mnist_http", "ito1_online"):
+        assert report["figures"][f"{name}_weights_equal_in_process"]["value"] is True, name
+    assert report["figures"]["aerr_mnist_stream_added_ms_per_example"]["result"] in ("PASS", "MISS")
+
+
+@pytest.mark.slow
+def test_first_contact_bench_json_holds_every_figure() -> None:
+    report = json.loads(run("first_contact.py", "--json"))
+    figures = report["figures"]
+    for name in ("cli_import", "mnist_load_cold", "mnist_load_warm", "algorithms_list"):
+        assert figures[name]["value"] > 0, name
+    for run_name in ("run_terminal_cold", "run_terminal_warm", "run_json"):
+        first, silence, total = (figures[f"{run_name}_{f}"]["value"] for f in ("first_output", "longest_silence",
+                                                                               "total"))
+        assert 0 < first <= total and 0 < silence <= total, run_name
+        assert figures[f"{run_name}_first_output"]["result"] in ("PASS", "MISS")
+    assert figures["run_json_stdout_is_one_json_document"]["value"] is True
+
+
+@pytest.mark.slow
+def test_scaling_bench_json_holds_the_speedup_and_the_workers_memory() -> None:
+    report = json.loads(run("scaling.py", "--json"))
+    figures = report["figures"]
+    for workers in (1, 2):
+        assert figures[f"local_{workers}_workers_runs_per_minute"]["value"] > 0
+    assert figures["local_speedup_2_workers"]["result"] in ("PASS", "MISS")
+    assert figures["local_2_workers_worker1_rss"]["value"] > 0  # two worker processes, measured
+    # The one worker met both seeds' datasets and built each once, for the two runs of each.
+    assert figures["local_1_workers_worker0_datasets_built"]["value"] == 2

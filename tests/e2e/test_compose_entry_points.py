@@ -1,0 +1,104 @@
+"""docker-compose.yml's services run without Docker: the same commands and environment against a real
+PostgreSQL, with the compose hostnames mapped to loopback and the services on free ports they bind themselves.
+Docker itself is validated in test_docker_files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+import yaml
+
+from client.services import running
+from tests.helpers import BUDGETLAB, ROOT
+
+# Deadlines of the steps, all inside the suite's per-test timeout (pyproject.toml): a service answers /healthz in
+# about 2 s; the sandbox's demo ran in about 90 s on 2 cores under a load average of 10.
+STARTUP_TIMEOUT = 60.0
+DEMO_TIMEOUT = 180.0
+
+pytestmark = pytest.mark.postgres
+
+
+def localised(command: list[str], hosts: dict[str, str]) -> list[str]:
+    out = []
+    for word in command:
+        for compose_host, local in hosts.items():
+            word = word.replace(compose_host, local)
+        out.append(word)
+    return [BUDGETLAB if out[0] == "budgetlab" else out[0], *out[1:]]
+
+
+def tail(log: Path, lines: int = 40) -> str:
+    return f"--- {log.name} ---\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@contextmanager
+def service(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> Iterator[str]:
+    """The service's command as written but on ``--port 0``: it binds a free port itself and announces its URL (no
+    free-port-then-bind race). Its output goes to ``log``, never to a pipe nobody reads."""
+    command = [*command]
+    command[command.index("--port") + 1] = "0"
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
+        with running(process, command[1:3], log, deadline) as url:
+            yield url
+
+
+def test_compose_services_run_as_written_on_postgresql(postgres_url: str, tmp_path: Path) -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    pg = postgres_url.removeprefix("postgresql://")  # user@host:port/db of a fresh database
+    hosts = {
+        "budgetlab:budgetlab@postgres:5432/budgetlab": pg,
+        "0.0.0.0": "127.0.0.1",
+        "/reports": str(tmp_path / "reports"),
+    }
+
+    def spec(name: str) -> tuple[list[str], dict[str, str]]:
+        command = localised(compose[name]["command"], hosts)
+        env = {k: localised(["x", str(v)], hosts)[1] for k, v in (compose[name].get("environment") or {}).items()}
+        return command, env
+
+    logs = [tmp_path / "oracle.log", tmp_path / "learner.log"]
+    with ExitStack() as stack:
+        # In compose's order (each waits for the one before it to be healthy), each told where the others listen.
+        oracle_cmd, oracle_env = spec("oracle")
+        assert oracle_env["DATABASE_URL"].startswith("postgresql+psycopg://") and pg in oracle_env["DATABASE_URL"]
+        hosts["http://oracle:8000"] = stack.enter_context(service(oracle_cmd, oracle_env, tmp_path, logs[0]))
+        learner_cmd, learner_env = spec("learner")
+        assert learner_env["ORACLE_URL"] == hosts["http://oracle:8000"]
+        hosts["http://learner:8001"] = stack.enter_context(service(learner_cmd, learner_env, tmp_path, logs[1]))
+        demo_cmd, demo_env = spec("demo")
+        assert hosts["http://oracle:8000"] in demo_cmd and hosts["http://learner:8001"] in demo_cmd
+        done = subprocess.run(demo_cmd, env={**os.environ, **demo_env, "COLUMNS": "200"}, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=DEMO_TIMEOUT)
+        assert done.returncode == 0, "\n".join([done.stdout, done.stderr, *map(tail, logs)])
+        # The learner lists the report the demo wrote into the folder they share (a volume in compose).
+        listed = httpx.get(f"{hosts['http://learner:8001']}/v1/dashboard/comparisons").json()["reports"]
+        assert [r["name"] for r in listed] == ["sandbox-demo"]
+
+    reports = tmp_path / "reports" / "sandbox-demo"
+    results = json.loads((reports / "results.json").read_text())
+    assert (reports / "report.md").exists() and list(reports.glob("*.png"))
+    assert "compliant" in (reports / "report.md").read_text()
+    # The sandbox's demo, with its headline, on the image's Fashion-MNIST; page links for a browser on the host.
+    assert results["config"]["dataset"]["name"] == "fashion-1v9" and results["fallback"] is None
+    assert results["headline"][-1].startswith("Claims: ") and results["headline"][-1] in done.stdout
+    assert "learner page: http://localhost:8001/#token=" in done.stdout
+    assert not (tmp_path / "budgetlab-ledger.db").exists(), "the oracle fell back to SQLite"
+    with psycopg.connect(postgres_url) as conn:
+        version = conn.execute("select version_num from alembic_version").fetchone()
+        sessions = conn.execute("select count(*) from sessions").fetchone()[0]
+        observed = conn.execute("select count(*) from links where kind = 'observe'").fetchone()[0]
+    assert version is not None, "the oracle did not migrate the database"
+    assert sessions >= 1 and observed > 0
+    assert "runs" in results or "designs" in results

@@ -1,0 +1,137 @@
+"""Runs survive the learner: ``budgetlab serve learner`` is killed (SIGKILL) mid-run and started again on the same
+database, on SQLite and on PostgreSQL. The new learner lists every run: the ended ones as they ended (curve,
+result, audit), the one that was executing and the one that was queued as 'interrupted', with the curve so far,
+and it closes their oracle sessions."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from client.services import running
+from tests.helpers import BUDGETLAB, TINY
+from tests.servers import oracle_server
+
+ADMIN = "restart-admin-token"
+RUN = {"dataset": "sparse-gaussian", "dataset_params": TINY, "algorithm": "aerr", "budget": {"per_example": 4},
+       "eval_every": 20}
+
+
+@contextmanager
+def learner_process(env: dict[str, str], log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``budgetlab serve learner --port 0`` as users start it; yields its URL and the process."""
+    args = ["serve", "learner", "--port", "0"]
+    with log.open("w") as sink:
+        process = subprocess.Popen([BUDGETLAB, *args], env={**os.environ, **env}, stdout=sink,
+                                   stderr=subprocess.STDOUT, cwd=log.parent)
+        with running(process, args, log, time.monotonic() + 60) as url:
+            yield url, process
+
+
+def poll(fetch, done, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not done(value := fetch()):
+        assert time.monotonic() < deadline, f"gave up waiting; last: {value}"
+        time.sleep(0.05)
+    return value
+
+
+def session_status(ledger: Path, session_id: str) -> str:
+    with sqlite3.connect(ledger) as db:
+        return db.execute("select status from sessions where id = ?", (session_id,)).fetchone()[0]
+
+
+def restart_mid_run(database_url: str, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.db"
+    with oracle_server(f"sqlite:///{ledger}") as oracle:
+        env = {"LEARNER_DATABASE_URL": database_url, "ORACLE_URL": oracle, "BUDGETLAB_LEARNER_MAX_RUNNING": "1",
+               "BUDGETLAB_LEARNER_ADMIN_TOKEN": ADMIN}
+        with learner_process(env, tmp_path / "learner-1.log") as (url, process):
+            token = httpx.post(f"{url}/v1/callers").json()["token"]
+            auth = {"Authorization": f"Bearer {token}"}
+
+            def get(run_id: str) -> dict:
+                return httpx.get(f"{url}/v1/runs/{run_id}", headers=auth).json()
+
+            done = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth).json()["id"]
+            poll(lambda: get(done), lambda info: info["status"] == "finished")
+            long = {**RUN, "dataset_params": {**TINY, "n_train": 50_000}, "seed": 1}
+            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth).json()["id"]
+            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 2}, headers=auth).json()["id"]
+            poll(lambda: get(executing), lambda info: len(info["curve"]) >= 2)
+            assert get(queued)["status"] == "queued"
+            before = {i: get(i) for i in (done, executing, queued)}
+            process.kill()  # SIGKILL: no shutdown code runs
+            process.wait(timeout=10)
+
+        with learner_process(env, tmp_path / "learner-2.log") as (url, _):
+            listed = httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"]
+            assert [r["id"] for r in listed] == [queued, executing, done]
+            status = {r["id"]: r["status"] for r in listed}
+            assert status == {done: "finished", executing: "interrupted", queued: "interrupted"}
+            admin = httpx.get(f"{url}/v1/runs", headers={"Authorization": f"Bearer {ADMIN}"}).json()["runs"]
+            assert {r["id"] for r in admin} == set(status)
+
+            finished = httpx.get(f"{url}/v1/runs/{done}", headers=auth).json()
+            assert finished["curve"] == before[done]["curve"] and finished["result"] == before[done]["result"]
+            assert httpx.get(f"{url}/v1/runs/{done}/audit", headers=auth).json()["compliant"]
+
+            interrupted = httpx.get(f"{url}/v1/runs/{executing}", headers=auth).json()
+            assert interrupted["message"] and interrupted["result"] is None
+            # Every curve point the run reached before the kill was written as it was reached.
+            assert len(interrupted["curve"]) >= len(before[executing]["curve"]) >= 2
+            assert interrupted["curve"][: len(before[executing]["curve"])] == before[executing]["curve"]
+            assert interrupted["progress_examples"] == interrupted["curve"][-1]["examples"] >= 40
+            for run_id in (executing, queued):
+                session = before[run_id]["session"]
+                assert poll(lambda s=session: session_status(ledger, s), lambda s: s == "closed") == "closed"
+            # A restarted learner still serves: a new run on the same database.
+            again = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth).json()["id"]
+            assert poll(lambda: httpx.get(f"{url}/v1/runs/{again}", headers=auth).json(),
+                        lambda info: info["status"] == "finished")["progress_examples"] == 60
+
+
+def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_sqlite(tmp_path: Path) -> None:
+    restart_mid_run(f"sqlite:///{tmp_path / 'runs.db'}", tmp_path)
+
+
+@pytest.mark.postgres
+def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_postgresql(postgres_url: str,
+                                                                               tmp_path: Path) -> None:
+    restart_mid_run(postgres_url, tmp_path)
+    import psycopg
+
+    with psycopg.connect(postgres_url) as conn:
+        tables = {r[0] for r in conn.execute("select tablename from pg_tables where schemaname = 'public'")}
+        version = conn.execute("select version_num from learner_alembic_version").fetchone()
+    assert {"learner_runs", "learner_curve_points", "learner_callers"} <= tables and version == ("0001",)
+
+
+def test_a_learner_stopped_with_sigterm_ends_its_runs_as_interrupted_and_closes_their_sessions(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.db"
+    with oracle_server(f"sqlite:///{ledger}") as oracle:
+        env = {"LEARNER_DATABASE_URL": f"sqlite:///{tmp_path / 'runs.db'}", "ORACLE_URL": oracle,
+               "BUDGETLAB_LEARNER_MAX_RUNNING": "1"}
+        with learner_process(env, tmp_path / "learner-1.log") as (url, process):
+            auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
+            long = {**RUN, "dataset_params": {**TINY, "n_train": 50_000}}
+            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth).json()
+            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 1}, headers=auth).json()
+            poll(lambda: httpx.get(f"{url}/v1/runs/{executing['id']}", headers=auth).json(),
+                 lambda info: info["progress_examples"] >= 20)
+            process.terminate()
+            assert process.wait(timeout=20) is not None  # a hang guard, not a speed target
+        # The stopping learner itself closed the sessions and recorded the runs' end.
+        assert session_status(ledger, executing["session"]) == session_status(ledger, queued["session"]) == "closed"
+        with learner_process(env, tmp_path / "learner-2.log") as (url, _):
+            listed = {r["id"]: r for r in httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"]}
+    assert {i: r["status"] for i, r in listed.items()} == {executing["id"]: "interrupted", queued["id"]: "interrupted"}
+    assert listed[executing["id"]]["progress_examples"] >= 20 and listed[queued["id"]]["progress_examples"] == 0

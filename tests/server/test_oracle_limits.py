@@ -1,0 +1,231 @@
+"""Bounded memory: the body limit (HTTP and the session stream), the cap on cells and examples per request (HTTP,
+the stream and ``LocalSession`` alike, nothing charged) and a runtime cache that frees the datasets the dataset
+cache lets go of."""
+
+from __future__ import annotations
+
+import gc
+import json
+import socket
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+from budgetlab.datasets.base import Dataset
+from budgetlab.datasets.powerlaw import PowerLaw
+from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits, load_dataset
+from budgetlab.errors import OracleError
+from budgetlab.local_session import LocalSession
+from budgetlab.oracle_client import OracleClient
+from budgetlab.session_stream import stream_url
+from server.app import create_app
+from server.config import Settings
+from tests.helpers import session_auth
+from tests.servers import serve_in_thread
+
+LIMIT = 64 << 10
+MAX_CELLS, MAX_EXAMPLES = 50, 4
+POOL = {"dataset": "sparse-gaussian", "order": "pool",
+        "dataset_params": {"d": 60, "n_train": 40, "n_test": 10, "s_plus": 2, "s_minus": 2}}
+
+
+@pytest.fixture
+def limited_oracle(sqlite_url: str) -> Iterator[str]:
+    settings = Settings(database_url=sqlite_url, max_body_bytes=LIMIT, max_cells=MAX_CELLS, max_examples=MAX_EXAMPLES)
+    with serve_in_thread(create_app(settings)) as url:
+        yield url
+
+
+def test_a_body_declared_too_large_is_refused_before_any_of_it_is_sent(limited_oracle: str) -> None:
+    # Headers announcing 50 MB and not one byte of body: the answer comes at once, so nothing was waited for or read.
+    address = urlsplit(limited_oracle)
+    with socket.create_connection((address.hostname, address.port), timeout=5) as sock:
+        sock.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: oracle\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 50000000\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413"), head
+    assert json.loads(body)["error"] == "too_large"
+
+
+def test_bodies_over_the_limit_get_413_with_or_without_a_length_and_smaller_ones_pass(limited_oracle: str) -> None:
+    with httpx.Client(base_url=limited_oracle, timeout=30) as http:
+        created = http.post("/v1/sessions", json=POOL).json()
+        path = f"/v1/sessions/{created['id']}/observe/batch"
+        padding = json.dumps({"items": [{"example": 0, "attributes": [1]}]}).replace("{", "{" + " " * LIMIT, 1)
+        sized = http.post(path, content=padding.encode(), headers={**session_auth(created),
+                                                                    "content-type": "application/json"})
+        assert sized.status_code == 413 and sized.json()["error"] == "too_large"
+
+        def chunks(size: int) -> Iterator[bytes]:  # no Content-Length: sent chunked
+            body = json.dumps(POOL).replace("{", "{" + " " * (size - len(json.dumps(POOL))), 1).encode()
+            for start in range(0, len(body), 4096):
+                yield body[start : start + 4096]
+
+        chunked = http.post("/v1/sessions", content=chunks(LIMIT + 1), headers={"content-type": "application/json"})
+        assert chunked.status_code == 413 and chunked.json()["error"] == "too_large"
+        fits = http.post("/v1/sessions", content=chunks(LIMIT), headers={"content-type": "application/json"})
+        assert fits.status_code == 201, fits.text
+        info = http.get(f"/v1/sessions/{created['id']}", headers=session_auth(created)).json()
+        assert info["spent"]["attributes"] == 0 and info["ledger_rows"] == 1  # only the open row
+
+
+def test_a_stream_message_over_the_limit_is_answered_413_and_the_stream_goes_on(limited_oracle: str) -> None:
+    created = httpx.post(f"{limited_oracle}/v1/sessions", json=POOL).json()
+    with connect(stream_url(limited_oracle, created["id"]), additional_headers=session_auth(created),
+                 legacy=True) as ws:
+        ws.send(json.dumps({"op": "observe", "body": {"example": 0, "attributes": [1]}, "pad": " " * LIMIT}))
+        code, _, body = ws.recv(timeout=10).partition(" ")
+        assert (code, json.loads(body)["error"]) == ("413", "too_large")
+        ws.send(json.dumps({"op": "observe", "body": {"example": 0, "attributes": [1]}}))
+        code, _, body = ws.recv(timeout=10).partition(" ")
+        assert code == "200" and json.loads(body)["charged"] == 1.0
+
+
+def test_the_cells_and_examples_caps_refuse_whole_requests_over_http_and_the_stream(limited_oracle: str) -> None:
+    over = [
+        ("observe/batch", {"items": [{"example": e, "attributes": [0]} for e in range(MAX_EXAMPLES + 1)]}),
+        ("observe/batch", {"items": [{"example": e, "attributes": list(range(26))} for e in range(2)]}),
+        ("observe", {"example": 0, "attributes": list(range(MAX_CELLS + 1))}),
+    ]
+    with httpx.Client(base_url=limited_oracle, timeout=30) as http:
+        pool = http.post("/v1/sessions", json=POOL).json()
+        stream = http.post("/v1/sessions", json={**POOL, "order": "stream"}).json()
+        for path, body in over:
+            answer = http.post(f"/v1/sessions/{pool['id']}/{path}", json=body, headers=session_auth(pool))
+            assert answer.status_code == 413 and answer.json()["error"] == "too_many_cells", answer.text
+        step = http.post(f"/v1/sessions/{stream['id']}/step", json={"attributes": list(range(MAX_CELLS + 1))},
+                         headers=session_auth(stream))
+        assert step.status_code == 413 and step.json()["error"] == "too_many_cells"
+        with connect(stream_url(limited_oracle, pool["id"]), additional_headers=session_auth(pool), legacy=True) as ws:
+            for path, body in over:
+                ws.send(json.dumps({"op": path.replace("/", "_"), "body": body}))
+                code, _, answer_body = ws.recv(timeout=10).partition(" ")
+                assert (code, json.loads(answer_body)["error"]) == ("413", "too_many_cells")
+        for created in (pool, stream):  # nothing was charged, issued or recorded
+            info = http.get(f"/v1/sessions/{created['id']}", headers=session_auth(created)).json()
+            assert (info["spent"]["attributes"], info["spent"]["examples_issued"], info["ledger_rows"]) == (0, 0, 1)
+        at_cap = {"items": [{"example": e, "attributes": list(range(25))} for e in range(2)]}
+        answer = http.post(f"/v1/sessions/{pool['id']}/observe/batch", json=at_cap, headers=session_auth(pool))
+        assert answer.status_code == 200 and answer.json()["fresh"] == MAX_CELLS
+        assert http.get(f"/v1/sessions/{pool['id']}/audit", headers=session_auth(pool)).json()["compliant"]
+
+
+def test_local_sessions_have_the_same_caps() -> None:
+    from budgetlab.engine import MAX_CELLS as DEFAULT_CELLS
+    from budgetlab.engine import MAX_EXAMPLES as DEFAULT_EXAMPLES
+
+    session = LocalSession.open("powerlaw", dataset_params={"d": 500, "n_train": DEFAULT_EXAMPLES + 1, "n_test": 10},
+                                order="pool")
+    too_wide = [(e, range(500)) for e in range(DEFAULT_CELLS // 500 + 1)]
+    for items in ([(e, [0]) for e in range(DEFAULT_EXAMPLES + 1)], too_wide):
+        with pytest.raises(OracleError) as refused:
+            session.observe_batch(items)
+        assert (refused.value.status, refused.value.error) == (413, "too_many_cells")
+    assert session.get().spent.attributes == 0
+    assert session.observe_batch([(e, [0]) for e in range(DEFAULT_EXAMPLES)]).fresh == DEFAULT_EXAMPLES
+
+
+def live_datasets(n_train: int) -> int:
+    gc.collect()
+    return sum(1 for obj in gc.get_objects()
+               if isinstance(obj, Dataset) and obj.name == "powerlaw" and obj.params.get("n_train") == n_train)
+
+
+def test_sessions_do_not_keep_datasets_the_dataset_cache_has_evicted(sqlite_url: str) -> None:
+    """Eight sessions on distinct seeds of a 2 MB dataset, with a dataset cache of two: at most two stay in memory."""
+    n_train, seeds = 20_011, 8  # an n_train no other test uses, to count only this test's datasets
+    params = {"d": 100, "n_train": n_train, "n_test": 10}
+    settings = Settings(database_url=sqlite_url, dataset_cache_bytes=5 << 20)
+    try:
+        with serve_in_thread(create_app(settings)) as url, OracleClient(url, stream=False) as client:
+            sessions = [client.open_session("powerlaw", dataset_params=params, order="pool", seed=seed)
+                        for seed in range(seeds)]
+            first = [s.observe(0, [0, 1, 2, 3]).values for s in sessions]
+            assert live_datasets(n_train) <= 2
+            # An evicted session's dataset is built again on its next request, identical.
+            assert sessions[0].observe(0, [0, 1, 2, 3]).values == first[0]
+            assert sessions[0].observe(1, [5]).charged == 1.0
+            assert live_datasets(n_train) <= 2
+    finally:
+        cache_limits(CACHE_ENTRIES, CACHE_BYTES)
+
+
+
+def test_the_dataset_of_a_session_in_use_stays_cached_while_other_sessions_come_and_go(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for two datasets, a session observing between the openings of six others on other seeds keeps its
+    dataset: a use counts as a load in the cache's LRU, so the idle sessions' datasets are the ones evicted (they
+    were once evicted in build order, and a running session's dataset was built again and again)."""
+    built: list[int] = []
+    original = PowerLaw.build
+
+    def counted(self: PowerLaw, args: tuple[int, ...], params: dict, seed: int):
+        built.append(seed)
+        return original(self, args, params, seed)
+
+    monkeypatch.setattr(PowerLaw, "build", counted)
+    params = {"d": 100, "n_train": 20_021, "n_test": 10}  # 2 MB, an n_train no other test uses
+    settings = Settings(database_url=sqlite_url, dataset_cache_bytes=5 << 20)
+    try:
+        with serve_in_thread(create_app(settings)) as url, OracleClient(url, stream=False) as client:
+            busy = client.open_session("powerlaw", dataset_params=params, order="pool", seed=0)
+            for seed in range(1, 7):
+                client.open_session("powerlaw", dataset_params=params, order="pool", seed=seed).observe(0, [0])
+                busy.observe(seed, [0, 1])
+            assert built.count(0) == 1, built
+            assert live_datasets(20_021) <= 2
+    finally:
+        cache_limits(CACHE_ENTRIES, CACHE_BYTES)
+
+
+def test_one_dataset_is_built_at_a_time() -> None:
+    """Builds in flight are not counted by the cache's byte bound: concurrent builds of many keys (sessions opened on
+    many seeds at once) would each take their memory at the same time."""
+    import threading
+    import time as _time
+
+    from budgetlab.datasets.registry import _LRU
+
+    cache, running, most = _LRU(4, 1 << 30), [0], [0]
+    lock = threading.Lock()
+
+    def build(seed: int) -> Dataset:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        _time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return load_dataset("digits-3v5", seed=seed)
+
+    threads = [threading.Thread(target=cache.get, args=(seed, lambda seed=seed: build(seed))) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1 and len(cache._entries) == 4
+
+
+def test_sessions_past_the_rate_of_one_address_get_429_with_retry_after_and_nothing_is_created(
+        sqlite_url: str) -> None:
+    settings = Settings(database_url=sqlite_url, sessions_per_second=0.5, sessions_burst=3, batch_process=False)
+    with serve_in_thread(create_app(settings)) as url:
+        answers = [httpx.post(f"{url}/v1/sessions", json=POOL) for _ in range(5)]
+        assert [a.status_code for a in answers] == [201, 201, 201, 429, 429]
+        refused = answers[3]
+        assert refused.json()["error"] == "rate_limited"
+        assert "BUDGETLAB_SESSIONS_PER_SECOND" in refused.json()["detail"]
+        assert 1 <= int(refused.headers["Retry-After"]) <= 2
+        # Other requests are not counted: the sessions opened go on.
+        created = answers[0].json()
+        for _ in range(5):
+            assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=session_auth(created)).status_code == 200
