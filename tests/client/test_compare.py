@@ -56,7 +56,6 @@ per_example = 64
 """
 
 
-
 def compare(tmp_path: Path, name: str, *args: str) -> dict:
     config = tmp_path / "compare.toml"
     config.write_text(CONFIG)

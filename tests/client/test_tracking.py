@@ -35,7 +35,6 @@ per_example = 5
 """
 
 
-
 @pytest.fixture
 def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

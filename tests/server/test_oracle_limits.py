@@ -159,7 +159,6 @@ def test_sessions_do_not_keep_datasets_the_dataset_cache_has_evicted(sqlite_url:
         cache_limits(CACHE_ENTRIES, CACHE_BYTES)
 
 
-
 def test_the_dataset_of_a_session_in_use_stays_cached_while_other_sessions_come_and_go(
         sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With room for two datasets, a session observing between the openings of six others on other seeds keeps its
