@@ -1,10 +1,10 @@
 """Record the weights every algorithm gives for a fixed seed and parameters, under both defaults, into
 ``tests/data/pinned_weights.json`` (``python tests/data/pin_weights.py``).
 
-The file is what a refactoring of the algorithms must keep: ``tests/learner/test_pinned_weights.py`` runs every case
-again and asks for the same weights. It was first written from main at the commit it names, before the ridge/lasso
-twins were collapsed into one implementation per family (#21 item 6). Re-record it only when an algorithm is meant to
-change, and say so in the commit.
+The file is what a refactoring of the algorithms must keep: ``tests/learner/algorithms/test_pinned_weights.py`` runs
+every case again and asks for the same weights. It was first written from main at the commit it names, before the
+ridge/lasso twins were collapsed into one implementation per family (#21 item 6). Re-record it only when an algorithm
+is meant to change, and say so in the commit.
 
 The cases: each algorithm on the dataset of its paper's setting (the runs of ``theory_weights.json``), the cost-aware
 ones on priced data (where their prices matter), and the twins again with parameters off their defaults (a given

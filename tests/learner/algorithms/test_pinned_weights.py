@@ -6,15 +6,15 @@ every run bit for bit."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from learner.algorithms import algorithms
 from tests.data.pin_weights import run
+from tests.helpers import DATA
 
-PINNED = json.loads((Path(__file__).parent / "data" / "pinned_weights.json").read_text())["runs"]
+PINNED = json.loads((DATA / "pinned_weights.json").read_text())["runs"]
 
 
 def test_every_algorithm_is_pinned_under_both_defaults() -> None:
