@@ -108,7 +108,7 @@ def test_a_session_whose_dataset_was_removed_is_refused_not_a_500(sqlite_url: st
         assert refused.status_code == 409 and refused.json()["error"] == "dataset_unavailable"
         assert http.get(f"/v1/sessions/{created['id']}/audit", headers=headers).json()["compliant"]
         # Closing idle sessions goes on past the one that cannot be served.
-        other = http.post("/v1/sessions", json={"dataset": "sparse-gaussian"}).json()["id"]
+        other = http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": PARAMS}).json()["id"]
         closed = http.post("/v1/admin/close-idle?idle_seconds=0", headers=admin)
         assert closed.status_code == 200 and closed.json()["closed"] == [other]
 
