@@ -157,7 +157,11 @@ class Code(StrEnum):
     INVALID_MESSAGE = "invalid_message", 400, "a stream message is not JSON {\"op\": ..., \"body\": ...}"
     UNKNOWN_OP = "unknown_op", 400, "a stream message names no operation of the session"
     # The learner service.
-    INVALID_PARAMS = "invalid_params", 422, "the algorithm has no such parameter, or not such a value"
+    INVALID_PARAMS = ("invalid_params", 422, "no algorithm has this name (its own, or an installed plugin's), or it "
+                                             "has no such parameter, or not such a value")
+    ALGORITHM_NOT_ALLOWED = ("algorithm_not_allowed", 403, "the run names code to import (package.module:Class) that "
+                                                           "the learner's settings do not allow-list "
+                                                           "(BUDGETLAB_LEARNER_ALGORITHMS)")
     ORACLE_REJECTED = "oracle_rejected", 422, "the oracle refused to open the run's session (see detail)"
     ORACLE_ERROR = "oracle_error", 502, "the oracle refused the learner's request about the run (see detail)"
     ORACLE_UNAVAILABLE = ("oracle_unavailable", 502, "the run's oracle is not allowed, cannot be reached or does not "

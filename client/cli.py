@@ -30,10 +30,13 @@ app = App(help="budgetlab: budgeted learning against a charging, auditable featu
 serve_app = App(help="Start a service.", no_args_is_help=True)
 datasets_app = App(help="List, describe and add datasets.", no_args_is_help=True)
 session_app = App(help="Single attribute queries on an oracle session.", no_args_is_help=True)
+algorithms_app = App(help="List the algorithms (budgetlab's and the installed plugins'); check one against the "
+                          "contract.", invoke_without_command=True)
 app.add_typer(serve_app, name="serve")
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(session_app, name="session")
 app.add_typer(runs_app, name="runs")
+app.add_typer(algorithms_app, name="algorithms")
 
 ORACLE_URL = os.environ.get("ORACLE_URL", "http://127.0.0.1:8000")
 LEARNER_URL = os.environ.get("LEARNER_URL", "http://127.0.0.1:8001")
@@ -432,14 +435,18 @@ def _receipt(text: str) -> Receipt:
 # --- algorithms and runs -------------------------------------------------------------------------
 
 
-@app.command("algorithms")
-def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """List the algorithms with their paper, protocol and parameters."""
+@algorithms_app.callback()
+def list_algorithms(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List the algorithms with their paper, protocol and parameters: budgetlab's and the installed plugins' (entry
+    points of 'budgetlab.algorithms'), a plugin's with its package and version."""
+    if ctx.invoked_subcommand is not None:
+        return
     from rich.table import Table
 
-    from learner.algorithms import algorithms
+    from learner.algorithms import algorithms, describe, rescan
 
-    infos = [cls.info() for cls in algorithms().values()]
+    rescan()
+    infos = [describe(name) for name in algorithms()]
     if as_json:
         print_json([i.model_dump() for i in infos])
         return
@@ -456,8 +463,34 @@ def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False) ->
         cited = re.search(r"\b(?:19|20)\d\d\b", i.paper)
         paper = ("full information" if i.paper.startswith("full-information")
                  else i.paper[: cited.end()] if cited else i.paper)
-        table.add_row(i.id, f"{paper}, {i.algorithm}", i.protocol, ", ".join(p.name for p in i.params))
+        plugin = f" [{i.package} {i.version or ''}]".rstrip() if i.package != "budgetlab" else ""
+        table.add_row(i.id, f"{paper}, {i.algorithm}{escape(plugin)}", i.protocol, ", ".join(p.name for p in i.params))
     console.print(table)
+
+
+@algorithms_app.command("check")
+def check_algorithm(
+    target: Annotated[str, typer.Argument(help="an algorithm id (budgetlab's or an installed plugin's) or "
+                                               "package.module:Class")],
+) -> None:
+    """Run the algorithm contract on TARGET: it declares its parameters, sees only paid-for values, respects the
+    budget it is given and gives the same weights for the same seed. Exits 1 if a point fails."""
+    from learner.algorithm_contract import DATASET, DATASET_PARAMS, EXAMPLES, check
+    from learner.algorithms import ParamError
+
+    params = ", ".join(f"{k}={v}" for k, v in DATASET_PARAMS.items())
+    err.print(f"checking {target} on {DATASET} ({params}), {EXAMPLES} examples, twice with one seed ...")
+    try:
+        verdicts = check(target)
+    except ParamError as exc:
+        raise UsageError(str(exc)) from None
+    for verdict in verdicts:
+        mark = "[green]pass[/]" if verdict.passed else "[red]FAIL[/]"
+        console.print(f"{mark} {escape(verdict.point)}: {escape(verdict.reason)}", soft_wrap=True)
+    failed = [v.point for v in verdicts if not v.passed]
+    if failed:
+        raise UsageError(f"{target} breaks the contract: {'; '.join(failed)}")
+    console.print(f"{escape(target)} keeps the contract ({len(verdicts)} points).")
 
 
 @app.command("run")

@@ -3,6 +3,7 @@ alone, without the ``client`` extra) it says which extra to install instead of e
 
 from __future__ import annotations
 
+import os
 import sys
 
 OURS = {"budgetlab", "web", "server", "learner", "client"}
@@ -17,4 +18,7 @@ def main() -> None:
             raise
         sys.exit(f"budgetlab: the command needs the client extra ({missing} is not installed): "
                  "pip install 'budgetlab[client]'")
+    # A package.module:Class algorithm names a module of the user's, found from the current directory as `python -m`
+    # finds one; appended, so that it never shadows an installed package.
+    sys.path.append(os.getcwd())
     app()

@@ -22,7 +22,7 @@ from budgetlab.errors import OracleError
 from budgetlab.oracle_client import OracleClient
 from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, entry_defaults
 from client.config_errors import Loc, did_you_mean, key_lines, line_of, located, unknown
-from learner.algorithms import Algorithm, ParamError, Problem, algorithms
+from learner.algorithms import Algorithm, ParamError, Problem, algorithms, get_algorithm, is_target
 from learner.runner import run_horizon
 
 
@@ -142,7 +142,13 @@ def check_config(config: CompareConfig, source: str, text: str, catalog: Catalog
 def _names_known(found: Findings, entry: AlgorithmEntry, loc: Loc) -> bool:
     """Whether the entry's algorithm id and parameter names exist (each that does not is a finding)."""
     table = algorithms()
-    if entry.id not in table:
+    if is_target(entry.id):
+        try:
+            get_algorithm(entry.id)
+        except ParamError as exc:
+            found.add(loc + ("id",), str(exc))
+            return False
+    elif entry.id not in table:
         found.add(loc + ("id",), unknown("unknown algorithm", entry.id, table, f"known: {', '.join(table)}"))
         return False
     accepted = table[entry.id].params

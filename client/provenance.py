@@ -9,6 +9,7 @@ from __future__ import annotations
 import platform
 import socket
 import subprocess
+from collections.abc import Iterable
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -58,6 +59,24 @@ def provenance() -> dict[str, Any]:
         "host": socket.gethostname(),
         "platform": platform.platform(),
     }
+
+
+def plugin_origins(names: Iterable[str]) -> dict[str, dict[str, str | None]]:
+    """``Provenance.algorithms``: the package, version and code of each algorithm of ``names`` that is not
+    budgetlab's own; one not installed here (it ran on a learner that has it) is recorded with nulls."""
+    from learner.algorithms import ParamError, algorithm_modules, origin
+
+    found: dict[str, dict[str, str | None]] = {}
+    for name in dict.fromkeys(names):
+        if name in algorithm_modules():
+            continue
+        try:
+            where = origin(name)
+        except ParamError:
+            found[name] = {"package": None, "version": None, "target": None}
+        else:
+            found[name] = {"package": where.package, "version": where.version, "target": where.target}
+    return found
 
 
 def version_line() -> str:

@@ -44,7 +44,7 @@ from client.claims import ClaimResult, claims_markdown, evaluate_claims
 from client.config import CompareConfig, Design
 from client.grid import RunOutcome
 from client.plots import plot_design
-from client.provenance import provenance
+from client.provenance import plugin_origins, provenance
 from client.summary import AlgorithmSummary, cell, stat, summarize
 from client.summary import Stat as SummaryStat
 from client.tasks import dataset_task
@@ -272,7 +272,7 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
     tasks = [design_task(d, oracle) for d in designs]
     claims = evaluate_claims(config, designs, per_design)
-    origin = provenance()
+    origin = {**provenance(), "algorithms": plugin_origins(e.id for d in designs for e in d.algorithms)}
     lines = [f"# {config.title}", ""]
     if interrupted:
         lines += [f"**Partial report: {interrupted}.**", ""]
@@ -320,8 +320,11 @@ def software(origin: dict[str, Any]) -> str:
     """One line of the report: what produced it."""
     git = (f" (git {origin['git_commit'][:12]}" + (", with uncommitted changes" if origin["git_modified"] else "")
            + ")") if origin["git_commit"] else ""
+    plugins = "".join(f"; {name} from {where['package'] or 'the learner'}"
+                      + (f" {where['version']}" if where["version"] else "")
+                      for name, where in origin.get("algorithms", {}).items())
     return (f"budgetlab {origin['budgetlab']}{git}; Python {origin['python']}, numpy {origin['numpy']}, "
-            f"scikit-learn {origin['scikit-learn']}; host {origin['host']}")
+            f"scikit-learn {origin['scikit-learn']}; host {origin['host']}{plugins}")
 
 
 CURVE_COLUMNS = ("design", "group", "dataset", "algorithm", "algorithm_id", "seed", "status", "examples",

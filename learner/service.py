@@ -7,6 +7,7 @@ Runs belong to the caller whose token started them (``learner.auth``), persist i
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
@@ -24,7 +25,7 @@ from budgetlab.contract.service import Health
 from budgetlab.errors import Code, LearnerError, OracleError, OracleUnavailable, SessionBusy, learner_refusal, responses
 from budgetlab.oracle_client import OracleClient
 from learner import dashboard
-from learner.algorithms import ParamError, algorithms, get_algorithm
+from learner.algorithms import ParamError, algorithms, describe, get_algorithm, is_target, rescan
 from learner.auth import Caller, Callers, CurrentCaller
 from learner.database import make_engine, upgrade
 from learner.http_oracle import HttpOracle
@@ -36,6 +37,7 @@ from web.errors import install_error_handlers
 from web.limits import RequestLimits
 from web.rates import Rate, RateLimits
 
+log = logging.getLogger(__name__)
 RunId = Annotated[str, Path(min_length=1, max_length=64)]
 # An answer that is not an oracle's (a non-HTTP port, another kind of service): never passed on to the caller.
 NOT_AN_ORACLE = (OracleUnavailable, ValidationError, ValueError, httpx.HTTPError)
@@ -61,6 +63,29 @@ def open_session(request: RunCreate) -> HttpOracle:
         raise learner_refusal(Code.ORACLE_REJECTED, exc.detail) from None
     except NOT_AN_ORACLE:
         raise unusable() from None
+
+
+def loadable(algorithm: str, settings: LearnerSettings) -> None:
+    """The learner imports only its own algorithms, the installed plugins and the targets its settings allow-list:
+    a request naming other code (package.module:Class) is refused before anything is imported."""
+    if is_target(algorithm) and algorithm not in settings.algorithm_targets:
+        raise learner_refusal(
+            Code.ALGORITHM_NOT_ALLOWED,
+            f"{algorithm!r} names code to import: this learner runs its own algorithms, the installed plugins (GET "
+            "/v1/algorithms) and the package.module:Class targets allow-listed in BUDGETLAB_LEARNER_ALGORITHMS")
+
+
+def listing(settings: LearnerSettings) -> AlgorithmList:
+    """Every algorithm a run may name, with its package and version; the entry points are read again, so a plugin
+    installed while the learner runs is listed (one that cannot be imported is logged and left out)."""
+    rescan()
+    found = []
+    for name in [*algorithms(), *settings.algorithm_targets]:
+        try:
+            found.append(describe(name))
+        except ParamError as exc:
+            log.warning("algorithm %s is not listed: %s", name, exc)
+    return AlgorithmList(algorithms=found)
 
 
 def not_found(run_id: str) -> LearnerError:
@@ -110,7 +135,8 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
 
     @app.get("/v1/algorithms", response_model=AlgorithmList, tags=["algorithms"])
     def list_algorithms() -> AlgorithmList:
-        return AlgorithmList(algorithms=[cls.info() for cls in algorithms().values()])
+        """budgetlab's algorithms, the installed plugins' and the allow-listed targets, with package and version."""
+        return listing(settings)
 
     @app.post("/v1/callers", status_code=201, response_model=CallerToken, tags=["callers"],
               responses=responses(Code.RATE_LIMITED))
@@ -119,9 +145,11 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
         return app.state.callers.issue()
 
     @app.post("/v1/runs", status_code=201, response_model=RunInfo, tags=["runs"],
-              responses=responses(*CALLER, *ASKS_ORACLE, Code.TOO_LARGE, Code.INVALID_PARAMS, Code.ORACLE_REJECTED))
+              responses=responses(*CALLER, *ASKS_ORACLE, Code.TOO_LARGE, Code.INVALID_PARAMS, Code.ORACLE_REJECTED,
+                                  Code.ALGORITHM_NOT_ALLOWED))
     def start_run(request: RunCreate, caller: CurrentCaller) -> RunInfo:
         """Open an oracle session for the run and queue it; it starts when the pool has room."""
+        loadable(request.algorithm, settings)
         request = request.model_copy(update={"oracle_url": oracles.resolve(request.oracle_url)})
         return manager.start(caller.id, request, open_session(request))
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from budgetlab.oracle_client import DEFAULT_ORACLE_URL
+from learner.algorithms import TARGET
 
 
 def default_database_url() -> str:
@@ -44,7 +45,14 @@ class LearnerSettings:
     callers_burst: float = field(
         default_factory=lambda: float(os.environ.get("BUDGETLAB_LEARNER_CALLERS_BURST") or 100))
 
+    # Algorithms a run may name as package.module:Class (space or comma separated), beside budgetlab's and the installed
+    # plugins' (entry points of 'budgetlab.algorithms'); a run naming any other code to import is refused.
+    algorithm_targets: tuple[str, ...] = field(default_factory=lambda: _words("BUDGETLAB_LEARNER_ALGORITHMS"))
+
     def __post_init__(self) -> None:
+        malformed = [t for t in self.algorithm_targets if not TARGET.fullmatch(t)]
+        if malformed:
+            raise ValueError(f"BUDGETLAB_LEARNER_ALGORITHMS takes package.module:Class targets, not {malformed}")
         if self.callers_per_second < 0 or self.callers_burst < 1:
             raise ValueError("BUDGETLAB_LEARNER_CALLERS_PER_SECOND must not be negative, "
                              "BUDGETLAB_LEARNER_CALLERS_BURST at least 1")

@@ -36,7 +36,7 @@ class ParamSpec(BaseModel):
 
 
 class AlgorithmInfo(BaseModel):
-    """One of the papers' algorithms, as the learner runs it."""
+    """One of the papers' algorithms, or a plugin's, as the learner runs it."""
 
     id: str = Field(description="the id a run names it by", examples=["aerr"])
     name: str = Field(description="its name in the paper", examples=["AERR (Attribute Efficient Ridge Regression)"])
@@ -51,6 +51,10 @@ class AlgorithmInfo(BaseModel):
     description: str = Field("", description="what it does", examples=["Attribute Efficient Ridge Regression: OGD on "
                                                                        "the L2 ball with uniform and w²-weighted "
                                                                        "attribute draws."])
+    package: str = Field("budgetlab", description="the installed package that provides it: budgetlab, or a plugin's "
+                                                  "distribution", examples=["budgetlab"])
+    version: str | None = Field(None, description="that package's version (null: not installed as a distribution)",
+                                examples=["0.1.0"])
 
 
 class AlgorithmList(BaseModel):

@@ -44,6 +44,17 @@ class Stat(Record):
     n: int = Field(0, description="how many seeds (completed runs) it is over", examples=[5])
 
 
+class AlgorithmOrigin(Record):
+    """Where a plugin's algorithm came from (``learner.algorithms.origin``)."""
+
+    package: str | None = Field(None, description="the distribution that provides it (null: not installed where "
+                                                  "the report was written, only on the learner that ran it)",
+                                examples=["budgetlab-example-plugin"])
+    version: str | None = Field(None, description="its version", examples=["0.1.0"])
+    target: str | None = Field(None, description="its code, package.module:Class",
+                               examples=["budgetlab_example_plugin.split_sgd:SplitSGD"])
+
+
 class Provenance(Record):
     """The software and machine that produced the results."""
 
@@ -58,6 +69,9 @@ class Provenance(Record):
     scipy: str | None = None
     host: str | None = None
     platform: str | None = None
+    algorithms: dict[str, AlgorithmOrigin] = Field(
+        default_factory=dict, description="the algorithms the comparison ran that are not budgetlab's own (plugins, "
+                                          "package.module:Class targets), by the name the config gives them")
 
 
 class RecordedConfig(Record):

@@ -1,0 +1,1 @@
+"""An example algorithm plugin for budgetlab (see docs/guide/plugins.md)."""

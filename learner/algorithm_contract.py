@@ -1,0 +1,211 @@
+"""The contract every algorithm keeps, checked on one (``budgetlab algorithms check TARGET``).
+
+An algorithm, budgetlab's or a plugin's, is run twice on a small synthetic design in memory (a ``LocalOracle``), with
+the same seed, through the ask/tell loop the runner drives, and each point of the contract is judged:
+
+- **declares its parameters**: an ``id``, ``name``, ``paper`` and ``algorithm`` (where in the paper), each parameter
+  with a description, an unknown parameter refused (``ParamError``), and only declared parameters recorded in the
+  resolved ones (``config``), so that a run's record can reproduce it;
+- **sees only paid-for values**: ``update`` and ``predict_one`` receive the values of the attributes ``select`` chose;
+  reading any other attribute of the example (``observed[j]``, ``observed.get(j)``) breaks the contract even when
+  the algorithm then takes it for 0 (an unobserved attribute is absent, not zero);
+- **respects the budget it is given**: every ``select`` returns distinct attribute indices in 0..d-1, at most the
+  local budget k of ``Problem.budget`` (and the global total, for a global budget);
+- **same weights for the same seed**: the two runs end with the same weights, finite and d of them (randomness comes
+  from the ``seed`` the algorithm is given, e.g. ``self.rng``, never from a global generator).
+
+A point that cannot be judged because the run raised says so, with the exception.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from budgetlab.contract.algorithms import AlgorithmInfo
+from budgetlab.contract.budgets import Budget
+from learner.algorithms import Algorithm, ParamError, get_algorithm
+from learner.oracle import LocalOracle
+from learner.runner import build_algorithm
+
+PARAMETERS = "declares its parameters"
+PAID_FOR = "sees only paid-for values"
+BUDGET = "respects the budget it is given"
+SEED = "same weights for the same seed"
+POINTS = (PARAMETERS, PAID_FOR, BUDGET, SEED)
+
+# The design it runs on: small enough for seconds, with every bound an algorithm may ask for declared.
+DATASET = "powerlaw"
+DATASET_PARAMS: dict[str, Any] = {"d": 20, "n_train": 150, "n_test": 50}
+EXAMPLES = 120
+SEED_USED = 7
+LOCAL_BUDGET = 4
+PROBE = "contract_probe_parameter"
+
+
+@dataclass
+class Verdict:
+    point: str
+    passed: bool
+    reason: str
+
+
+class PaidValues(Mapping[int, float]):
+    """The values paid for, as ``update`` gets them, noting every read of an attribute that is not among them
+    (``observed[j]`` and ``observed.get(j)``; asking ``j in observed`` is no read)."""
+
+    def __init__(self, values: Iterable[tuple[int, float]], unpaid: list[int]) -> None:
+        self.values_paid = dict(values)
+        self.unpaid = unpaid
+
+    def __getitem__(self, key: int) -> float:
+        if key not in self.values_paid:
+            self.unpaid.append(key)
+        return self.values_paid[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.values_paid
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.values_paid)
+
+    def __len__(self) -> int:
+        return len(self.values_paid)
+
+
+@dataclass
+class Run:
+    weights: np.ndarray | None = None
+    config: dict[str, Any] | None = None
+    unpaid: list[tuple[int, int]] = field(default_factory=list)  # (example, attribute)
+    over_budget: str = ""
+    error: str = ""
+    examples: int = 0  # the examples it learnt from before the run ended
+
+
+def _budget(cls: type[Algorithm]) -> Budget:
+    if cls.budget_kind == "full":
+        return Budget()
+    k = min(max(LOCAL_BUDGET, cls.min_budget), int(DATASET_PARAMS["d"]))
+    return Budget(per_example=k, total=float(k * EXAMPLES) if cls.budget_kind == "global" else None)
+
+
+def _bad_selection(wanted: list[Any], d: int, k: int, total: float | None, spent: int) -> str:
+    if not all(isinstance(a, int | np.integer) and 0 <= int(a) < d for a in wanted):
+        return f"select() returned {wanted!r}: not attribute indices in 0..{d - 1}"
+    if len(set(wanted)) != len(wanted):
+        return f"select() returned {wanted!r}: an attribute twice"
+    if len(wanted) > k:
+        return f"select() asked for {len(wanted)} attributes of one example; its budget is k = {k}"
+    if total is not None and spent + len(wanted) > total:
+        return f"select() asked for attribute {spent + len(wanted)} of a total budget of {total:g}"
+    return ""
+
+
+def run_once(name: str, seed: int = SEED_USED) -> Run:
+    """The algorithm's ask/tell loop on the contract's design, noting what breaks the contract."""
+    cls = get_algorithm(name)
+    budget = _budget(cls)
+    run = Run()
+    oracle = LocalOracle(DATASET, dataset_params=DATASET_PARAMS, budget=budget, seed=seed, protocol=cls.protocol)
+    try:
+        algorithm = build_algorithm(name, oracle, params={}, seed=seed, max_examples=EXAMPLES)
+        k, spent = algorithm.problem.budget, 0
+        for t in range(EXAMPLES):
+            wanted = list(algorithm.select())
+            run.over_budget = _bad_selection(wanted, oracle.d, k, budget.total, spent)
+            if run.over_budget:
+                run.over_budget = f"example {t}: {run.over_budget}"
+                break
+            wanted = [int(a) for a in wanted]
+            spent += len(wanted)
+            example, y, values = oracle.step(wanted)
+            unpaid: list[int] = []
+            observed = PaidValues(zip(wanted, (float(v) for v in values), strict=True), unpaid)
+            if cls.protocol == "online":
+                y = oracle.predict(example, float(algorithm.predict_one(observed)))
+            assert y is not None
+            algorithm.update(observed, y)
+            run.unpaid.extend((t, j) for j in unpaid)
+            run.examples += 1
+        run.weights = np.asarray(algorithm.weights, dtype=np.float64)
+        run.config = dict(algorithm.config)
+    except Exception as exc:  # a plugin may raise anything: the verdict names it
+        run.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        oracle.close()
+    return run
+
+
+def _parameters(cls: type[Algorithm], run: Run) -> Verdict:
+    missing = [attr for attr in ("id", "name", "paper", "algorithm")
+               if not isinstance(getattr(cls, attr, None), str) or not getattr(cls, attr)]
+    if missing:
+        return Verdict(PARAMETERS, False, f"no {', '.join(missing)} (class attributes, text)")
+    try:
+        AlgorithmInfo.model_validate(cls.info().model_dump())
+    except Exception as exc:  # a malformed description: the verdict names it
+        return Verdict(PARAMETERS, False, f"its description does not validate: {exc}")
+    undescribed = [p for p, spec in cls.params.items()
+                   if not (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str) and spec[1])]
+    if undescribed:
+        return Verdict(PARAMETERS, False, f"params {undescribed} are not (default, description)")
+    try:
+        cls.check_params([PROBE])
+    except ParamError:
+        pass
+    else:
+        return Verdict(PARAMETERS, False, f"an unknown parameter ({PROBE}) is accepted")
+    if run.config is not None:
+        extra = sorted(set(run.config) - set(cls.params))
+        if extra:
+            return Verdict(PARAMETERS, False, f"records parameters it does not declare: {extra}")
+    names = ", ".join(cls.params) or "none"
+    return Verdict(PARAMETERS, True, f"id {cls.id!r}, {cls.paper}, {cls.algorithm}; parameters: {names}")
+
+
+def check(name: str) -> list[Verdict]:
+    """Each point of the contract for the algorithm ``name`` (an id or ``package.module:Class``), in ``POINTS``'
+    order."""
+    cls = get_algorithm(name)
+    first, second = run_once(name), run_once(name)
+    verdicts = [_parameters(cls, first)]
+    if first.unpaid:
+        t, j = first.unpaid[0]
+        verdicts.append(Verdict(PAID_FOR, False, f"read attribute {j} of example {t}, which it did not pay for "
+                                                 f"({len(first.unpaid)} such reads)"))
+    elif first.error:
+        verdicts.append(Verdict(PAID_FOR, False, f"the run raised {first.error}"))
+    else:
+        verdicts.append(Verdict(PAID_FOR, True, f"read only the attributes it selected, over {first.examples} "
+                                                f"examples{stopped(first)}"))
+    if first.over_budget:
+        verdicts.append(Verdict(BUDGET, False, first.over_budget))
+    elif first.error:
+        verdicts.append(Verdict(BUDGET, False, f"the run raised {first.error}"))
+    else:
+        verdicts.append(Verdict(BUDGET, True, f"at most k = {_budget(cls).per_example or 'd'} distinct attributes of "
+                                              "each example"))
+    verdicts.append(_same_seed(first, second, int(DATASET_PARAMS["d"])))
+    return verdicts
+
+
+def stopped(run: Run) -> str:
+    return f" (the run stopped there: {BUDGET} fails)" if run.over_budget else ""
+
+
+def _same_seed(first: Run, second: Run, d: int) -> Verdict:
+    if first.weights is None or second.weights is None:
+        return Verdict(SEED, False, f"the run raised {first.error or second.error}")
+    if first.weights.shape != (d,) or not all(math.isfinite(w) for w in first.weights):
+        return Verdict(SEED, False, f"weights must be {d} finite numbers, got shape {first.weights.shape}")
+    if not np.array_equal(first.weights, second.weights):
+        gap = float(np.max(np.abs(first.weights - second.weights)))
+        return Verdict(SEED, False, f"two runs with seed {SEED_USED} ended {gap:.3g} apart: randomness not from the "
+                                    "seed it is given (use self.rng)")
+    return Verdict(SEED, True, f"two runs with seed {SEED_USED} gave the same {d} weights, after {first.examples} "
+                               f"examples{stopped(first)}")

@@ -1,0 +1,203 @@
+"""Algorithm plugins (#24 item 1): the example plugin of ``examples/``, installed as an entry point (``tests.plugins``),
+runs beside ``aerr`` and ``ddaerr`` from the CLI, the estimator and the learner service without touching budgetlab;
+the learner finds a plugin installed while it runs and never imports code a request names; ``budgetlab algorithms
+check`` passes the example and names the point each broken plugin of ``tests.broken_plugins`` fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from client.cli import app
+from learner.algorithms import rescan
+from tests.plugins import ALGORITHM, EXAMPLE, PACKAGE, TARGET, VERSION, write_metadata
+from tests.servers import learner_server
+
+CONFIG = """
+    title = "split-sgd beside the papers' learners"
+    dataset = {{ name = "powerlaw", params = {{ d = 30, n_train = 500, n_test = 100 }} }}
+    budget = {{ per_example = 4 }}
+    seeds = [0]
+    max_examples = 400
+
+    [[algorithms]]
+    id = "aerr"
+    [[algorithms]]
+    id = "ddaerr"
+    [[algorithms]]
+    id = "{plugin}"
+"""
+
+
+def install(monkeypatch: pytest.MonkeyPatch, site: Path) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    monkeypatch.syspath_prepend(str(write_metadata(site)))
+
+
+@pytest.fixture
+def uninstalled_afterwards(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """A test may install the example (``install``); afterwards it is gone again, from the path and the registry."""
+    yield monkeypatch
+    monkeypatch.undo()
+    rescan()
+
+
+def compared(out: Path) -> dict[str, list[dict]]:
+    """results.json's runs by algorithm id (the config's one design)."""
+    written = json.loads((out / "results.json").read_text())
+    return {a["id"]: [r["result"] for r in a["runs"]] for a in written["designs"][0]["algorithms"]}
+
+
+def assert_ran_beside_the_papers(out: Path) -> None:
+    runs = compared(out)
+    assert list(runs) == ["aerr", "ddaerr", ALGORITHM]
+    for algorithm, results in runs.items():
+        assert [r["status"] for r in results] == ["finished"], algorithm
+        assert results[0]["examples"] == 400 and results[0]["attributes"] <= 4 * 400
+        assert 0 < results[0]["final"]["normalized_mse"] < 1.5, (algorithm, results[0]["final"])
+    provenance = json.loads((out / "results.json").read_text())["provenance"]
+    assert provenance["algorithms"] == {ALGORITHM: {"package": PACKAGE, "version": VERSION, "target": TARGET}}
+    assert f"{ALGORITHM} from {PACKAGE} {VERSION}" in (out / "report.md").read_text()
+
+
+def test_the_cli_lists_an_installed_plugin_with_its_package_and_version(
+        uninstalled_afterwards: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def listed() -> dict[str, dict]:
+        result = CliRunner().invoke(app, ["algorithms", "--json"])
+        assert result.exit_code == 0, result.output
+        return {a["id"]: a for a in json.loads(result.stdout)}
+
+    assert ALGORITHM not in listed() and listed()["aerr"]["package"] == "budgetlab"
+    install(uninstalled_afterwards, tmp_path / "site")
+    entry = listed()[ALGORITHM]
+    assert (entry["package"], entry["version"], entry["name"]) == (PACKAGE, VERSION, "Split-half SGD (example plugin)")
+
+
+def test_a_compare_from_the_command_line_runs_the_plugin_beside_aerr_and_ddaerr(tmp_path: Path) -> None:
+    """``budgetlab compare --local`` as its own process, the plugin installed in its environment: its Dask workers
+    import the plugin too."""
+    config = tmp_path / "mine.toml"
+    config.write_text(textwrap.dedent(CONFIG.format(plugin=ALGORITHM)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLE), str(write_metadata(tmp_path / "site"))])}
+    done = subprocess.run([str(Path(sys.executable).with_name("budgetlab")), "compare", str(config), "--local",
+                           "--workers", "1", "--out", str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_ran_beside_the_papers(tmp_path / "out")
+
+
+def test_a_module_class_target_runs_from_the_cli_and_the_estimator(uninstalled_afterwards: pytest.MonkeyPatch) -> None:
+    from learner.estimator import BudgetedRegressor
+
+    uninstalled_afterwards.syspath_prepend(str(EXAMPLE))  # importable, no entry point: named by its code
+    result = CliRunner().invoke(app, ["run", "--algorithm", TARGET, "--dataset", "powerlaw:d=30,n_train=300,n_test=50",
+                                      "--per-example", "4", "--local", "--json"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed["algorithm"] == TARGET and printed["status"] == "finished" and printed["attributes"] <= 4 * 300
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 10))
+    fitted = BudgetedRegressor(TARGET, per_example=4, seed=1).fit(X, X @ rng.normal(size=10))
+    assert fitted.result_.status == "finished" and fitted.result_.attributes <= 4 * 300
+
+
+def _finished(learner: str, auth: dict[str, str], run_id: str) -> dict:
+    deadline = time.monotonic() + 120
+    while (info := httpx.get(f"{learner}/v1/runs/{run_id}", headers=auth).json())["status"] in (
+            "pending", "queued", "running"):
+        assert time.monotonic() < deadline, "the run did not end"
+        time.sleep(0.05)
+    return info
+
+
+def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_request_names(
+        oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch) -> None:
+    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url) as learner:
+        auth = {"Authorization": f"Bearer {httpx.post(f'{learner}/v1/callers').json()['token']}"}
+        listed = httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]
+        assert ALGORITHM not in {a["id"] for a in listed}
+        run = {"dataset": "powerlaw", "dataset_params": {"d": 30, "n_train": 300, "n_test": 50},
+               "budget": {"per_example": 4}, "seed": 1, "max_examples": 200}
+        assert httpx.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM}).status_code == 422
+
+        install(uninstalled_afterwards, tmp_path / "site")  # pip install, while the learner runs
+        started = httpx.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM})
+        assert started.status_code == 201, started.text  # found without a restart
+        info = _finished(learner, auth, started.json()["id"])
+        assert info["status"] == "finished" and info["result"]["attributes"] <= 4 * 200
+        entry = {a["id"]: a for a in httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]}[ALGORITHM]
+        assert (entry["package"], entry["version"]) == (PACKAGE, VERSION)
+
+        # Code named in a request is never imported: a module that would leave a mark when imported is refused
+        # unimported, and nothing started.
+        canary = tmp_path / "importable" / "canary_plugin.py"
+        canary.parent.mkdir()
+        canary.write_text(f"open({str(tmp_path / 'imported')!r}, 'w').close()\n")
+        uninstalled_afterwards.syspath_prepend(str(canary.parent))
+        before = httpx.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
+        refused = httpx.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": "canary_plugin:Thing"})
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"] == "algorithm_not_allowed"
+        assert "BUDGETLAB_LEARNER_ALGORITHMS" in refused.json()["detail"]
+        assert not (tmp_path / "imported").exists() and "canary_plugin" not in sys.modules
+        assert httpx.get(f"{learner}/v1/runs", headers=auth).json()["runs"] == before
+
+        # A comparison through the learner, beside aerr and ddaerr.
+        config = tmp_path / "mine.toml"
+        config.write_text(textwrap.dedent(CONFIG.format(plugin=ALGORITHM)))
+        result = CliRunner().invoke(app, ["compare", str(config), "--learner", learner, "--oracle", oracle_url,
+                                          "--out", str(tmp_path / "out")])
+        assert result.exit_code == 0, result.output
+        assert_ran_beside_the_papers(tmp_path / "out")
+
+
+def test_a_target_allow_listed_in_the_learners_settings_is_listed_and_runs(
+        oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch) -> None:
+    uninstalled_afterwards.syspath_prepend(str(EXAMPLE))
+    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url, algorithm_targets=(TARGET,)) as learner:
+        auth = {"Authorization": f"Bearer {httpx.post(f'{learner}/v1/callers').json()['token']}"}
+        entry = {a["id"]: a for a in httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]}[TARGET]
+        assert entry["name"] == "Split-half SGD (example plugin)"
+        started = httpx.post(f"{learner}/v1/runs", headers=auth, json={
+            "dataset": "powerlaw", "dataset_params": {"d": 30, "n_train": 300, "n_test": 50}, "algorithm": TARGET,
+            "budget": {"per_example": 4}, "seed": 1, "max_examples": 100})
+        assert started.status_code == 201, started.text
+        assert _finished(learner, auth, started.json()["id"])["status"] == "finished"
+
+
+def test_check_passes_the_example_plugin(uninstalled_afterwards: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    install(uninstalled_afterwards, tmp_path / "site")
+    result = CliRunner().invoke(app, ["algorithms", "check", ALGORITHM])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("pass ") == 4 and "FAIL" not in result.stdout
+    assert f"{ALGORITHM} keeps the contract" in result.stdout
+
+
+@pytest.mark.parametrize(("broken", "point", "reason"), [
+    ("ReadsUnpaid", "sees only paid-for values", "read attribute 0 of example 0, which it did not pay for"),
+    ("IgnoresSeed", "same weights for the same seed", "randomness not from the seed it is given"),
+    ("OverBudget", "respects the budget it is given", "asked for 5 attributes of one example; its budget is k = 4"),
+])
+def test_check_names_the_point_a_broken_plugin_fails(broken: str, point: str, reason: str) -> None:
+    result = CliRunner().invoke(app, ["algorithms", "check", f"tests.broken_plugins:{broken}"])
+    assert result.exit_code == 1, result.output
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and failed[0].startswith(f"FAIL {point}: ") and reason in failed[0], result.stdout
+    assert result.stdout.count("pass ") == 3
+    assert f"breaks the contract: {point}" in result.output
+
+
+def test_check_says_why_a_target_cannot_be_loaded() -> None:
+    result = CliRunner().invoke(app, ["algorithms", "check", "no_such_package.mod:Thing"])
+    assert result.exit_code == 1 and "cannot import 'no_such_package.mod'" in result.output
