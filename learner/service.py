@@ -83,7 +83,7 @@ def listing(settings: LearnerSettings) -> AlgorithmList:
     for name in [*algorithms(), *settings.algorithm_targets]:
         try:
             found.append(describe(name))
-        except ParamError as exc:
+        except (ParamError, ValueError) as exc:  # ValueError: a plugin's description that does not validate
             log.warning("algorithm %s is not listed: %s", name, exc)
     return AlgorithmList(algorithms=found)
 

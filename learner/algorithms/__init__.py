@@ -151,7 +151,7 @@ def load_target(target: str) -> type[Algorithm]:
     module_name, _, attribute = target.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except Exception as exc:  # not only ImportError: a plugin's module may raise anything as it is imported
         raise ParamError(f"cannot import {module_name!r} for the algorithm {target!r}: {exc}") from None
     if not hasattr(module, attribute):
         raise ParamError(f"{module_name!r} has no {attribute!r} (the algorithm {target!r})")
@@ -161,10 +161,11 @@ def load_target(target: str) -> type[Algorithm]:
 def _load_plugin(entry: EntryPoint) -> type[Algorithm]:
     package = _distribution(entry)[0]
     try:
-        cls = _checked(entry.load(), f"the entry point {entry.name!r} of {package} ({entry.value})")
-    except ImportError as exc:
+        loaded = entry.load()
+    except Exception as exc:  # not only ImportError: a plugin's module may raise anything as it is imported
         raise ParamError(f"the algorithm {entry.name!r} of {package} cannot be imported ({entry.value}): "
                          f"{exc}") from None
+    cls = _checked(loaded, f"the entry point {entry.name!r} of {package} ({entry.value})")
     if cls.id != entry.name:
         raise ParamError(f"the entry point {entry.name!r} of {package} names {entry.value}, whose id is {cls.id!r}: "
                          "they must be the same")
