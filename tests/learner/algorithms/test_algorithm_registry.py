@@ -8,6 +8,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from importlib.metadata import version
 
 import pytest
 
@@ -73,11 +74,17 @@ def test_budgetlab_algorithms_json_describes_every_algorithm() -> None:
 
     result = CliRunner().invoke(app, ["algorithms", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == [c.info().model_dump() for c in imported_all().values()]
+    assert json.loads(result.output) == listing()
+
+
+def listing() -> list[dict]:
+    """Every algorithm's description as importing them all gives it, with budgetlab as its package."""
+    ours = {"package": "budgetlab", "version": version("budgetlab")}
+    return [{**c.info().model_dump(mode="json"), **ours} for c in imported_all().values()]
 
 
 def test_the_learner_service_lists_every_algorithm_as_importing_them_all_does(learner_url: str) -> None:
     import httpx
 
-    listed = httpx.get(f"{learner_url}/v1/algorithms").json()["algorithms"]
-    assert listed == [c.info().model_dump(mode="json") for c in imported_all().values()]
+    listed = httpx.get(f"{learner_url}/v1/algorithms", timeout=60).json()["algorithms"]
+    assert listed == listing()
