@@ -1,5 +1,5 @@
 """Plugins that each break one point of the algorithm contract (``budgetlab algorithms check``), as
-``tests.broken_plugins:Class`` targets. Each is otherwise a plain SGD on the attributes it draws."""
+``tests.learner.broken_plugins:Class`` targets. Each is otherwise a plain SGD on the attributes it draws."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from learner.algorithms.base import Algorithm, Observed, Problem
 
 class Sgd(Algorithm):
     name = "a broken plugin"
-    paper = "tests/broken_plugins.py"
+    paper = "tests/learner/broken_plugins.py"
     algorithm = "SGD on the attributes drawn"
     params = {"eta": (0.01, "step size")}
 

@@ -1,7 +1,7 @@
 """Algorithm plugins (#24 item 1): the example plugin of ``examples/``, installed as an entry point (``tests.plugins``),
 runs beside ``aerr`` and ``ddaerr`` from the CLI, the estimator and the learner service without touching budgetlab;
 the learner finds a plugin installed while it runs and never imports code a request names; ``budgetlab algorithms
-check`` passes the example and names the point each broken plugin of ``tests.broken_plugins`` fails."""
+check`` passes the example and names the point each broken plugin of ``tests.learner.broken_plugins`` fails."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from client.cli import app
 from learner.algorithms import rescan
+from tests.helpers import BUDGETLAB, RUNNER, caller
 from tests.plugins import ALGORITHM, EXAMPLE, PACKAGE, TARGET, VERSION, write_metadata
 from tests.servers import learner_server
 
@@ -74,7 +74,7 @@ def assert_ran_beside_the_papers(out: Path) -> None:
 def test_the_cli_lists_an_installed_plugin_with_its_package_and_version(
         uninstalled_afterwards: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def listed() -> dict[str, dict]:
-        result = CliRunner().invoke(app, ["algorithms", "--json"])
+        result = RUNNER.invoke(app, ["algorithms", "--json"])
         assert result.exit_code == 0, result.output
         return {a["id"]: a for a in json.loads(result.stdout)}
 
@@ -90,7 +90,7 @@ def test_a_compare_from_the_command_line_runs_the_plugin_beside_aerr_and_ddaerr(
     config = tmp_path / "mine.toml"
     config.write_text(textwrap.dedent(CONFIG.format(plugin=ALGORITHM)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLE), str(write_metadata(tmp_path / "site"))])}
-    done = subprocess.run([str(Path(sys.executable).with_name("budgetlab")), "compare", str(config), "--local",
+    done = subprocess.run([BUDGETLAB, "compare", str(config), "--local",
                            "--workers", "1", "--out", str(tmp_path / "out")],
                           env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -101,7 +101,7 @@ def test_a_module_class_target_runs_from_the_cli_and_the_estimator(uninstalled_a
     from learner.estimator import BudgetedRegressor
 
     uninstalled_afterwards.syspath_prepend(str(EXAMPLE))  # importable, no entry point: named by its code
-    result = CliRunner().invoke(app, ["run", "--algorithm", TARGET, "--dataset", "powerlaw:d=30,n_train=300,n_test=50",
+    result = RUNNER.invoke(app, ["run", "--algorithm", TARGET, "--dataset", "powerlaw:d=30,n_train=300,n_test=50",
                                       "--per-example", "4", "--local", "--json"])
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
@@ -124,7 +124,7 @@ def _finished(learner: str, auth: dict[str, str], run_id: str) -> dict:
 def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_request_names(
         oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch) -> None:
     with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url) as learner:
-        auth = {"Authorization": f"Bearer {httpx.post(f'{learner}/v1/callers').json()['token']}"}
+        auth = caller(learner)
         listed = httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]
         assert ALGORITHM not in {a["id"] for a in listed}
         run = {"dataset": "powerlaw", "dataset_params": {"d": 30, "n_train": 300, "n_test": 50},
@@ -156,7 +156,7 @@ def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_requ
         # A comparison through the learner, beside aerr and ddaerr.
         config = tmp_path / "mine.toml"
         config.write_text(textwrap.dedent(CONFIG.format(plugin=ALGORITHM)))
-        result = CliRunner().invoke(app, ["compare", str(config), "--learner", learner, "--oracle", oracle_url,
+        result = RUNNER.invoke(app, ["compare", str(config), "--learner", learner, "--oracle", oracle_url,
                                           "--out", str(tmp_path / "out")])
         assert result.exit_code == 0, result.output
         assert_ran_beside_the_papers(tmp_path / "out")
@@ -166,7 +166,7 @@ def test_a_target_allow_listed_in_the_learners_settings_is_listed_and_runs(
         oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch) -> None:
     uninstalled_afterwards.syspath_prepend(str(EXAMPLE))
     with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url, algorithm_targets=(TARGET,)) as learner:
-        auth = {"Authorization": f"Bearer {httpx.post(f'{learner}/v1/callers').json()['token']}"}
+        auth = caller(learner)
         entry = {a["id"]: a for a in httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]}[TARGET]
         assert entry["name"] == "Split-half SGD (example plugin)"
         started = httpx.post(f"{learner}/v1/runs", headers=auth, json={
@@ -178,7 +178,7 @@ def test_a_target_allow_listed_in_the_learners_settings_is_listed_and_runs(
 
 def test_check_passes_the_example_plugin(uninstalled_afterwards: pytest.MonkeyPatch, tmp_path: Path) -> None:
     install(uninstalled_afterwards, tmp_path / "site")
-    result = CliRunner().invoke(app, ["algorithms", "check", ALGORITHM])
+    result = RUNNER.invoke(app, ["algorithms", "check", ALGORITHM])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("pass ") == 4 and "FAIL" not in result.stdout
     assert f"{ALGORITHM} keeps the contract" in result.stdout
@@ -190,7 +190,7 @@ def test_check_passes_the_example_plugin(uninstalled_afterwards: pytest.MonkeyPa
     ("OverBudget", "respects the budget it is given", "asked for 5 attributes of one example; its budget is k = 4"),
 ])
 def test_check_names_the_point_a_broken_plugin_fails(broken: str, point: str, reason: str) -> None:
-    result = CliRunner().invoke(app, ["algorithms", "check", f"tests.broken_plugins:{broken}"])
+    result = RUNNER.invoke(app, ["algorithms", "check", f"tests.learner.broken_plugins:{broken}"])
     assert result.exit_code == 1, result.output
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
     assert len(failed) == 1 and failed[0].startswith(f"FAIL {point}: ") and reason in failed[0], result.stdout
@@ -199,5 +199,5 @@ def test_check_names_the_point_a_broken_plugin_fails(broken: str, point: str, re
 
 
 def test_check_says_why_a_target_cannot_be_loaded() -> None:
-    result = CliRunner().invoke(app, ["algorithms", "check", "no_such_package.mod:Thing"])
+    result = RUNNER.invoke(app, ["algorithms", "check", "no_such_package.mod:Thing"])
     assert result.exit_code == 1 and "cannot import 'no_such_package.mod'" in result.output
