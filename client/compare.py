@@ -125,7 +125,7 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         nonlocal phase
         tunings.extend(run_tuning(cfg, designs, local=local, learner_url=learner_url, oracle_url=oracle_url,
                                   parallel=parallel or workers or default_workers(), console=err,
-                                  learner_token=token, restart_grace=grace))
+                                  learner_token=token, restart_grace=grace, pool=pool))
         phase = "runs"
         outcomes.extend(run_comparison(cfg, local=local, learner_url=learner_url, oracle_url=oracle_url,
                                        parallel=parallel, console=err, chosen=chosen_params(tunings),

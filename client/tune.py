@@ -22,6 +22,7 @@ from budgetlab.params import split_pair
 from client.config import AlgorithmEntry, CompareConfig, Design, TuneSpec, parse_value
 from client.grid import Job, RunOutcome, execute
 from learner.algorithms import ParamError, get_algorithm
+from learner.cluster import RunPool
 from learner.scoring import session_opener
 from learner.tuning import Cell, TuningError
 from learner.tuning import plan as plan_cell
@@ -178,9 +179,9 @@ def chosen_params(tunings: list[Tuning]) -> dict[tuple[int, str, int], dict[str,
 
 def run_tuning(config: CompareConfig, designs: list[Design], *, local: bool, learner_url: str | None,
                oracle_url: str | None, parallel: int, console: Console, learner_token: str | None = None,
-               restart_grace: float = 0.0) -> list[Tuning]:
-    """Plan, fit (through the same runner as the comparison, as ``learner_token``'s caller), validate and choose;
-    empty without ``[tune]``."""
+               restart_grace: float = 0.0, pool: RunPool | None = None) -> list[Tuning]:
+    """Plan, fit (through the same runner as the comparison, as ``learner_token``'s caller; ``local``: on ``pool``'s
+    workers, the comparison's), validate and choose; empty without ``[tune]``."""
     tunings = plan(config, designs)
     if not tunings or config.tune is None:
         return []
@@ -189,6 +190,6 @@ def run_tuning(config: CompareConfig, designs: list[Design], *, local: bool, lea
                   f"{sum(len(t.folds) for t in tunings)} validation sessions", soft_wrap=True)
     attach_fits(tunings, execute(jobs, designs, local=local, learner_url=learner_url, parallel=parallel,
                                  console=console, run_timeout=config.run_timeout, learner_token=learner_token,
-                                 restart_grace=restart_grace))
+                                 restart_grace=restart_grace, pool=pool))
     validate(tunings, designs, config.tune, None if local else oracle_url, parallel)
     return tunings

@@ -100,6 +100,25 @@ def test_compare_sends_its_runs_to_a_running_scheduler(pool: RunPool, tmp_path: 
     assert not (tmp_path / "none" / "results.json").exists()
 
 
+def test_compare_tunes_on_the_workers_it_runs_on(pool: RunPool, tmp_path: Path) -> None:
+    """``[tune]``'s fits go to the comparison's workers (here ``--scheduler``'s), not to a cluster of their own."""
+    config_file = tmp_path / "c.toml"
+    config_file.write_text(CONFIG.replace("seeds = [0, 1]", "seeds = [0]")
+                           + '[tune]\nfolds = 2\n[tune.grid.aerr]\neta = [1e-9, 0.05]\n')
+    address = pool.cluster.scheduler_address if pool.cluster else ""
+
+    def executed() -> int:
+        return sum(pool.client.run(lambda dask_worker: dask_worker.state.executed_count).values())
+
+    before = executed()
+    result = CliRunner().invoke(app, ["compare", str(config_file), "--local", "--scheduler", address,
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "tuning: 4 runs" in result.output and "local worker process" not in result.output
+    # 4 tuning fits (2 steps x 2 folds) and the 2 runs of the comparison, all on the scheduler's workers.
+    assert executed() - before >= 6
+
+
 def test_the_workers_ignore_the_terminals_ctrl_c(pool: RunPool) -> None:
     assert set(pool.client.run(lambda: signal.getsignal(signal.SIGINT) == signal.SIG_IGN).values()) == {True}
 
