@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_limits
 
+from tests.helpers import run_wide
 from tests.ito_runs import LongRun, shared_long_runs
 from tests.servers import learner_server, oracle_server
 
@@ -20,12 +21,14 @@ threadpool_limits(1)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    # Parsed datasets go to a cache of the test session (each xdist worker's own), never the developer's; the
-    # processes tests start inherit it.
+def _dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    # Parsed datasets go to one cache of the test run, never the developer's: both xdist workers and the processes
+    # tests start (they inherit it) read what the first of them parsed, as a user's commands share their cache (it is
+    # safe when two processes build an entry at once: tests/ground/test_dataset_cache.py).
+    cache = run_wide(tmp_path_factory, "dataset-cache")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BUDGETLAB_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-        yield
+        patch.setenv("BUDGETLAB_CACHE_DIR", str(cache))
+        yield cache
 
 
 @pytest.fixture(autouse=True)

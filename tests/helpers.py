@@ -4,11 +4,13 @@ Fixtures live in tests/conftest.py, the services they start in tests/servers.py.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,3 +55,11 @@ def new_caller(learner_url: str) -> tuple[str, dict[str, str]]:
 def caller(learner_url: str) -> dict[str, str]:
     """The headers of a new caller of the learner."""
     return new_caller(learner_url)[1]
+
+
+def run_wide(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A directory of this test run that every xdist worker shares (their temporary directories' parent)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    shared.mkdir(exist_ok=True)
+    return shared

@@ -6,7 +6,6 @@ tests/conftest.py)."""
 from __future__ import annotations
 
 import fcntl
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from budgetlab.datasets import load_dataset
 from learner.oracle import LocalOracle
 from learner.regret import regret, stream_arrays
 from learner.runner import run_algorithm
+from tests.helpers import run_wide
 
 LONG_ROUNDS = 5000
 
@@ -60,9 +60,7 @@ def shared_long_runs(tmp_path_factory: pytest.TempPathFactory) -> LongRun:
     session's shared temporary directory, under a file lock: the first worker to need it computes it, the others
     read it (exactly: floats survive the JSON round trip). The evaluations every 100 rounds do not change a run:
     they read the weights, nothing else. Tables 2 and 3 (tests/papers/) read the same runs."""
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "ito-long-runs"
-    shared.mkdir(exist_ok=True)
+    shared = run_wide(tmp_path_factory, "ito-long-runs")
     memo: dict[tuple[str, int, int], RunResult] = {}
 
     def get(algorithm: str, seed: int, sparsity: int) -> RunResult:

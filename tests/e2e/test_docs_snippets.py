@@ -19,7 +19,7 @@ Two markers, an HTML comment on the line just before a block (invisible on GitHu
 
 ``curl`` is run with ``--fail-with-body``, so a snippet whose request is refused fails here instead of printing an
 error a reader would take for the answer. The README's ``.venv`` is this interpreter's. The pages and their services
-share one cache of parsed datasets (``BUDGETLAB_CACHE_DIR``), as a user's commands share theirs.
+share one cache of parsed datasets (``BUDGETLAB_CACHE_DIR``, the test run's), as a user's commands share theirs.
 """
 
 from __future__ import annotations
@@ -119,10 +119,10 @@ def script(page: list[Block], oracle: str | None, learner: str | None) -> str:
 
 
 @pytest.fixture(scope="module")
-def dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dataset_cache(_dataset_cache: Path) -> Path:
     """One cache of parsed datasets for every page's snippets and services (as a user's one cache serves all their
-    commands)."""
-    return tmp_path_factory.mktemp("dataset-cache")
+    commands): the test run's (tests/conftest.py)."""
+    return _dataset_cache
 
 
 @pytest.fixture(scope="module")
