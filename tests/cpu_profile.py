@@ -2,8 +2,9 @@
 
 Each test's setup, call and teardown are charged the CPU time of the xdist worker (all its threads: the services a
 test serves in a thread) and of the child processes it waited for (the ``budgetlab`` processes it started). At the
-end the slowest tests are printed, by CPU and by wall time; ``BUDGETLAB_CPU_PROFILE=path`` also writes every test's
-figures there as JSON lines. Not a test: a measuring tool, never loaded by ``make test``.
+end the slowest tests are printed, by CPU and by wall time; ``BUDGETLAB_CPU_PROFILE=path`` also appends every test's
+figures there as JSON lines as it ends (a run stopped half way keeps what it measured). Not a test: a measuring
+tool, never loaded by ``make test``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ from typing import Any
 import pytest
 
 _RECORDS: list[dict[str, Any]] = []
+
+
+def _keep(record: dict[str, Any]) -> None:
+    _RECORDS.append(record)
+    path = os.environ.get("BUDGETLAB_CPU_PROFILE")
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps(record) + "\n")
 
 
 def _cpu() -> float:
@@ -42,7 +51,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
               "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
     outcome.get_result().user_properties.append(("cpu_profile", record))
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        _RECORDS.append(record)
+        _keep(record)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -50,7 +59,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "teardown" and os.environ.get("PYTEST_XDIST_WORKER") is None and hasattr(report, "node"):
         for name, record in report.user_properties:
             if name == "cpu_profile":
-                _RECORDS.append(record)
+                _keep(record)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -71,8 +80,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     write("tests by CPU s (wall s):")
     for r in sorted(_RECORDS, key=lambda r: -r["cpu"])[:30]:
         write(f"  {r['cpu']:7.1f} ({r['wall']:7.1f})  {r['test']}")
-    path = os.environ.get("BUDGETLAB_CPU_PROFILE")
-    if path:
-        with open(path, "w") as out:
-            for r in _RECORDS:
-                out.write(json.dumps(r) + "\n")
