@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from budgetlab import ledger, ledger_v1
+from budgetlab.contract.accounts import AccountAudit, Allowance
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.ledger import AuditReport, Receipt
 
@@ -23,21 +24,25 @@ def _payload(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[str, Any] | None, *,
-               receipts: Iterable[Receipt] = (), format: int = ledger.FORMAT) -> AuditReport:
+               receipts: Iterable[Receipt] = (), format: int = ledger.FORMAT,
+               account: str | None = None) -> AuditReport:
     """Audit one session's rows (in seq order) against the counters it recorded (None: rows only).
 
     ``receipts`` are chain heads a client was given: each must be a link of this chain, so a ledger rewritten
-    wholesale (every digest recomputed) no longer passes for the original. ``format`` 1 reads old exports.
+    wholesale (every digest recomputed) no longer passes for the original. ``format`` 1 and 2 read older ledgers;
+    from format 3 every link names the session's ``account`` (None: anonymous), which its open row states too.
     """
     rows = list(rows)
     reasons: list[str] = []
-    verify = ledger.verify_chain if format == ledger.FORMAT else ledger_v1.verify_chain
-    chain = verify(session_id, rows)
+    if format in ledger.FORMATS:
+        chain = ledger.verify_chain(ledger.chain_name(session_id, account, format), rows)
+    else:
+        chain = ledger_v1.verify_chain(session_id, rows)
     if not chain.ok:
         reasons.append(chain.reason)
     for receipt in receipts:
-        if format != ledger.FORMAT:
-            reasons.append("receipts can only be checked on a format-2 ledger")
+        if format not in ledger.FORMATS:
+            reasons.append("receipts can only be checked on a ledger of format 2 or later")
             break
         if chain.ok and not ledger.contains_receipt(rows, receipt.rows, receipt.head):
             reasons.append(f"the receipt for row {receipt.rows - 1} ({receipt.head[:16]}...) is not in this "
@@ -50,6 +55,8 @@ def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[s
         reasons.append("the ledger does not start with the session's open row")
     else:
         config = _payload(rows[0])
+        if format >= 3 and config.get("account") != account:
+            reasons.append(f"the open row names the account {config.get('account')!r}, not {account!r}")
         budget = Budget.model_validate(config.get("budget", {}))
         costs = config.get("costs")
         d = config.get("d")
@@ -133,9 +140,55 @@ def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[s
     )
 
 
+def audit_account(account: str, allowance: Allowance,
+                  sessions: Iterable[tuple[str, list[dict[str, Any]], dict[str, Any], int]], *,
+                  spent_recorded: float, evaluations_recorded: int) -> AccountAudit:
+    """Audit an account: each of its sessions ``(id, rows, recorded counters, ledger format)`` as ``audit_rows``
+    does, each one's open row within the allowance, and the allowance recomputed from all their rows together
+    against what the account records (``spent_recorded``, ``evaluations_recorded``)."""
+    reasons: list[str] = []
+    spent = 0.0
+    evaluations = 0
+    count = 0
+    rows_read = 0
+    for session_id, rows, recorded, format in sessions:
+        count += 1
+        rows_read += len(rows)
+        report = audit_rows(session_id, rows, recorded, format=format, account=account)
+        reasons += [f"session {session_id}: {reason}" for reason in report.reasons]
+        spent += report.spent_recomputed
+        evaluations += sum(1 for row in rows if row["kind"] == "evaluate")
+        if not rows or rows[0]["kind"] != "open":
+            continue
+        opened = _payload(rows[0])
+        per_example = Budget.model_validate(opened.get("budget", {})).per_example
+        if allowance.datasets is not None and opened.get("dataset") not in allowance.datasets:
+            reasons.append(f"session {session_id} uses the dataset {opened.get('dataset')}, which the allowance "
+                           "does not name")
+        if opened.get("split") not in allowance.splits:
+            reasons.append(f"session {session_id} uses the {opened.get('split')} split, which the allowance "
+                           "shields")
+        if allowance.per_example is not None and (per_example is None or per_example > allowance.per_example):
+            reasons.append(f"session {session_id} has the local budget {per_example}; the allowance's is "
+                           f"{allowance.per_example}")
+    if allowance.total is not None and spent > allowance.total + _SLACK:
+        reasons.append(f"the sessions spend {spent:g} together; the allowance is {allowance.total:g}")
+    if allowance.evaluations is not None and evaluations > allowance.evaluations:
+        reasons.append(f"the sessions made {evaluations} evaluations; the allowance is {allowance.evaluations}")
+    if abs(spent_recorded - spent) > _SLACK * max(1.0, abs(spent)):
+        reasons.append(f"the account records a spend of {spent_recorded:g}; its sessions' rows add up to {spent:g}")
+    if evaluations_recorded != evaluations:
+        reasons.append(f"the account records {evaluations_recorded} evaluations; its sessions' rows have "
+                       f"{evaluations}")
+    return AccountAudit(account=account, compliant=not reasons, reasons=reasons, sessions=count, rows=rows_read,
+                        spent_recomputed=spent, spent_recorded=spent_recorded, evaluations_recomputed=evaluations,
+                        evaluations_recorded=evaluations_recorded, allowance=allowance)
+
+
 def audit_ndjson(lines: Iterable[str], receipts: Iterable[Receipt] = ()) -> AuditReport:
-    """Audit an exported ledger: its ``{"type": "ledger", "format": 2}`` line, row lines in seq order, then the
-    session's ``{"type": "head"}`` line. An export without the first line is format 1 (before receipts)."""
+    """Audit an exported ledger: its ``{"type": "ledger", "format": 3, "account": ...}`` line, row lines in seq
+    order, then the session's ``{"type": "head"}`` line. An export without the first line is format 1 (before
+    receipts); format 2 is before accounts."""
     rows: list[dict[str, Any]] = []
     head: dict[str, Any] | None = None
     header: dict[str, Any] | None = None
@@ -153,11 +206,12 @@ def audit_ndjson(lines: Iterable[str], receipts: Iterable[Receipt] = ()) -> Audi
         else:
             rows.append(obj)
     format = int(header.get("format", ledger.FORMAT)) if header is not None else 1
-    if format not in (1, ledger.FORMAT):
-        raise ValueError(f"ledger format {format} is not one this version reads (1 or {ledger.FORMAT})")
+    if format not in (1, *ledger.FORMATS):
+        raise ValueError(f"ledger format {format} is not one this version reads (1 to {ledger.FORMAT})")
     session_id = ((header or {}).get("session_id") or (head or {}).get("session_id")
                   or (rows[0].get("session_id", "") if rows else ""))
-    report = audit_rows(session_id, rows, head, receipts=receipts, format=format)
+    report = audit_rows(session_id, rows, head, receipts=receipts, format=format,
+                        account=(header or {}).get("account"))
     if head is None:
         report.reasons.append("the export has no head line: rows missing at the end cannot be detected")
         report.compliant = False

@@ -207,8 +207,10 @@ def part_order(n: int, seed: int, part: ExamplePart | None) -> np.ndarray:
     return order[part.start : part.stop]
 
 
-def open_session(request: SessionCreate, dataset: Dataset | None = None) -> tuple[Runtime, Outcome[None]]:
-    """A new session's runtime and its ``open`` event (the configuration the audit reads back).
+def open_session(request: SessionCreate, dataset: Dataset | None = None, *,
+                 account: str | None = None) -> tuple[Runtime, Outcome[None]]:
+    """A new session's runtime and its ``open`` event (the configuration the audit reads back, and the ``account``
+    the session draws on: None for an anonymous one).
 
     ``dataset`` serves data of the caller's own in-process (the estimator's ``fit``) instead of a registered one.
     """
@@ -232,7 +234,7 @@ def open_session(request: SessionCreate, dataset: Dataset | None = None) -> tupl
         "dataset": config.dataset, "dataset_params": config.dataset_params, "split": config.split,
         "protocol": config.protocol, "order": config.order, "seed": config.seed, "n_examples": config.n_examples,
         "d": config.d, "budget": config.budget.model_dump(),
-        "costs": None if rt.unit_costs else [float(c) for c in rt.costs],
+        "costs": None if rt.unit_costs else [float(c) for c in rt.costs], "account": account,
     }
     return rt, Outcome(None, Counters(), (Event("open", payload=payload),))
 

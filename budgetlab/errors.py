@@ -47,10 +47,11 @@ class OracleError(Refused):
 
 
 class BudgetExhausted(OracleError):
-    """HTTP 402: the request would break a budget; nothing of it was charged."""
+    """HTTP 402: the request would break a budget (``budget_exceeded``: the session's own; ``allowance_exceeded``: its
+    account's, shared with the account's other sessions); nothing of it was charged."""
 
-    def __init__(self, detail: str, remaining: Remaining | None = None) -> None:
-        super().__init__(Code.BUDGET_EXCEEDED.status, Code.BUDGET_EXCEEDED.value, detail, remaining)
+    def __init__(self, detail: str, remaining: Remaining | None = None, error: str = "budget_exceeded") -> None:
+        super().__init__(Code.BUDGET_EXCEEDED.status, error, detail, remaining)
 
 
 class StreamExhausted(OracleError):
@@ -125,6 +126,18 @@ class Code(StrEnum):
     # Admin endpoints.
     ADMIN_DISABLED = "admin_disabled", 403, "the oracle has no admin token (BUDGETLAB_ADMIN_TOKEN)"
     FORBIDDEN = "forbidden", 403, "this token is not the admin token"
+    NAME_TAKEN = "name_taken", 409, "another account has this name"
+    # Accounts and their allowances.
+    ACCOUNT_REQUIRED = ("account_required", 401, "this oracle opens no anonymous session (BUDGETLAB_ANONYMOUS=0): "
+                                                 "send an account's API key as the bearer token")
+    ACCOUNT_REVOKED = ("account_revoked", 403, "the account was revoked: its key opens nothing and its sessions "
+                                               "draw nothing more")
+    NOT_ALLOWED = ("not_allowed", 403, "the allowance (the account's, or the anonymous one) does not cover this "
+                                       "dataset, local budget k, global budget or price")
+    TEST_SHIELDED = ("test_shielded", 403, "this test split is shielded (BUDGETLAB_SHIELDED_DATASETS, or the "
+                                           "allowance's splits): only evaluation results leave it")
+    TOO_MANY_SESSIONS = ("too_many_sessions", 409, "as many sessions are open as the allowance allows (the "
+                                                   "account's sessions, or BUDGETLAB_ANONYMOUS_SESSIONS): close one")
     # Datasets and opening a session.
     UNKNOWN_DATASET = "unknown_dataset", 404, "no dataset has this name (built-in datasets cannot be removed)"
     INVALID_DATASET_PARAMS = "invalid_dataset_params", 422, "the dataset does not take these parameters"
@@ -150,6 +163,9 @@ class Code(StrEnum):
     UNKNOWN_ATTRIBUTE = "unknown_attribute", 404, "an attribute is not in 0..d-1"
     BUDGET_EXCEEDED = ("budget_exceeded", 402, "it would break the local budget k (per_example) or the global budget "
                                                "(total); nothing was charged, and remaining says what is left")
+    ALLOWANCE_EXCEEDED = ("allowance_exceeded", 402, "it would take the session's account past its allowance (the "
+                                                     "cost of all its sessions together, or their evaluations); "
+                                                     "nothing was charged, and remaining says what is left")
     ALREADY_PREDICTED = "already_predicted", 409, "this example already has a prediction"
     INVALID_PREDICTION = "invalid_prediction", 422, "its squared loss overflows"
     INVALID_WEIGHTS = "invalid_weights", 422, "not d weights, or weights whose test error overflows"
@@ -191,7 +207,7 @@ def oracle_refusal(status: int, error: str, detail: str, remaining: Remaining | 
                    retry_after: float | None = None) -> OracleError:
     """The oracle's refusal as the class a caller catches, from the fields of its JSON body."""
     if status == Code.BUDGET_EXCEEDED.status:
-        return BudgetExhausted(detail, remaining)
+        return BudgetExhausted(detail, remaining, error)
     if error == Code.STREAM_EXHAUSTED:
         return StreamExhausted(detail)
     if status == Code.BUSY.status:  # busy or database_unavailable: nothing was done, a retry is safe

@@ -1,4 +1,4 @@
-"""The ledger's hash chain, format 2: one chain link per recorded event or per example of an observe request.
+"""The ledger's hash chain, format 3: one chain link per recorded event or per example of an observe request.
 
 A session's ledger is a sequence of rows numbered ``seq`` = 0, 1, 2, ...: one per event (open, label, predict,
 evaluate, prior, close) and one per observed value. Consecutive rows are grouped into chain *links*: an event is
@@ -9,9 +9,11 @@ instead of 300, and a write holds the database's lock for one insert per example
 
     digest = sha256(previous digest (32 bytes) || header (UTF-8) || "\\n" || attributes (int64 LE) || values (f64 LE))
 
-``header`` is ``session_id|seq|kind|example|value|cost|payload`` for an event and ``session_id|seq|observe|
-example|n`` for a link of ``n`` values (their costs follow from the attributes and the costs the ``open`` row
-declares, so they are not hashed twice). Floats appear as ``repr`` in headers and as IEEE bits in the packed
+``header`` is ``name|seq|kind|example|value|cost|payload`` for an event and ``name|seq|observe|example|n`` for a
+link of ``n`` values (their costs follow from the attributes and the costs the ``open`` row declares, so they are
+not hashed twice). The chain's ``name`` (``chain_name``) is ``session_id|account`` in format 3, the account's id or
+"" for an anonymous session, so every link names the account it was charged to; format 2 (before accounts) had the
+session id alone, and its chains go on in format 2. Floats appear as ``repr`` in headers and as IEEE bits in the packed
 part: an NDJSON export (JSON round-trips floats exactly) re-hashes offline bit for bit.
 
 Each value row also carries a 32-bit ``tag``, a mix of its seq, example, attribute and value bits. The digest
@@ -31,7 +33,9 @@ import numpy as np
 
 from budgetlab.engine import Event, Observations
 
-FORMAT = 2
+FORMAT = 3
+# The formats whose chains this module hashes and verifies (format 1 is ``budgetlab.ledger_v1``'s).
+FORMATS = (2, 3)
 GENESIS = "0" * 64
 # Storage order of a link's and a value's fields (the store's INSERT statements use them as they are).
 LINK_FIELDS = ("session_key", "seq", "kind", "example", "value", "cost", "n", "payload", "digest")
@@ -40,6 +44,13 @@ CELLS_FIELDS = ("session_key", "example", "seq", "cells")
 ROW_FIELDS = ("seq", "kind", "example", "attribute", "value", "cost", "payload", "link", "n", "hash", "tag")
 
 _M1, _M2, _M3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def chain_name(session_id: str, account: str | None, format: int = FORMAT) -> str:
+    """What every header of a session's chain starts with: its id, and in format 3 its account ("" anonymous)."""
+    if format not in FORMATS:
+        raise ValueError(f"ledger format {format} is not one of {FORMATS}")
+    return session_id if format == 2 else f"{session_id}|{account or ''}"
 
 
 def canonical_json(payload: dict[str, Any] | None) -> str:
@@ -53,14 +64,14 @@ def _opt(x: float | int | None, text: Callable[[object], str] = str) -> str:
     return "" if x is None else text(x)
 
 
-def event_header(session_id: str, seq: int, kind: str, example: int | None, value: float | None, cost: float,
+def event_header(name: str, seq: int, kind: str, example: int | None, value: float | None, cost: float,
                  payload: str) -> bytes:
-    return (f"{session_id}|{seq}|{kind}|{_opt(example)}|{_opt(None if value is None else float(value), repr)}|"
+    return (f"{name}|{seq}|{kind}|{_opt(example)}|{_opt(None if value is None else float(value), repr)}|"
             f"{float(cost)!r}|{payload}").encode()
 
 
-def observe_header(session_id: str, seq: int, example: int, n: int) -> bytes:
-    return f"{session_id}|{seq}|observe|{example}|{n}".encode()
+def observe_header(name: str, seq: int, example: int, n: int) -> bytes:
+    return f"{name}|{seq}|observe|{example}|{n}".encode()
 
 
 def link_digest(prev: bytes, header: bytes, attributes: np.ndarray | None = None,
@@ -105,9 +116,10 @@ def unpack_cells(blob: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @dataclass
 class Chain:
-    """Turns an engine outcome's events into link and value tuples, continuing a session's chain."""
+    """Turns an engine outcome's events into link and value tuples, continuing a session's chain (``name``: its
+    ``chain_name``)."""
 
-    session_id: str
+    name: str
     key: int
     seq: int
     head: str
@@ -123,7 +135,7 @@ class Chain:
             else:
                 payload = canonical_json(event.payload)
                 value = None if event.value is None else float(event.value)
-                digest = link_digest(prev, event_header(self.session_id, self.seq, event.kind, event.example, value,
+                digest = link_digest(prev, event_header(self.name, self.seq, event.kind, event.example, value,
                                                         event.cost, payload))
                 self.links.append((self.key, self.seq, event.kind, event.example, value, float(event.cost), 1,
                                    payload or None, digest))
@@ -141,7 +153,7 @@ class Chain:
         seqs = np.arange(first, first + len(examples), dtype=np.int64)
         tags = value_tags(seqs, examples, attributes, values)
         starts = [0, *(np.flatnonzero(examples[1:] != examples[:-1]) + 1).tolist(), len(examples)]
-        key, sid = self.key, self.session_id
+        key, sid = self.key, self.name
         # ``link_digest`` and ``pack_cells`` per link, from byte slices of four arrays packed once: a batch of a
         # thousand examples is a thousand links, and numpy's per-call cost would dominate.
         a64 = memoryview(np.ascontiguousarray(attributes, dtype="<i8").tobytes())
@@ -204,10 +216,11 @@ def _bad(count: int, head: bytes, seq: int, reason: str) -> ChainCheck:
     return ChainCheck(False, count, head.hex(), seq, reason)
 
 
-def verify_chain(session_id: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:
+def verify_chain(name: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:
     """Recompute every link's digest; name the first row that was altered, inserted or is missing.
 
-    ``rows`` are in seq order, as ``rows_of_links`` yields them (or as an NDJSON export holds them).
+    ``name`` is the chain's (``chain_name``); ``rows`` are in seq order, as ``rows_of_links`` yields them (or as an
+    NDJSON export holds them).
     """
     head = bytes(32)
     count = 0
@@ -231,7 +244,7 @@ def verify_chain(session_id: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:
                                 f"link of example {first.get('example')}")
             attributes = np.array([int(r["attribute"]) for r in group], dtype=np.int64)
             values = np.array([float(r["value"]) for r in group], dtype=np.float64)
-            digest = link_digest(head, observe_header(session_id, first["seq"], int(first["example"]), n),
+            digest = link_digest(head, observe_header(name, first["seq"], int(first["example"]), n),
                                  attributes, values)
             if digest.hex() != first.get("hash"):
                 seqs = np.array([r["seq"] for r in group], dtype=np.int64)
@@ -244,7 +257,7 @@ def verify_chain(session_id: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:
                             f"row {first['seq']} was altered: its link does not hash to its recorded hash")
         else:
             payload = first["payload"] if isinstance(first["payload"], str) else canonical_json(first["payload"])
-            digest = link_digest(head, event_header(session_id, first["seq"], kind, first.get("example"),
+            digest = link_digest(head, event_header(name, first["seq"], kind, first.get("example"),
                                                     first.get("value"), first.get("cost", 0.0), payload))
             if digest.hex() != first.get("hash"):
                 return _bad(count, head, first["seq"],

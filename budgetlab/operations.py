@@ -213,7 +213,9 @@ def _ledger(after: int = -1, limit: int = 1000) -> LedgerQuery:
 # Refusals several steps share.
 _EXAMPLE = (Code.UNKNOWN_EXAMPLE, Code.EXAMPLE_NOT_ISSUED)
 _STREAM = (Code.POOL_ORDER, Code.STREAM_EXHAUSTED)
-_CELLS = (Code.TOO_MANY_CELLS, Code.DUPLICATE_ATTRIBUTES, Code.UNKNOWN_ATTRIBUTE, Code.BUDGET_EXCEEDED)
+# What a step that charges its session may also get from the session's account (``budgetlab.allowance``).
+_DRAW = (Code.ALLOWANCE_EXCEEDED, Code.ACCOUNT_REVOKED)
+_CELLS = (Code.TOO_MANY_CELLS, Code.DUPLICATE_ATTRIBUTES, Code.UNKNOWN_ATTRIBUTE, Code.BUDGET_EXCEEDED, *_DRAW)
 
 
 class SessionOperations:
@@ -227,7 +229,7 @@ class SessionOperations:
         doc="Close the session: its ledger stays readable and auditable; every later charging request is a 409.")
     next = Operation(
         "POST", "/next", NextResponse, _nothing, None, step=engine.next_example, small=True,
-        refusals=(Code.BUDGET_EXCEEDED, *_STREAM),
+        refusals=(Code.BUDGET_EXCEEDED, *_DRAW, *_STREAM),
         doc="Issue the next example of the stream (with its label in the batch protocol).")
     step = Operation(
         "POST", "/step", StepResponse, _step, StepRequest, step=engine.step, small=True,
@@ -244,7 +246,7 @@ class SessionOperations:
         doc="Pay for attributes of many examples in one all-or-nothing request.")
     label = Operation(
         "POST", "/label", LabelResponse, _label, LabelRequest, step=engine.reveal_label, small=True,
-        refusals=(*_EXAMPLE, Code.BUDGET_EXCEEDED, Code.ONLINE_PROTOCOL),
+        refusals=(*_EXAMPLE, Code.BUDGET_EXCEEDED, *_DRAW, Code.ONLINE_PROTOCOL),
         doc="Reveal a training label (batch protocol); a second reveal of the same label is free.")
     predict = Operation(
         "POST", "/predict", PredictResponse, _predict, PredictRequest, step=engine.predict, small=True,
@@ -252,8 +254,9 @@ class SessionOperations:
         doc="Commit a prediction for an example, then learn its label (online protocol and test sessions).")
     evaluate = Operation(
         "POST", "/evaluate", EvaluateResponse, _evaluate, EvaluateRequest, kind=Kind.OFF_LOCK, step=engine.evaluate,
-        refusals=(Code.INVALID_WEIGHTS,),
-        doc="Full-information test error of a linear predictor: free, but recorded in the ledger.")
+        refusals=(Code.INVALID_WEIGHTS, *_DRAW),
+        doc="Full-information test error of a linear predictor: free, but recorded in the ledger (and counted "
+            "against the evaluations of the session's account).")
     moments = Operation(
         "POST", "/moments", MomentsResponse, _nothing, None, step=engine.moments, refusals=(Code.TEST_SESSION,),
         doc="Declared prior knowledge: E[x_i^2] over the training split (recorded in the ledger).")
@@ -273,7 +276,9 @@ OPERATIONS: dict[str, Operation[..., Any]] = {
 
 # --- opening a session (not an operation of one: it makes one) ----------------------------------------------
 
-OPEN_REFUSALS = (Code.TOO_LARGE, Code.INVALID_REQUEST, Code.INVALID_SESSION, Code.BUSY, Code.RATE_LIMITED)
+OPEN_REFUSALS = (Code.UNAUTHORIZED, Code.ACCOUNT_REQUIRED, Code.ACCOUNT_REVOKED, Code.TOO_LARGE, Code.INVALID_REQUEST,
+                 Code.INVALID_SESSION, Code.NOT_ALLOWED, Code.TEST_SHIELDED, Code.TOO_MANY_SESSIONS, Code.BUSY,
+                 Code.RATE_LIMITED)
 
 
 def session_create(dataset: str, *, dataset_params: dict[str, ParamValue] | None = None, split: Split = "train",

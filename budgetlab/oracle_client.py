@@ -21,14 +21,23 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from budgetlab.contract.accounts import (
+    AccountAudit,
+    AccountCreate,
+    AccountCreated,
+    AccountInfo,
+    AccountList,
+    AccountView,
+    Allowance,
+)
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.datasets import DatasetAdd, DatasetInfo, DatasetList
 from budgetlab.contract.ledger import LedgerQuery, LedgerRow, Receipt
 from budgetlab.contract.sessions import Order, Protocol, SessionCreated, SessionInfo, Split
-from budgetlab.errors import OracleUnavailable, SessionBusy, oracle_refusal
+from budgetlab.errors import OracleUnavailable, SessionBusy, invalid_request, oracle_refusal
 from budgetlab.operations import SESSIONS, AsyncSession, Operation, SessionOperations, SyncSession, session_create
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_async_stream, open_stream
@@ -40,6 +49,8 @@ from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_asy
 BUSY_RETRIES = 12
 MAX_BUSY_WAIT = 5.0
 DEFAULT_ORACLE_URL = "http://127.0.0.1:8000"
+ACCOUNTS = "/v1/accounts"
+ACCOUNT = "/v1/account"
 # A busy session (503 with Retry-After) is a refusal: nothing was done, so a retry is safe.
 ORACLE = Service("the oracle", oracle_refusal, OracleUnavailable, refusing_5xx=frozenset({503}))
 raise_for_error = ORACLE.raise_for
@@ -76,10 +87,39 @@ class OracleCalls:
     @staticmethod
     def open_session(dataset: str, *, dataset_params: dict[str, ParamValue] | None, split: Split,
                      protocol: Protocol, order: Order, budget: Budget | dict[str, Any] | None,
-                     seed: int) -> Call[SessionCreated]:
+                     seed: int, api_key: str | None = None) -> Call[SessionCreated]:
         body = session_create(dataset, dataset_params=dataset_params, split=split, protocol=protocol, order=order,
                               budget=budget, seed=seed)
-        return Call("POST", SESSIONS, SessionCreated, body=body)
+        return Call("POST", SESSIONS, SessionCreated, body=body, token=api_key)
+
+    @staticmethod
+    def create_account(name: str, allowance: Allowance | dict[str, Any] | None,
+                       admin_token: str | None) -> Call[AccountCreated]:
+        try:
+            limits = allowance if isinstance(allowance, Allowance) else Allowance.model_validate(allowance or {})
+            body = AccountCreate(name=name, allowance=limits)
+        except ValidationError as exc:
+            raise invalid_request(exc) from None
+        return Call("POST", ACCOUNTS, AccountCreated, body=body, token=admin_token)
+
+    @staticmethod
+    def accounts(admin_token: str | None) -> Call[AccountList]:
+        return Call("GET", ACCOUNTS, AccountList, token=admin_token)
+
+    @staticmethod
+    def account(account_id: str | None, limit: int, token: str | None) -> Call[AccountView]:
+        """An account with its sessions: the admin's view of ``account_id``, or (None) the key holder's own."""
+        path = ACCOUNT if account_id is None else f"{ACCOUNTS}/{account_id}"
+        return Call("GET", path, AccountView, params={"limit": limit}, token=token)
+
+    @staticmethod
+    def revoke_account(account_id: str, admin_token: str | None) -> Call[AccountInfo]:
+        return Call("DELETE", f"{ACCOUNTS}/{account_id}", AccountInfo, token=admin_token)
+
+    @staticmethod
+    def account_audit(account_id: str | None, token: str | None) -> Call[AccountAudit]:
+        path = f"{ACCOUNT}/audit" if account_id is None else f"{ACCOUNTS}/{account_id}/audit"
+        return Call("GET", path, AccountAudit, token=token)
 
 
 class SessionCore:
@@ -186,13 +226,15 @@ class OracleClient(ServiceClient):
     service = ORACLE
 
     def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
-                 transport: httpx.BaseTransport | None = None, stream: bool = True,
+                 api_key: str | None = None, transport: httpx.BaseTransport | None = None, stream: bool = True,
                  busy_retries: int = BUSY_RETRIES) -> None:
-        """``stream``: drive sessions over their WebSocket when the oracle offers one (one connection each, no
-        HTTP round per request); False keeps every request on plain HTTP. ``busy_retries``: how many times a
+        """``api_key``: an account's key; the sessions this client opens draw on its allowance (None: anonymous
+        sessions). ``stream``: drive sessions over their WebSocket when the oracle offers one (one connection each,
+        no HTTP round per request); False keeps every request on plain HTTP. ``busy_retries``: how many times a
         session request refused ``busy`` is sent again (0: raise ``SessionBusy`` at once)."""
         super().__init__(base_url, timeout=timeout, transport=transport)
         self.admin_token = admin_token
+        self.api_key = api_key
         self.timeout = timeout
         self.busy_retries = busy_retries
         # A custom httpx transport (tests, proxies) is a choice of transport: the stream would bypass it.
@@ -236,8 +278,34 @@ class OracleClient(ServiceClient):
         seed: int = 0,
     ) -> OracleSession:
         created = self.send(OracleCalls.open_session(dataset, dataset_params=dataset_params, split=split,
-                                                     protocol=protocol, order=order, budget=budget, seed=seed))
+                                                     protocol=protocol, order=order, budget=budget, seed=seed,
+                                                     api_key=self.api_key))
         return OracleSession(self, created.id, created.token, created.session)
+
+    def account(self, limit: int = 50) -> AccountView:
+        """The account of this client's ``api_key``: its allowance, what its sessions drew, its newest sessions."""
+        return self.send(OracleCalls.account(None, limit, self.api_key))
+
+    def create_account(self, name: str, allowance: Allowance | dict[str, Any] | None = None) -> AccountCreated:
+        """Admin: a new account with ``allowance``; its key is in the answer only."""
+        return self.send(OracleCalls.create_account(name, allowance, self.admin_token))
+
+    def accounts(self) -> AccountList:
+        """Admin: every account."""
+        return self.send(OracleCalls.accounts(self.admin_token))
+
+    def show_account(self, account_id: str, limit: int = 50) -> AccountView:
+        """Admin: an account and its newest sessions."""
+        return self.send(OracleCalls.account(account_id, limit, self.admin_token))
+
+    def revoke_account(self, account_id: str) -> AccountInfo:
+        """Admin: revoke an account (its key opens nothing more) and close its open sessions."""
+        return self.send(OracleCalls.revoke_account(account_id, self.admin_token))
+
+    def audit_account(self, account_id: str | None = None) -> AccountAudit:
+        """The audit of an account: ``account_id``'s as the admin, or (None) this client's ``api_key``'s."""
+        token = self.api_key if account_id is None else self.admin_token
+        return self.send(OracleCalls.account_audit(account_id, token))
 
     def session(self, session_id: str, token: str) -> OracleSession:
         """Attach to an existing session by its id and token."""
@@ -308,10 +376,11 @@ class AsyncOracleClient(AsyncServiceClient):
     service = ORACLE
 
     def __init__(self, base_url: str = DEFAULT_ORACLE_URL, *, timeout: float = 60.0, admin_token: str | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None, stream: bool = True,
+                 api_key: str | None = None, transport: httpx.AsyncBaseTransport | None = None, stream: bool = True,
                  busy_retries: int = BUSY_RETRIES) -> None:
         super().__init__(base_url, timeout=timeout, transport=transport)
         self.admin_token = admin_token
+        self.api_key = api_key
         self.timeout = timeout
         self.busy_retries = busy_retries
         self.streams = stream and transport is None
@@ -354,8 +423,29 @@ class AsyncOracleClient(AsyncServiceClient):
         seed: int = 0,
     ) -> AsyncOracleSession:
         created = await self.send(OracleCalls.open_session(dataset, dataset_params=dataset_params, split=split,
-                                                           protocol=protocol, order=order, budget=budget, seed=seed))
+                                                           protocol=protocol, order=order, budget=budget, seed=seed,
+                                                           api_key=self.api_key))
         return AsyncOracleSession(self, created.id, created.token, created.session)
+
+    async def account(self, limit: int = 50) -> AccountView:
+        """The account of this client's ``api_key`` (see ``OracleClient.account``)."""
+        return await self.send(OracleCalls.account(None, limit, self.api_key))
+
+    async def create_account(self, name: str, allowance: Allowance | dict[str, Any] | None = None) -> AccountCreated:
+        return await self.send(OracleCalls.create_account(name, allowance, self.admin_token))
+
+    async def accounts(self) -> AccountList:
+        return await self.send(OracleCalls.accounts(self.admin_token))
+
+    async def show_account(self, account_id: str, limit: int = 50) -> AccountView:
+        return await self.send(OracleCalls.account(account_id, limit, self.admin_token))
+
+    async def revoke_account(self, account_id: str) -> AccountInfo:
+        return await self.send(OracleCalls.revoke_account(account_id, self.admin_token))
+
+    async def audit_account(self, account_id: str | None = None) -> AccountAudit:
+        token = self.api_key if account_id is None else self.admin_token
+        return await self.send(OracleCalls.account_audit(account_id, token))
 
     def session(self, session_id: str, token: str) -> AsyncOracleSession:
         """Attach to an existing session by its id and token."""

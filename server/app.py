@@ -18,13 +18,14 @@ from budgetlab.contract.service import Health, Readiness
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.errors import Code, Refused, responses
 from server import dashboard
+from server.accounts import AccountService
 from server.batch_process import BatchProcess
 from server.config import Settings
 from server.db import make_engine, upgrade
 from server.deps import ADMIN_REFUSALS, Admin, Service, is_admin
 from server.raw_bodies import add_components
-from server.routers import datasets, sessions, stream
-from server.sessions import SessionService
+from server.routers import accounts, datasets, sessions, stream
+from server.sessions import Admission, SessionService
 from server.steps import Caps
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
@@ -52,7 +53,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     caps = Caps(settings.max_cells, settings.max_examples)
     batches = (BatchProcess(settings.database_url, settings.lock_timeout, caps, settings.dataset_cache_bytes)
                if settings.batch_process else None)
-    service = SessionService(engine, settings.lock_timeout, caps, batch_process=batches)
+    admission = Admission(settings.anonymous, settings.anonymous_allowance(), settings.shielded_datasets)
+    service = SessionService(engine, settings.lock_timeout, caps, batch_process=batches, admission=admission)
     try:  # an oracle that cannot record what it sends must not send anything: refuse to start
         service.check_ready()
     except Refused as exc:
@@ -78,6 +80,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     )
     app.state.settings = settings
     app.state.sessions = service
+    app.state.accounts = AccountService(service)
     install_error_handlers(app)
     opening = Rate(settings.sessions_per_second, settings.sessions_burst,
                    "BUDGETLAB_SESSIONS_PER_SECOND, BUDGETLAB_SESSIONS_BURST")
@@ -108,6 +111,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         return Closed(closed=sessions_.close_idle(settings.idle_timeout if idle_seconds is None else idle_seconds))
 
     app.include_router(datasets.router)
+    app.include_router(accounts.router)
     app.include_router(sessions.router)
     app.include_router(stream.router)
     app.include_router(dashboard.router)

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from budgetlab.contract.accounts import Allowance
 from budgetlab.datasets.registry import CACHE_BYTES
 from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES
 
@@ -25,6 +26,26 @@ def default_database_url() -> str:
 
 def _env_int(name: str, default: int) -> int:
     return int(os.environ.get(name) or default)
+
+
+def _env_count(name: str) -> int | None:
+    text = os.environ.get(name)
+    return None if not text else int(text)
+
+
+def _env_amount(name: str) -> float | None:
+    text = os.environ.get(name)
+    return None if not text else float(text)
+
+
+def _env_names(name: str) -> tuple[str, ...] | None:
+    text = os.environ.get(name)
+    return None if text is None else tuple(text.replace(",", " ").split())
+
+
+def _env_switch(name: str, default: bool) -> bool:
+    text = os.environ.get(name)
+    return default if not text else text.strip().lower() not in ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -54,3 +75,31 @@ class Settings:
     # Work big observe/batch requests out in a process of the worker's own (server.batch_process), so that they
     # do not slow the worker's other requests down; 0 does it in the worker.
     batch_process: bool = field(default_factory=lambda: os.environ.get("BUDGETLAB_BATCH_PROCESS", "1") != "0")
+    # Sessions opened without an account's key: on for the sandbox, off for a shared deployment (then every session
+    # draws on an account's allowance). When on, the anonymous allowance below bounds them.
+    anonymous: bool = field(default_factory=lambda: _env_switch("BUDGETLAB_ANONYMOUS", True))
+    # The largest local budget k of an anonymous session (a session asking none gets it); None: no limit.
+    anonymous_per_example: int | None = field(
+        default_factory=lambda: _env_count("BUDGETLAB_ANONYMOUS_PER_EXAMPLE"))
+    # The largest global budget of one anonymous session (and the default); None: no limit.
+    anonymous_total: float | None = field(
+        default_factory=lambda: _env_amount("BUDGETLAB_ANONYMOUS_TOTAL"))
+    # The datasets anonymous sessions may use (names, space or comma separated); None: every dataset.
+    anonymous_datasets: tuple[str, ...] | None = field(
+        default_factory=lambda: _env_names("BUDGETLAB_ANONYMOUS_DATASETS"))
+    # Whether anonymous sessions may open test splits (0 shields them: only evaluation results leave a test split).
+    anonymous_test: bool = field(default_factory=lambda: _env_switch("BUDGETLAB_ANONYMOUS_TEST", True))
+    # Anonymous sessions open at once, all anonymous clients together; None: no limit.
+    anonymous_sessions: int | None = field(
+        default_factory=lambda: _env_count("BUDGETLAB_ANONYMOUS_SESSIONS"))
+    # Datasets whose test split no session opens, whoever asks ("*": every dataset); only evaluation results leave
+    # them.
+    shielded_datasets: tuple[str, ...] = field(
+        default_factory=lambda: _env_names("BUDGETLAB_SHIELDED_DATASETS") or ())
+
+    def anonymous_allowance(self) -> Allowance:
+        """What anonymous sessions may do: per session (total, per_example) and together (sessions open)."""
+        return Allowance(total=self.anonymous_total, per_example=self.anonymous_per_example,
+                         datasets=None if self.anonymous_datasets is None else list(self.anonymous_datasets),
+                         splits=["train", "test"] if self.anonymous_test else ["train"],
+                         sessions=self.anonymous_sessions, evaluations=None)

@@ -24,6 +24,11 @@ ADMIN_SCHEME = HTTPBearer(
     auto_error=False, scheme_name="AdminToken",
     description="the oracle's admin token (BUDGETLAB_ADMIN_TOKEN); admin endpoints are disabled without one",
 )
+ACCOUNT_SCHEME = HTTPBearer(
+    auto_error=False, scheme_name="AccountKey",
+    description="an account's API key (ID.SECRET), shown once by POST /v1/accounts; opens sessions that draw on the "
+                "account's allowance (without it a session is anonymous, where the oracle opens such sessions)",
+)
 Credentials = HTTPAuthorizationCredentials | None
 # What an admin endpoint refuses before it runs (a request that does not validate included).
 ADMIN_REFUSALS = (Code.UNAUTHORIZED, Code.ADMIN_DISABLED, Code.FORBIDDEN, Code.INVALID_REQUEST)
@@ -48,6 +53,16 @@ async def bearer(request: Request, _: Annotated[Credentials, Depends(SESSION_SCH
     return _token(request)
 
 
+async def account_key(request: Request, _: Annotated[Credentials, Depends(ACCOUNT_SCHEME)]) -> str | None:
+    """The account's API key of a request that sends one (None: no Authorization header, an anonymous request)."""
+    if request.headers.get("authorization") is None:
+        return None
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
+        raise refusal(Code.UNAUTHORIZED, "send the account's API key as 'Authorization: Bearer <key>'")
+    return token
+
+
 async def admin(request: Request, _: Annotated[Credentials, Depends(ADMIN_SCHEME)],
                 config: Annotated[Settings, Depends(settings)]) -> None:
     token = _token(request)
@@ -65,4 +80,5 @@ def is_admin(token: str | None, config: Settings) -> bool:
 
 Service = Annotated[SessionService, Depends(service)]
 Token = Annotated[str, Depends(bearer)]
+ApiKey = Annotated[str | None, Depends(account_key)]
 Admin = Depends(admin)

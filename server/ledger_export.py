@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from budgetlab.ledger import FORMAT, ROW_FIELDS, canonical_json
+from budgetlab.ledger import ROW_FIELDS, canonical_json
 from server.steps import Loaded, SessionSteps
 
 # Rows read from the database at a time, and rows sent in one piece of the stream.
@@ -17,9 +17,13 @@ CHUNK_ROWS = 20_000
 PIECE_ROWS = 2000
 
 
-def export_header(session_id: str) -> dict[str, Any]:
-    """The first line of an NDJSON export: what it is and in which format."""
-    return {"type": "ledger", "format": FORMAT, "session_id": session_id}
+def export_header(loaded: Loaded) -> dict[str, Any]:
+    """The first line of an NDJSON export: what it is, in which format (the session's own: 2 before accounts) and,
+    from format 3, the account its chain names."""
+    header: dict[str, Any] = {"type": "ledger", "format": loaded.row["ledger_format"], "session_id": loaded.id}
+    if header["format"] >= 3:
+        header["account"] = loaded.account
+    return header
 
 
 def recorded_counters(loaded: Loaded) -> dict[str, Any]:
@@ -49,19 +53,20 @@ class LedgerExport:
                 return
             after = rows[-1]["seq"]
 
-    def head(self, session_id: str, token: str) -> dict[str, Any]:
-        """The session's recorded counters, as they stand now."""
+    def head(self, session_id: str, token: str) -> Loaded:
+        """The session as it stands now (its recorded counters: ``recorded_counters``)."""
         with self.steps.db.read() as cursor:
-            return recorded_counters(self.steps.load(cursor, session_id, token, lock=False))
+            return self.steps.load(cursor, session_id, token, lock=False)
 
     def ndjson(self, session_id: str, token: str, after: int = -1) -> Iterator[str]:
         """The NDJSON export, in pieces; the token is checked before it returns, so that a refusal can still be
         the answer's status (once streaming starts, it no longer can)."""
-        head = self.head(session_id, token)
+        loaded = self.head(session_id, token)
+        head = recorded_counters(loaded)
         rows = self.rows(session_id, token, after)
 
         def pieces() -> Iterator[str]:
-            yield json.dumps(export_header(session_id)) + "\n"
+            yield json.dumps(export_header(loaded)) + "\n"
             dumps = json.dumps
             lines: list[str] = []
             for row in rows:

@@ -13,6 +13,7 @@ from typing import Any
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.engine import Counters, SessionConfig
+from budgetlab.ledger import FORMAT
 from server.store import COUNTER_COLUMNS, Database
 
 # The columns of a session that say what it is and what it used (no token, no chain head): what a listing reads.
@@ -37,14 +38,13 @@ def counter_values(counters: Counters) -> list[Any]:
     return [getattr(counters, column) for column in COUNTER_COLUMNS]
 
 
-
 def new_row(session_id: str, token_hash: str, config: SessionConfig, counters: Counters, *, head_hash: str,
-            now: datetime) -> dict[str, Any]:
-    """The row of a session just opened (before its first chain link)."""
+            now: datetime, account: str | None) -> dict[str, Any]:
+    """The row of a session just opened (before its first chain link), drawing on ``account`` (None: anonymous)."""
     return {
         "id": session_id, "token_hash": token_hash, "dataset": config.dataset, "dataset_params": config.dataset_params,
         "split": config.split, "protocol": config.protocol, "example_order": config.order,
         "budget": config.budget.model_dump(), "seed": config.seed, "n_examples": config.n_examples, "d": config.d,
         **dict(zip(COUNTER_COLUMNS, counter_values(counters), strict=True)), "ledger_rows": 0, "head_hash": head_hash,
-        "created_at": now, "last_active": now,
+        "created_at": now, "last_active": now, "account_id": account, "ledger_format": FORMAT,
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from typing import Any
 
@@ -17,12 +18,14 @@ from pydantic import BaseModel
 from sqlalchemy import Engine
 
 from budgetlab import engine as rules
+from budgetlab.allowance import admit, check_costs, check_open
 from budgetlab.audit import audit_rows
+from budgetlab.contract.accounts import Allowance
 from budgetlab.contract.ledger import AuditReport, LedgerPage, LedgerQuery, LedgerRow
 from budgetlab.contract.sessions import SessionCreate, SessionCreated, SessionInfo
 from budgetlab.engine import Counters, Outcome, Runtime, Step
-from budgetlab.errors import Code, OracleError
-from budgetlab.ledger import GENESIS, Chain
+from budgetlab.errors import Code, OracleError, refusal
+from budgetlab.ledger import GENESIS, Chain, chain_name
 from budgetlab.operations import Kind, Operation
 from server.batch_preparation import Batches, BatchPreparer
 from server.db import DEFAULT_LOCK_TIMEOUT
@@ -32,11 +35,26 @@ from server.steps import Caps, SessionSteps, StoredPaid, now, token_hash
 from server.store import Database
 
 
+@dataclass(frozen=True)
+class Admission:
+    """Who may open sessions, as the oracle's settings say: anonymous clients (within ``anonymous_allowance``) or
+    only accounts, and which datasets' test splits no one opens (``shielded``, "*": all)."""
+
+    anonymous: bool = True
+    anonymous_allowance: Allowance = field(default_factory=lambda: Allowance(sessions=None))
+    shielded: tuple[str, ...] = ()
+
+    def shields(self, dataset: str) -> bool:
+        return "*" in self.shielded or dataset in self.shielded
+
+
 class SessionService:
     def __init__(self, engine: Engine, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, caps: Caps = Caps(), *,
-                 batch_process: BatchPreparer | None = None) -> None:
+                 batch_process: BatchPreparer | None = None, admission: Admission | None = None) -> None:
         self.db = Database(engine, lock_timeout)
         self.steps = SessionSteps(self.db, caps)
+        self.accounts = self.steps.accounts
+        self.admission = admission or Admission()
         self.batches = Batches(self.steps, batch_process)
         self.export = LedgerExport(self.steps)
         # The operations of the kind LEDGER, read from the recorded rows.
@@ -52,18 +70,45 @@ class SessionService:
     def close_connections(self) -> None:
         self.db.close()
 
-    def create(self, req: SessionCreate) -> SessionCreated:
-        rt, outcome = rules.open_session(req)
+    def create(self, req: SessionCreate, api_key: str | None = None) -> SessionCreated:
+        """Open a session: an account's if ``api_key`` is its key, else an anonymous one (if the oracle opens any),
+        within the allowance of either."""
+        admission = self.admission
+        account_id: str | None = None
+        if api_key is None:
+            if not admission.anonymous:
+                raise refusal(Code.ACCOUNT_REQUIRED, "this oracle opens sessions for accounts only: send your "
+                                                     "account's API key as 'Authorization: Bearer <key>'")
+            allowance = admission.anonymous_allowance
+        else:
+            with self.db.read() as cursor:
+                account = self.accounts.authenticate(cursor, api_key)
+            if account.status == "revoked":
+                raise refusal(Code.ACCOUNT_REVOKED, f"the account {account.name} was revoked: its key opens nothing")
+            account_id, allowance = account.id, account.allowance
+        req = admit(req, allowance, shielded=admission.shields(req.dataset), anonymous=account_id is None)
+        rt, outcome = rules.open_session(req, account=account_id)
+        if allowance.total is not None:
+            check_costs(req, rt.costs, rt.dataset.costs)
         rt = self.steps.bounded(rt)
         config = rt.config
         session_id = secrets.token_hex(16)
         token = secrets.token_urlsafe(32)
         at = now()
         c = outcome.counters
-        record = new_row(session_id, token_hash(token), config, c, head_hash=GENESIS, now=at)
+        record = new_row(session_id, token_hash(token), config, c, head_hash=GENESIS, now=at, account=account_id)
         with self.db.write() as cursor:
+            if account_id is not None:
+                locked = self.accounts.load(cursor, account_id, lock=True)
+                if locked is None or locked.status == "revoked":
+                    raise refusal(Code.ACCOUNT_REVOKED, "the account was revoked: its key opens nothing")
+                check_open(allowance, self.accounts.open_of(cursor, account_id))
+                self.accounts.opened(cursor, account_id)
+            elif allowance.sessions is not None:
+                self.accounts.lock_anonymous(cursor)
+                check_open(allowance, self.accounts.open_of(cursor, None), anonymous=True)
             key = self.db.insert_session(cursor, record)
-            chain = Chain(session_id, key, 0, GENESIS).record(outcome.events)
+            chain = Chain(chain_name(session_id, account_id), key, 0, GENESIS).record(outcome.events)
             self.db.append(cursor, session_id, chain, counter_values(c), now=at)
         self.steps.remember(session_id, rt)
         info = rules.session_info(config, c, session_id=session_id, ledger_rows=chain.seq, head_hash=chain.head,
@@ -79,9 +124,12 @@ class SessionService:
         with self.db.read() as cursor:
             candidates = [sid for sid, last in self.db.open_sessions(cursor)
                           if last.replace(tzinfo=last.tzinfo or UTC) < cutoff]
+        return self.close_all(candidates, f"idle for more than {idle_seconds:g} s")
+
+    def close_all(self, session_ids: list[str], reason: str) -> list[str]:
+        """Close these sessions, recording ``reason`` in each one's close row; returns those this call closed."""
         closed: list[str] = []
-        reason = f"idle for more than {idle_seconds:g} s"
-        for session_id in candidates:
+        for session_id in session_ids:
             try:
                 self.steps.write(session_id, None, lambda rt, c, paid: rules.close(rt, c, paid, reason=reason))
             except OracleError as exc:
@@ -138,4 +186,5 @@ class SessionService:
         with self.db.read() as cursor:
             loaded = self.steps.load(cursor, session_id, token, lock=False)
             rows = self.db.rows(cursor, loaded.key, self.db.declared_costs(cursor, loaded.key))
-        return audit_rows(session_id, rows, recorded_counters(loaded))
+        return audit_rows(session_id, rows, recorded_counters(loaded), format=loaded.row["ledger_format"],
+                          account=loaded.account)

@@ -15,13 +15,15 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
+from budgetlab.allowance import Draw, draw_of
 from budgetlab.contract.calls import Receipted
 from budgetlab.contract.ledger import Receipt
 from budgetlab.contract.sessions import SessionInfo
 from budgetlab.datasets import DatasetError
 from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES, Counters, Outcome, Runtime, session_info
 from budgetlab.errors import Code, OracleError, refusal
-from budgetlab.ledger import Chain
+from budgetlab.ledger import Chain, chain_name
+from server.account_rows import AccountRows
 from server.runtimes import RuntimeCache
 from server.scheduling import on_the_loop
 from server.session_rows import config_of, counter_values, counters_of
@@ -48,6 +50,17 @@ class Loaded:
     ledger_rows: int
     head_hash: str
     row: dict[str, Any]
+
+    @property
+    def account(self) -> str | None:
+        """The account the session draws on (None: anonymous)."""
+        account: str | None = self.row["account_id"]
+        return account
+
+    def chain(self) -> Chain:
+        """The session's chain as it stands, to record a step's events on."""
+        name = chain_name(self.id, self.row["account_id"], self.row["ledger_format"])
+        return Chain(name, self.key, self.ledger_rows, self.head_hash)
 
 
 class StoredPaid:
@@ -98,6 +111,7 @@ class SessionSteps:
     def __init__(self, db: Database, caps: Caps) -> None:
         self.db = db
         self.caps = caps
+        self.accounts = AccountRows(db)
         self._runtimes = RuntimeCache()
 
     def bounded(self, rt: Runtime) -> Runtime:
@@ -144,18 +158,27 @@ class SessionSteps:
 
         Given what was prepared on a snapshot (big requests), only the inserts remain under the lock, provided the
         session has not moved meanwhile (its counters and chain head are unchanged). Otherwise the step runs
-        under the lock, so the answer is always the one the locked state gives.
+        under the lock, so the answer is always the one the locked state gives. A session of an account then draws
+        on the account's allowance, in the same transaction (``server.account_rows``).
         """
         db = self.db
         with db.write(wait=not on_the_loop()) as cursor:
             loaded = self.load(cursor, session_id, token, lock=True)
             rt = self.runtime(loaded.row)
+            account = loaded.account
             if prepared is not None and prepared.before == (loaded.counters, loaded.ledger_rows, loaded.head_hash):
                 answer, c, chain, recorded = prepared.answer, prepared.counters, prepared.chain, prepared.recorded
+                drawn = Draw(c.spent_cost - loaded.counters.spent_cost)  # a prepared step observes: cost only
+                if account is not None and drawn:
+                    self.accounts.draw(cursor, account, drawn)
             else:
                 outcome = step(rt, loaded.counters, StoredPaid(db, cursor, loaded.key))
-                chain = Chain(session_id, loaded.key, loaded.ledger_rows, loaded.head_hash).record(outcome.events)
+                chain = loaded.chain().record(outcome.events)
                 answer, c, recorded = outcome.answer, outcome.counters, bool(outcome.events)
+                if account is not None:
+                    draw = draw_of(loaded.counters, c, outcome.events)
+                    if draw:
+                        self.accounts.draw(cursor, account, draw)
             db.append(cursor, session_id, chain, counter_values(c), now=now())
         if recorded and isinstance(answer, Receipted):
             answer.receipt = Receipt(rows=chain.seq, head=chain.head)
@@ -172,6 +195,6 @@ class SessionSteps:
                 outcome = step(self.runtime(snap.row), snap.counters, StoredPaid(db, cursor, snap.key))
             except OracleError:
                 return None
-        chain = Chain(session_id, snap.key, snap.ledger_rows, snap.head_hash).record(outcome.events)
+        chain = snap.chain().record(outcome.events)
         return Prepared((snap.counters, snap.ledger_rows, snap.head_hash), outcome.counters, chain, outcome.answer,
                         bool(outcome.events))

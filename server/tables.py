@@ -1,4 +1,5 @@
-"""The oracle's database: sessions with their budget counters, and the ledger (chain links, packed values)."""
+"""The oracle's database: accounts with their allowances, sessions with their budget counters, and the ledger (chain
+links, packed values)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,33 @@ class SessionRecord(Base):
     head_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     last_active: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # The account the session draws on (None: anonymous), and the format its chain is hashed in (migration 0003: the
+    # sessions before accounts go on in format 2).
+    account_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    ledger_format: Mapped[int] = mapped_column(Integer, server_default=text("2"))
+
+    __table_args__ = (
+        # An account's open sessions are counted when it opens another; the listings read an account's sessions.
+        Index("ix_sessions_account", "account_id", "status"),
+    )
+
+
+class AccountRecord(Base):
+    """An account: its allowance, and what all its sessions drew on it (kept in the transaction of each draw)."""
+
+    __tablename__ = "accounts"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    # sha256 of the key's secret part (the key is ID.SECRET): the key itself is shown once and never stored.
+    key_hash: Mapped[str] = mapped_column(String(64))
+    allowance: Mapped[dict] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(8))
+    spent_cost: Mapped[float] = mapped_column(Float)
+    evaluations: Mapped[int] = mapped_column(BigInteger)
+    sessions: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Link(Base):

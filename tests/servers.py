@@ -63,12 +63,14 @@ def serve_in_thread(app, port: int = 0, **options: Any) -> Iterator[str]:
 
 
 @contextmanager
-def oracle_server(database_url: str) -> Iterator[str]:
+def oracle_server(database_url: str, **settings: Any) -> Iterator[str]:
+    """The oracle (admin token ``admin-secret``) on ``database_url``, with ``settings``' other settings."""
     from client.dashboards import with_page
     from server.app import create_app
     from server.config import Settings
 
-    app = with_page(create_app(Settings(database_url=database_url, admin_token=ADMIN_TOKEN)), "oracle.html")
+    settings.setdefault("admin_token", ADMIN_TOKEN)
+    app = with_page(create_app(Settings(database_url=database_url, **settings)), "oracle.html")
     with serve_in_thread(app) as url:
         yield url
 

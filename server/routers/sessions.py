@@ -24,7 +24,7 @@ from budgetlab.contract.ledger import LedgerQuery
 from budgetlab.contract.sessions import SessionCreate, SessionCreated
 from budgetlab.errors import responses
 from budgetlab.operations import OPEN_REFUSALS, OPERATIONS, Operation, SessionOperations
-from server.deps import Service, Token
+from server.deps import ApiKey, Service, Token
 from server.raw_bodies import documented, parsed
 from server.scheduling import promptly
 
@@ -37,10 +37,16 @@ def serialized(model: BaseModel) -> Response:
     return Response(model.model_dump_json(), media_type="application/json")
 
 
-@router.post("", status_code=201, response_model=SessionCreated, responses=responses(*OPEN_REFUSALS))
-def open_session(body: SessionCreate, sessions: Service) -> SessionCreated:
-    """Open a session on a dataset split with a budget; the token in the answer is shown only once."""
-    return sessions.create(body)
+# The account's key is optional where the oracle opens anonymous sessions: {} is the OpenAPI for "or none" (FastAPI
+# adds it to the AccountKey requirement that the route's dependency declares).
+@router.post("", status_code=201, response_model=SessionCreated, responses=responses(*OPEN_REFUSALS),
+             openapi_extra={"security": [{}]})
+def open_session(body: SessionCreate, sessions: Service, key: ApiKey) -> SessionCreated:
+    """Open a session on a dataset split with a budget; the token in the answer is shown only once.
+
+    With an account's API key as the bearer, the session draws on the account's allowance, which completes and
+    bounds its budget; without one it is anonymous, where the oracle opens such sessions."""
+    return sessions.create(body, key)
 
 
 def endpoint(op: Operation[..., Any]) -> Callable[..., Any]:

@@ -17,7 +17,9 @@ from referencing.jsonschema import DRAFT202012
 from tests.servers import serve_in_thread
 
 SESSION_ROUTE = "/v1/sessions/{session_id}"
-ADMIN_ROUTES = [("post", "/v1/datasets"), ("delete", "/v1/datasets/{name}"), ("post", "/v1/admin/close-idle")]
+ADMIN_ROUTES = [("post", "/v1/datasets"), ("delete", "/v1/datasets/{name}"), ("post", "/v1/admin/close-idle"),
+                ("post", "/v1/accounts"), ("get", "/v1/accounts"), ("get", "/v1/accounts/{account_id}"),
+                ("delete", "/v1/accounts/{account_id}"), ("get", "/v1/accounts/{account_id}/audit")]
 UNAUTHORIZED = "send the session's token as 'Authorization: Bearer <token>'"
 
 
@@ -93,9 +95,12 @@ def test_session_and_admin_routes_carry_bearer_schemes_that_docs_can_authorize(o
         assert op.get("security") == [{"SessionToken": []}], f"{method} {path}"
     for method, path in ADMIN_ROUTES:
         assert oracle_doc["paths"][path][method].get("security") == [{"AdminToken": []}], f"{method} {path}"
-    # Opening a session and reading the datasets need no token.
-    for method, path in [("post", "/v1/sessions"), ("get", "/v1/datasets"), ("get", "/v1/datasets/{spec}")]:
+    # Reading the datasets needs no token; opening a session takes an account's key or none (anonymous).
+    for method, path in [("get", "/v1/datasets"), ("get", "/v1/datasets/{spec}")]:
         assert "security" not in oracle_doc["paths"][path][method], f"{method} {path}"
+    assert oracle_doc["paths"]["/v1/sessions"]["post"]["security"] == [{"AccountKey": []}, {}]
+    for path in ("/v1/account", "/v1/account/audit"):
+        assert oracle_doc["paths"][path]["get"]["security"] == [{"AccountKey": []}], path
     # The scheme is the lock, not a header parameter /docs would ask for a second time.
     for method, path, op in operations(oracle_doc):
         assert all(p["name"].lower() != "authorization" for p in op.get("parameters", [])), f"{method} {path}"
@@ -203,12 +208,15 @@ def test_each_oracle_endpoint_lists_only_the_refusals_it_can_answer(oracle_doc: 
     s = SESSION_ROUTE
     assert listed("get", s) == {401, 404, 409, 422}  # a read: no budget, no body, no lock to wait for
     assert listed("get", f"{s}/ledger") == listed("get", f"{s}/audit") == {401, 404, 422}
-    assert listed("post", "/v1/sessions") == {413, 422, 429, 503}  # no token yet; a rate per address
+    # No session token yet: an account's key (or none), its allowance, a rate per address.
+    assert listed("post", "/v1/sessions") == {401, 403, 409, 413, 422, 429, 503}
     for charging in ("observe", "observe/batch", "step"):
-        assert listed("post", f"{s}/{charging}") == {401, 402, 404, 409, 413, 422, 503}
+        # 403: the session's account was revoked (it draws nothing more)
+        assert listed("post", f"{s}/{charging}") == {401, 402, 403, 404, 409, 413, 422, 503}
     assert 402 in listed("post", f"{s}/next") and 413 not in listed("post", f"{s}/next")
-    for free in ("predict", "evaluate", "moments"):
+    for free in ("predict", "moments"):
         assert 402 not in listed("post", f"{s}/{free}") and 503 in listed("post", f"{s}/{free}")
+    assert 402 in listed("post", f"{s}/evaluate")  # free, but an account's evaluations are counted
     assert listed("get", "/v1/datasets") == set()
     assert listed("post", "/v1/datasets") == {401, 403, 413, 422}
     # Each refusal is described by its error codes.

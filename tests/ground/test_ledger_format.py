@@ -24,6 +24,7 @@ from budgetlab.contract.ledger import Receipt
 from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.ledger import (
     GENESIS,
+    chain_name,
     event_header,
     link_digest,
     observe_header,
@@ -178,9 +179,9 @@ def test_a_format1_export_audits_offline(tmp_path: Path) -> None:
         17, 12, 14.0, 4)
     result = CliRunner().invoke(app, ["audit", str(path)])
     assert result.exit_code == 0 and "compliant" in result.output and "17 rows" in result.output
-    # A receipt is a format-2 chain head: a format-1 export cannot hold one, and the audit says so.
+    # A receipt is a chain head of format 2 or later: a format-1 export cannot hold one, and the audit says so.
     report = audit_ndjson(path.read_text().splitlines(), [Receipt(rows=17, head=GENESIS)])
-    assert not report.compliant and "format-2" in report.reasons[0]
+    assert not report.compliant and "format 2 or later" in report.reasons[0]
 
 
 @pytest.mark.parametrize(("change", "seq", "what"), [(_alter_value, 3, "altered"), (_delete_row, 6, "missing")])
@@ -204,7 +205,9 @@ def test_the_offline_audit_names_what_was_changed_in_a_format1_export(
 def _rewrite_wholesale(db_path: str, session_id: str) -> None:
     """What someone with write access to the database could do: change a value and re-hash the whole chain."""
     with sqlite3.connect(db_path) as db:
-        (key,) = db.execute("SELECT ledger_key FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        key, account = db.execute("SELECT ledger_key, account_id FROM sessions WHERE id = ?",
+                                  (session_id,)).fetchone()
+        name = chain_name(session_id, account)
         head = bytes(32)
         links = db.execute("SELECT seq, kind, example, value, cost, n, payload FROM links "
                            "WHERE session_key = ? ORDER BY seq", (key,)).fetchall()
@@ -219,9 +222,9 @@ def _rewrite_wholesale(db_path: str, session_id: str) -> None:
                 tags = value_tags(np.arange(seq, seq + n), np.full(n, example), attributes, values)
                 db.execute("UPDATE cells SET cells = ? WHERE session_key = ? AND seq = ?",
                            (pack_cells(attributes, values, tags), key, seq))
-                new = link_digest(head, observe_header(session_id, seq, example, n), attributes, values)
+                new = link_digest(head, observe_header(name, seq, example, n), attributes, values)
             else:
-                new = link_digest(head, event_header(session_id, seq, kind, example, value, cost, payload or ""))
+                new = link_digest(head, event_header(name, seq, kind, example, value, cost, payload or ""))
             db.execute("UPDATE links SET digest = ? WHERE session_key = ? AND seq = ?", (new, key, seq))
             head = new
         db.execute("UPDATE sessions SET head_hash = ? WHERE id = ?", (head.hex(), session_id))

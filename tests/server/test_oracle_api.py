@@ -219,7 +219,7 @@ def test_ledger_pages_export_and_offline_audit_names_tampering(oracle_url: str, 
     from budgetlab.audit import audit_ndjson
 
     lines = export.read_text().splitlines()
-    assert json.loads(lines[0]) == {"type": "ledger", "format": 2, "session_id": s.id}
+    assert json.loads(lines[0]) == {"type": "ledger", "format": 3, "session_id": s.id, "account": None}
     assert audit_ndjson(lines).compliant
     assert audit_ndjson(lines, receipts=[s.receipt]).compliant  # the client's last receipt is in the export
 
