@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from budgetlab.contract.base import WITH_SECRETS
 from budgetlab.contract.budgets import Remaining
 from budgetlab.errors import Refused, Unavailable
 
@@ -54,8 +55,8 @@ class Call(Generic[M]):
         return headers
 
     def content(self) -> bytes | None:
-        """The body as JSON, as the model writes it."""
-        return None if self.body is None else self.body.model_dump_json().encode()
+        """The body as JSON, as the model writes it, secrets included (a run's API key: ``WITH_SECRETS``)."""
+        return None if self.body is None else self.body.model_dump_json(context=WITH_SECRETS).encode()
 
 
 RefusalFactory = Callable[[int, str, str, Remaining | None, float | None], Refused]

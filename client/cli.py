@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 from rich.markup import escape
 
+from client.accounts_cli import accounts_app
 from client.console import App, UsageError, console, err
 from client.runs_cli import runs_app
 
@@ -37,12 +38,17 @@ app.add_typer(datasets_app, name="datasets")
 app.add_typer(session_app, name="session")
 app.add_typer(runs_app, name="runs")
 app.add_typer(algorithms_app, name="algorithms")
+app.add_typer(accounts_app, name="accounts")
 
 ORACLE_URL = os.environ.get("ORACLE_URL", "http://127.0.0.1:8000")
 LEARNER_URL = os.environ.get("LEARNER_URL", "http://127.0.0.1:8001")
 
 OracleOpt = Annotated[str, typer.Option("--oracle", help="oracle base URL", envvar="ORACLE_URL")]
 TokenOpt = Annotated[str, typer.Option("--token", help="the session's bearer token", envvar="BUDGETLAB_TOKEN")]
+ApiKeyOpt = Annotated[str | None, typer.Option(
+    "--api-key", envvar="BUDGETLAB_API_KEY", show_envvar=True,
+    help="an account's API key on the oracle: its sessions draw on the account's allowance (default: anonymous "
+         "sessions)")]
 
 
 class _ToStderr(logging.Handler):
@@ -320,6 +326,7 @@ def session_open(
     per_example: Annotated[int | None, typer.Option(help="local budget k")] = None,
     total: Annotated[float | None, typer.Option(help="global budget K")] = None,
     seed: int = 0,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Open a session; prints its id and token (export BUDGETLAB_TOKEN=... for the other commands)."""
     from budgetlab.contract.budgets import Budget
@@ -333,7 +340,7 @@ def session_open(
         raise UsageError(str(exc)) from None
     # typed as the contract's literals; the SDK refuses any other value (invalid_request), which ends in a UsageError
     split_, protocol_, order_ = cast(Split, split), cast(Protocol, protocol), cast(Order, order)
-    with OracleClient(oracle) as c:
+    with OracleClient(oracle, api_key=api_key) as c:
         s = _call(lambda: c.open_session(name, dataset_params=params, split=split_, protocol=protocol_,
                                          order=order_, budget=Budget(per_example=per_example, total=total),
                                          seed=seed))
@@ -517,6 +524,7 @@ def run(
     tune_folds: Annotated[int, typer.Option(min=1, max=20, help="k-fold cross-validation for --tune (default: one "
                                                                  "validation part, the last 20%)")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Run one algorithm on a dataset under a budget, in-process (--local) or against an oracle (--oracle URL).
 
@@ -524,6 +532,8 @@ def run(
     """
     if local == bool(oracle):
         raise UsageError("choose exactly one of --local and --oracle URL")
+    if local and api_key:
+        raise UsageError("an API key is an account of an oracle: give it with --oracle URL (--local has no oracle)")
     # Said before anything slow is imported: the imports below and the dataset take a second or more.
     err.print(f"{escape(algorithm)} on {escape(dataset)}: starting "
               + ("in-process" if local else f"against the oracle {escape(str(oracle))}") + " ...",
@@ -544,7 +554,8 @@ def run(
         request = RunCreate(oracle_url=oracle, dataset=name, dataset_params=params, algorithm=algorithm,
                             params=parse_pairs(param, "--param"), defaults=defaults,
                             budget=Budget(per_example=per_example, total=total),
-                            seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget)
+                            seed=seed, max_examples=max_examples, eval_every=eval_every, test_budget=test_budget,
+                            api_key=api_key)
     except ValidationError as exc:
         raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
     result = execute_run(request, console=err, tune=_run_grid(algorithm, tune), tune_folds=tune_folds)
@@ -633,6 +644,7 @@ def compare(
     mlflow_experiment: Annotated[str | None, typer.Option(
         "--mlflow-experiment", help="MLflow experiment name (default: the comparison's title; implies --mlflow)")]
     = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Compare algorithms x seeds on one dataset and budget; write a report with plots (see 'compare --list').
 
@@ -647,7 +659,7 @@ def compare(
                        learner=learner, oracle=oracle, parallel=parallel, console=console, err=err,
                        tune=tune, tune_folds=tune_folds, learner_token=learner_token,
                        mlflow=mlflow or mlflow_experiment is not None, mlflow_experiment=mlflow_experiment,
-                       workers=workers, scheduler=scheduler)
+                       workers=workers, scheduler=scheduler, api_key=api_key)
     raise typer.Exit(code)
 
 

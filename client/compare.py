@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
-from budgetlab.errors import LearnerError, LearnerUnavailable, OracleUnavailable, Unavailable
+from budgetlab.errors import LearnerError, LearnerUnavailable, OracleError, OracleUnavailable, Unavailable
 from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
 from client.claims import claims_table
@@ -49,7 +49,7 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
                 err: Console, tune: list[str] | None = None,
                 tune_folds: int | None = None, learner_token: str | None = None, mlflow: bool = False,
                 mlflow_experiment: str | None = None, workers: int | None = None,
-                scheduler: str | None = None) -> int:
+                scheduler: str | None = None, api_key: str | None = None) -> int:
     """``budgetlab compare``: resolve and check the config (its ``[tune]`` too) before anything starts, tune where
     asked, run the grid, write the report and print its claims; returns the exit code (0: every run completed,
     ``RUNS_FAILED``, ``INTERRUPTED``, ``TRACKING_FAILED``). Problems with the config or the services are a
@@ -59,7 +59,8 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
 
     Through a running learner (``learner``) the runs are ``learner_token``'s caller's (``budgetlab runs`` lists
     them), and a learner that restarts meanwhile is waited for (``client.grid.RESTART_GRACE_SECONDS``); services
-    started here are not restarted by anyone, so the comparison does not wait for them."""
+    started here are not restarted by anyone, so the comparison does not wait for them. With ``api_key`` every
+    session of the comparison (its tuning's too) draws on that account's allowance on the oracle."""
     if list_presets:
         for name, cfg in presets().items():
             # Preset texts name config sections ("[tune]"): printed as text, not as rich markup.
@@ -80,6 +81,9 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         raise UsageError("--local runs in-process: drop --learner/--oracle")
     if bool(learner) != bool(oracle):
         raise UsageError("give both --learner and --oracle, or neither (then both services are started here)")
+    if api_key and not oracle:
+        raise UsageError("an API key is an account of a running oracle: give it with --oracle and --learner (the "
+                         "oracle started here, and --local, open anonymous sessions)")
     if learner and (workers or scheduler):
         raise UsageError(f"the learner at {learner} runs on its own workers: drop --workers/--scheduler (its "
                          f"setting is {SCHEDULER_ENV})")
@@ -108,6 +112,9 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         raise UsageError(str(exc)) from None
     if learner:
         check_learner(learner, learner_token)
+    if api_key:
+        assert oracle is not None
+        err.print(escape(check_account(oracle, api_key)), soft_wrap=True, highlight=False)
     experiment = mlflow_experiment or cfg.title
     if mlflow:
         try:
@@ -125,11 +132,11 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         nonlocal phase
         tunings.extend(run_tuning(cfg, designs, local=local, learner_url=learner_url, oracle_url=oracle_url,
                                   parallel=parallel or workers or default_workers(), console=err,
-                                  learner_token=token, restart_grace=grace, pool=pool))
+                                  learner_token=token, restart_grace=grace, pool=pool, api_key=api_key))
         phase = "runs"
         outcomes.extend(run_comparison(cfg, local=local, learner_url=learner_url, oracle_url=oracle_url,
                                        parallel=parallel, console=err, chosen=chosen_params(tunings),
-                                       learner_token=token, restart_grace=grace, pool=pool)[1])
+                                       learner_token=token, restart_grace=grace, pool=pool, api_key=api_key)[1])
 
     mode = f"learner {learner}, oracle {oracle}"
     interrupted: str | None = None
@@ -225,6 +232,24 @@ def check_learner(url: str, token: str | None) -> None:
                              f"BUDGETLAB_LEARNER_TOKEN): {exc.error}: {exc.detail}") from None
         except LearnerUnavailable as exc:
             raise UsageError(f"services unavailable: {exc}") from None
+
+
+def check_account(oracle: str, api_key: str) -> str:
+    """The oracle takes the API key, checked before anything starts (a refused key would fail every run); what is
+    left of its account's allowance, in words."""
+    try:
+        with OracleClient(oracle, api_key=api_key) as client:
+            account = client.account(limit=1).account
+    except OracleError as exc:
+        raise UsageError(f"the oracle at {oracle} refuses the API key (--api-key or BUDGETLAB_API_KEY): "
+                         f"{exc.error}: {exc.detail}") from None
+    except OracleUnavailable as exc:
+        raise UsageError(f"services unavailable: {exc}") from None
+    if account.status == "revoked":
+        raise UsageError(f"the account {account.name} was revoked: its key opens no session")
+    left = account.remaining.total
+    return (f"the sessions draw on the account {account.name} ({account.id})"
+            + ("" if left is None else f": {left:g} cost units left"))
 
 
 def preflight(config: CompareConfig, source: str, oracle: str | None) -> list[str]:

@@ -75,8 +75,10 @@ class Interrupted(KeyboardInterrupt):
         self.outcomes = outcomes
 
 
-def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str, chosen: Chosen | None = None) -> list[Job]:
-    """Every (design, seed, algorithm) cell; ``chosen`` gives a cell's tuned parameters by (design, label, seed)."""
+def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str, chosen: Chosen | None = None,
+             api_key: str | None = None) -> list[Job]:
+    """Every (design, seed, algorithm) cell; ``chosen`` gives a cell's tuned parameters by (design, label, seed);
+    ``api_key``: the account whose allowance the runs' sessions draw on."""
     jobs = []
     for i, design in enumerate(designs):
         for seed in config.seeds:
@@ -89,7 +91,7 @@ def jobs_for(config: CompareConfig, designs: list[Design], oracle_url: str, chos
                                     dataset_params=design.dataset.params, algorithm=entry.id, params=params,
                                     defaults=entry.defaults, budget=budget, seed=seed,
                                     max_examples=config.max_examples,
-                                    eval_every=config.eval_every, test_budget=config.test_budget)
+                                    eval_every=config.eval_every, test_budget=config.test_budget, api_key=api_key)
                 jobs.append(Job(i, entry, seed, request))
     return jobs
 
@@ -391,9 +393,9 @@ def execute(jobs: list[Job], designs: list[Design], *, local: bool, learner_url:
 def run_comparison(config: CompareConfig, *, local: bool, learner_url: str | None, oracle_url: str | None,
                    parallel: int | None, console: Console, show_progress: bool = True, chosen: Chosen | None = None,
                    learner_token: str | None = None, restart_grace: float = 0.0, pool: RunPool | None = None,
-                   ) -> tuple[list[Design], list[RunOutcome]]:
+                   api_key: str | None = None) -> tuple[list[Design], list[RunOutcome]]:
     designs = resolve_designs(config)
-    jobs = jobs_for(config, designs, oracle_url or "local", chosen)
+    jobs = jobs_for(config, designs, oracle_url or "local", chosen, api_key)
     outcomes = execute(jobs, designs, local=local, learner_url=learner_url, parallel=parallel, console=console,
                        run_timeout=config.run_timeout, show_progress=show_progress, learner_token=learner_token,
                        restart_grace=restart_grace, pool=pool)

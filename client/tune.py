@@ -101,7 +101,7 @@ class Tuning(Cell):
         return {"design": self.design, "label": self.entry.label, "id": self.entry.id, **super().json()}
 
 
-def plan(config: CompareConfig, designs: list[Design]) -> list[Tuning]:
+def plan(config: CompareConfig, designs: list[Design], api_key: str | None = None) -> list[Tuning]:
     """One ``Tuning`` per (design, tuned algorithm, seed); raises TuneError when a design has too few examples."""
     tune = config.tune
     if tune is None:
@@ -119,7 +119,8 @@ def plan(config: CompareConfig, designs: list[Design]) -> list[Tuning]:
                     raise TuneError(f"cannot tune on {design.dataset.name}: {exc}") from None
                 request = RunCreate(dataset=design.dataset.name, dataset_params=design.dataset.params,
                                     algorithm=entry.id, params=entry.params, defaults=entry.defaults,
-                                    budget=_budget(design, entry), seed=seed, max_examples=config.max_examples)
+                                    budget=_budget(design, entry), seed=seed, max_examples=config.max_examples,
+                                    api_key=api_key)
                 try:
                     cell = plan_cell(request, grids[entry.label], n, tune.folds, tune.validation)
                 except TuningError as exc:
@@ -179,10 +180,11 @@ def chosen_params(tunings: list[Tuning]) -> dict[tuple[int, str, int], dict[str,
 
 def run_tuning(config: CompareConfig, designs: list[Design], *, local: bool, learner_url: str | None,
                oracle_url: str | None, parallel: int, console: Console, learner_token: str | None = None,
-               restart_grace: float = 0.0, pool: RunPool | None = None) -> list[Tuning]:
+               restart_grace: float = 0.0, pool: RunPool | None = None, api_key: str | None = None) -> list[Tuning]:
     """Plan, fit (through the same runner as the comparison, as ``learner_token``'s caller; ``local``: on ``pool``'s
-    workers, the comparison's), validate and choose; empty without ``[tune]``."""
-    tunings = plan(config, designs)
+    workers, the comparison's), validate and choose; empty without ``[tune]``. The sessions draw on ``api_key``'s
+    account, if given."""
+    tunings = plan(config, designs, api_key)
     if not tunings or config.tune is None:
         return []
     jobs = fit_jobs(tunings, designs, config, oracle_url or "local")

@@ -23,9 +23,11 @@ class HttpOracle(SessionOracle):
         budget: Budget | None = None,
         seed: int = 0,
         client: OracleClient | None = None,
+        api_key: str | None = None,
     ) -> None:
+        """A session opened with ``api_key`` draws on that account's allowance (None: an anonymous session)."""
         self._owns_client = client is None
-        self.client = client or OracleClient(url)
+        self.client = client or OracleClient(url, api_key=api_key)
         try:
             session = self.client.open_session(dataset, dataset_params=dataset_params, split=split,
                                                protocol=protocol, budget=budget or Budget(), seed=seed)

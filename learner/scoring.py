@@ -31,11 +31,12 @@ class OpenOracle(TypingProtocol):
 
 
 def session_opener(request: RunCreate, oracle_url: str | None) -> OpenOracle:
-    """Sessions of the run's dataset, dataset parameters and seed: over HTTP on the oracle at ``oracle_url``, or
+    """Sessions of the run's dataset, dataset parameters and seed: over HTTP on the oracle at ``oracle_url`` (under
+    the run's API key, if it has one), or
     in-process on a ``LocalOracle`` when it is None."""
     if oracle_url:
         return partial(HttpOracle, oracle_url, request.dataset, dataset_params=request.dataset_params,
-                       seed=request.seed)
+                       seed=request.seed, api_key=request.key())
     return partial(LocalOracle, request.dataset, dataset_params=request.dataset_params, seed=request.seed)
 
 

@@ -54,7 +54,7 @@ def open_session(request: RunCreate) -> HttpOracle:
         get_algorithm(request.algorithm).check_params(request.params)
         return HttpOracle(request.oracle_url, request.dataset, dataset_params=request.dataset_params,
                           protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
-                          seed=request.seed)
+                          seed=request.seed, api_key=request.key())
     except ParamError as exc:
         raise learner_refusal(Code.INVALID_PARAMS, str(exc)) from None
     except SessionBusy as exc:
@@ -150,7 +150,8 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
     def start_run(request: RunCreate, caller: CurrentCaller) -> RunInfo:
         """Open an oracle session for the run and queue it; it starts when the pool has room."""
         loadable(request.algorithm, settings)
-        request = request.model_copy(update={"oracle_url": oracles.resolve(request.oracle_url)})
+        request = request.model_copy(update={"oracle_url": oracles.resolve(request.oracle_url),
+                                             "api_key": request.api_key or settings.api_key})
         return manager.start(caller.id, request, open_session(request))
 
     @app.get("/v1/runs", response_model=RunPage, tags=["runs"], responses=responses(*CALLER))

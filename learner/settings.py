@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from budgetlab.oracle_client import DEFAULT_ORACLE_URL
 from learner.algorithms import TARGET
 
@@ -30,6 +32,11 @@ class LearnerSettings:
     oracle_url: str = field(default_factory=lambda: os.environ.get("ORACLE_URL") or DEFAULT_ORACLE_URL)
     # Further oracles a run may name (space or comma separated URLs); no other URL is ever contacted.
     extra_oracles: tuple[str, ...] = field(default_factory=lambda: _words("BUDGETLAB_LEARNER_ORACLES"))
+    # An account's API key on the oracle: the sessions of runs that bring no key of their own draw on its allowance
+    # (unset: anonymous sessions, where the oracle opens them).
+    api_key: SecretStr | None = field(
+        default_factory=lambda: SecretStr(os.environ["BUDGETLAB_LEARNER_API_KEY"])
+        if os.environ.get("BUDGETLAB_LEARNER_API_KEY") else None)
     # Sees, audits and cancels every caller's runs; unset means there is no admin.
     admin_token: str | None = field(default_factory=lambda: os.environ.get("BUDGETLAB_LEARNER_ADMIN_TOKEN") or None)
     # Runs executing at once; the others wait with status 'queued'.

@@ -74,7 +74,7 @@ class RunStore:
         with self.engine.begin() as conn:
             conn.execute(insert(RUNS).values(
                 id=info.id, owner=owner, status=info.status, algorithm=request.algorithm, dataset=request.dataset,
-                seed=request.seed, request=request.model_dump_json(), session_id=session.id,
+                seed=request.seed, request=request.model_dump_json(exclude={"api_key"}), session_id=session.id,
                 session_token=session.token, max_examples=info.max_examples, progress_examples=0,
                 progress_attributes=0, message="", created_at=now()))
 

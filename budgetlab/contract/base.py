@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, SecretStr, SerializationInfo
 
 ParamValue = int | float | str | bool
 
@@ -24,6 +24,18 @@ UtcTime = Annotated[datetime, AfterValidator(_in_utc)]
 # example of every field (tests/e2e/test_openapi.py checks each against its schema).
 SESSION_ID_EXAMPLE = "f396ed88b0c0e8e3d6b3b937b222247e"
 HASH_EXAMPLE = "9c5ef082f04c2d4ab82b42566791accdbb2928a2df3cadaa5608a74301181c5f"
+
+
+# The serialisation context in which a request's secrets (an API key a run carries) are written out: a client sending
+# the request uses it; whatever a service shows or stores is written without it, the secrets masked.
+WITH_SECRETS = {"secrets": True}
+
+
+def secret_text(secret: SecretStr | None, info: SerializationInfo) -> str | None:
+    """A secret field as JSON: its value in the ``WITH_SECRETS`` context, else masked."""
+    if secret is None:
+        return None
+    return secret.get_secret_value() if (info.context or {}).get("secrets") else "**********"
 
 
 class Strict(BaseModel):

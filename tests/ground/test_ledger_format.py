@@ -114,9 +114,13 @@ def _migrated_session_audits(url: str) -> None:
     assert sum(1 for r in rows if r["hash"] is not None) == 1 + 4 * 2
     info = service.info(sid, token)
     assert info.head_hash != GENESIS and info.ledger_rows == 17
-    # The migrated session keeps working and auditing: the next example continues the chain.
+    # The migrated session keeps working and auditing: the next example continues the chain, in format 2 (before
+    # accounts), which its export says and the offline audit reads.
     service.perform(SessionOperations.next, sid, token)
     assert service.audit(sid, token).compliant
+    export = "".join(service.export.ndjson(sid, token)).splitlines()
+    assert json.loads(export[0]) == {"type": "ledger", "format": 2, "session_id": sid}
+    assert audit_ndjson(export).compliant and audit_ndjson(export).rows == 18
     # And the migration goes back down and up again without losing a value.
     command.downgrade(_alembic(url), "0001")
     command.upgrade(_alembic(url), "head")
