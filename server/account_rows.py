@@ -135,6 +135,12 @@ class AccountRows:
         cursor.execute(self._all)
         return [self._account(values) for values in cursor.fetchall()]
 
+    def infos(self, cursor: Any, limit: int | None = None) -> list[AccountInfo]:
+        """The accounts as their listings show them (the oldest ``limit``), each with its sessions open now."""
+        accounts = self.all(cursor)[:limit]
+        open_now = self.open_by_account(cursor)
+        return [a.info(open_now.get(a.id, 0)) for a in accounts]
+
     def open_of(self, cursor: Any, account_id: str | None) -> int:
         """Sessions open now of the account (None: anonymous sessions)."""
         if account_id is None:

@@ -52,9 +52,7 @@ class AccountService:
 
     def listing(self) -> AccountList:
         with self.db.read() as cursor:
-            accounts = self.rows.all(cursor)
-            open_now = self.rows.open_by_account(cursor)
-        return AccountList(accounts=[a.info(open_now.get(a.id, 0)) for a in accounts])
+            return AccountList(accounts=self.rows.infos(cursor))
 
     def view(self, account_id: str, limit: int) -> AccountView:
         with self.db.read() as cursor:

@@ -6,8 +6,9 @@ Who sees what (``server.session_overview`` says what a session shows without its
 - anyone: how many sessions there are (open, closed) and their ledger rows in all; and the sessions whose tokens
   the page sends (``X-Session-Tokens: ID:TOKEN, ...``), with everything ``GET /v1/sessions/{id}`` answers and
   their ledger rows with values;
-- the admin (``Authorization: Bearer <BUDGETLAB_ADMIN_TOKEN>``): every session, newest first, without its values,
-  and any session's ledger as links (kind, row count, cost).
+- the admin (``Authorization: Bearer <BUDGETLAB_ADMIN_TOKEN>``): every session, newest first, without its values
+  (``?account=ID``: that account's), any session's ledger as links (kind, row count, cost), and the accounts with
+  their allowances and what their sessions drew (a teacher's view of a class).
 
 ``GET /v1/events`` streams it (server-sent events, ``web.events``): ``sessions`` (the
 ``GET /v1/dashboard/sessions`` answer, whenever it changes) and, with ``?follow=ID``, ``ledger`` (that session's
@@ -30,6 +31,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from budgetlab.bearer import B64TOKEN, bearer_token
+from budgetlab.contract.accounts import ACCOUNT_INFO_EXAMPLE, AccountInfo
 from budgetlab.contract.base import SESSION_ID_EXAMPLE
 from budgetlab.contract.sessions import SESSION_INFO_EXAMPLE, SessionInfo
 from budgetlab.errors import Code, OracleError, refusal, responses
@@ -53,11 +55,15 @@ POLL_SECONDS = 0.5
 TAIL = 50
 BATCH = 500
 MAX_HELD = 50
+# Accounts listed to the admin (a class or two): the listing is two queries whatever their number.
+ACCOUNTS_SHOWN = 500
 PAIR = re.compile(rf"([A-Za-z0-9_-]{{1,64}}):({B64TOKEN.pattern})")
 _overview_lock = threading.Lock()
 
 router = APIRouter(tags=["dashboard"])
 Limit = Annotated[int, Query(ge=1, le=500, description="sessions listed to the admin, newest first")]
+OfAccount = Annotated[str | None, Query(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$",
+                                        description="the admin's: list this account's sessions")]
 
 
 class DashboardConfig(BaseModel):
@@ -78,6 +84,11 @@ class SessionsView(BaseModel):
                                          examples=[{SESSION_ID_EXAMPLE: SESSION_INFO_EXAMPLE}])
     unknown: dict[str, str] = Field(..., description="ids sent with a token that is not theirs, and why",
                                     examples=[{"5b0e43c1d2a94f6e8b7c9d0a1f2e3d4c": "not this session's token"}])
+    accounts: list[AccountInfo] = Field(default_factory=list, description="the admin's: every account (the first "
+                                        f"{ACCOUNTS_SHOWN}), its allowance and what its sessions drew",
+                                        examples=[[ACCOUNT_INFO_EXAMPLE]])
+    account: str | None = Field(None, description="the account whose sessions are listed (the admin's ?account=)",
+                                examples=[None])
 
 
 @dataclass(frozen=True)
@@ -130,7 +141,8 @@ def overview_of(app: FastAPI) -> Overview:
         return app.state.dashboard_overview
 
 
-def sessions_view(overview: Overview, service: SessionService, who: Viewer, limit: int) -> SessionsView:
+def sessions_view(overview: Overview, service: SessionService, who: Viewer, limit: int,
+                  account: str | None = None) -> SessionsView:
     held: dict[str, SessionInfo] = {}
     unknown: dict[str, str] = {}
     for session_id, token in who.tokens.items():
@@ -138,25 +150,28 @@ def sessions_view(overview: Overview, service: SessionService, who: Viewer, limi
             held[session_id] = service.info(session_id, token)
         except OracleError as exc:
             unknown[session_id] = exc.detail
-    listed = overview.newest(limit) if who.admin else []
+    account = account if who.admin else None
+    listed = overview.newest(limit, account) if who.admin else []
     seen = {s.id for s in listed}
     listed += overview.of([i for i in held if i not in seen])
+    accounts = overview.accounts(ACCOUNTS_SHOWN) if who.admin else []
     return SessionsView(admin=who.admin, counts=overview.counts(), sessions=overview.with_verdicts(listed), held=held,
-                        unknown=unknown)
+                        unknown=unknown, accounts=accounts, account=account)
 
 
 class Feed:
     """One viewer's stream: the list when it changes, and the followed session's new rows."""
 
     def __init__(self, overview: Overview, service: SessionService, who: Viewer, follow: str | None,
-                 limit: int) -> None:
+                 limit: int, account: str | None = None) -> None:
         self.overview, self.service, self.who, self.follow, self.limit = overview, service, who, follow, limit
+        self.account = account
         self.listed: dict[str, Any] | None = None
         self.after: int | None = None  # seq of the last row (or link) sent
 
     def poll(self) -> Events:
         events: Events = []
-        listed = sessions_view(self.overview, self.service, self.who, self.limit).model_dump(mode="json")
+        listed = sessions_view(self.overview, self.service, self.who, self.limit, self.account).model_dump(mode="json")
         if listed != self.listed:
             self.listed = listed
             events.append(("sessions", listed))
@@ -212,16 +227,17 @@ def dashboard_config(request: Request) -> DashboardConfig:
 
 @router.get("/v1/dashboard/sessions", response_model=SessionsView,
             responses=responses(*ADMIN_REFUSALS))
-def dashboard_sessions(request: Request, who: Viewing, limit: Limit = 50) -> SessionsView:
+def dashboard_sessions(request: Request, who: Viewing, limit: Limit = 50, account: OfAccount = None) -> SessionsView:
     """The sessions this viewer may list (never a value, never a token; values only of the sessions whose tokens
-    were sent), with their audit verdicts."""
-    return sessions_view(overview_of(request.app), request.app.state.sessions, who, limit)
+    were sent), with their audit verdicts; to the admin, the accounts too."""
+    return sessions_view(overview_of(request.app), request.app.state.sessions, who, limit, account)
 
 
 # Not in the OpenAPI document: an event stream never ends, which no schema-driven client (or fuzzer) expects.
 @router.get("/v1/events", include_in_schema=False)
 async def events(request: Request, who: Viewing, limit: Limit = 50,
-                 follow: Annotated[str | None, Query(min_length=1, max_length=64)] = None) -> StreamingResponse:
+                 follow: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+                 account: OfAccount = None) -> StreamingResponse:
     """Server-sent events: ``sessions`` when the list changes, ``ledger`` with the followed session's new rows."""
-    feed = Feed(overview_of(request.app), request.app.state.sessions, who, follow, limit)
+    feed = Feed(overview_of(request.app), request.app.state.sessions, who, follow, limit, account)
     return event_stream(request, lambda: run_in_threadpool(feed.poll), POLL_SECONDS)

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from budgetlab.contract.accounts import AccountInfo
 from budgetlab.contract.base import SESSION_ID_EXAMPLE, UtcTime
 from budgetlab.contract.budgets import BUDGET_EXAMPLE, REMAINING_EXAMPLE, SPENT_EXAMPLE
 from budgetlab.contract.ledger import AuditReport, LedgerKind
@@ -58,6 +59,8 @@ class SessionSummary(SessionBasics):
 
     last_active: UtcTime = Field(description="its last request that wrote to the ledger (UTC)",
                                   examples=["2026-11-23T15:34:40.512207Z"])
+    account: str | None = Field(None, description="the account it draws on (None: anonymous)",
+                                examples=["7c1e5a0f93d24b6e"])
     audit: Verdict | None = Field(None, description="the audit's verdict on its ledger", examples=[VERDICT_EXAMPLE])
 
 
@@ -66,7 +69,7 @@ SUMMARY_EXAMPLE = {
     "split": "train", "protocol": "batch", "order": "stream", "budget": BUDGET_EXAMPLE, "n_examples": 20000, "d": 100,
     "status": "open", "spent": SPENT_EXAMPLE, "remaining": REMAINING_EXAMPLE, "predictions": 0, "ledger_rows": 1001,
     "created_at": "2026-11-23T15:32:02.148551Z", "last_active": "2026-11-23T15:34:40.512207Z",
-    "audit": VERDICT_EXAMPLE}
+    "account": "7c1e5a0f93d24b6e", "audit": VERDICT_EXAMPLE}
 
 
 class SessionCounts(BaseModel):
@@ -97,6 +100,7 @@ class Overview:
         s, links = SESSIONS.name, LINKS.name
         listed = f"SELECT {', '.join(SESSION_FACTS)} FROM {s}"
         self._newest = f"{listed} ORDER BY ledger_key DESC LIMIT {p}"
+        self._newest_of = f"{listed} WHERE account_id = {p} ORDER BY ledger_key DESC LIMIT {p}"
         self._with_ids = listed + " WHERE id IN ({marks})"
         self._counts = f"SELECT status, COUNT(*), COALESCE(SUM(ledger_rows), 0) FROM {s} GROUP BY status"
         self._key = f"SELECT ledger_key FROM {s} WHERE id = {p}"
@@ -105,6 +109,11 @@ class Overview:
         self._last_links = f"SELECT seq, kind, n, cost FROM {links} WHERE session_key = {p} ORDER BY seq DESC LIMIT {p}"
         self._verdicts: OrderedDict[str, tuple[int, str, float, Verdict]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def accounts(self, limit: int) -> list[AccountInfo]:
+        """The oldest ``limit`` accounts, their allowances and what their sessions drew (no key, no value)."""
+        with self.db.read() as cursor:
+            return self.service.accounts.infos(cursor, limit)
 
     def counts(self) -> SessionCounts:
         counts = SessionCounts()
@@ -116,9 +125,13 @@ class Overview:
                 counts.ledger_rows += int(rows)
         return counts
 
-    def newest(self, limit: int) -> list[SessionSummary]:
+    def newest(self, limit: int, account: str | None = None) -> list[SessionSummary]:
+        """The newest sessions, or those of ``account``."""
         with self.db.read() as cursor:
-            cursor.execute(self._newest, (limit,))
+            if account is None:
+                cursor.execute(self._newest, (limit,))
+            else:
+                cursor.execute(self._newest_of, (account, limit))
             return [self._summary(row) for row in cursor.fetchall()]
 
     def of(self, ids: Sequence[str]) -> list[SessionSummary]:
@@ -184,4 +197,4 @@ class Overview:
         db = self.db
         return session_view(SessionSummary, config_of(db, row), counters_of(row), session_id=row["id"],
                             ledger_rows=row["ledger_rows"], created_at=db.decode(row, "created_at"),
-                            last_active=db.decode(row, "last_active"))
+                            last_active=db.decode(row, "last_active"), account=row["account_id"])

@@ -18,7 +18,7 @@ from server.store import COUNTER_COLUMNS, Database
 
 # The columns of a session that say what it is and what it used (no token, no chain head): what a listing reads.
 SESSION_FACTS = ("id", "dataset", "dataset_params", "split", "protocol", "example_order", "budget", "seed",
-                 "n_examples", "d", *COUNTER_COLUMNS, "ledger_rows", "created_at", "last_active")
+                 "n_examples", "d", *COUNTER_COLUMNS, "ledger_rows", "created_at", "last_active", "account_id")
 
 
 def config_of(db: Database, row: Mapping[str, Any]) -> SessionConfig:

@@ -1,6 +1,6 @@
 // The oracle's dashboard: its sessions, and the tail of one session's ledger, live (GET /v1/events).
 // Values are shown only for the sessions whose tokens the user adds; the admin token lists every session without
-// values. Session tokens stay in this browser (localStorage), the admin token only for this tab (sessionStorage).
+// values, and the accounts with their allowances (a teacher's view of a class). Session tokens stay in this browser (localStorage), the admin token only for this tab (sessionStorage).
 import {
   ago, clear, fmt, gauge, h, requestJson, saved, short, showState, streamEvents, takeTokenFromHash, webUrl,
 } from "./dashboard.js";
@@ -14,6 +14,8 @@ const state = {
   admin: saved.get(ADMIN_KEY, null, sessionStorage),
   held: saved.get(HELD_KEY, {}),
   follow: followedInHash(),
+  account: null, // the account whose sessions the admin lists (null: every session)
+  accounts: {}, // the admin's accounts by id
   view: null,
   ledger: { session: null, values: false, rows: [] },
   stop: null,
@@ -30,7 +32,10 @@ function connect() {
   if (state.admin) headers.Authorization = `Bearer ${state.admin}`;
   const pairs = Object.entries(state.held).map(([id, token]) => `${id}:${token}`);
   if (pairs.length) headers["X-Session-Tokens"] = pairs.join(",");
-  const url = "/v1/events" + (state.follow ? `?follow=${encodeURIComponent(state.follow)}` : "");
+  const query = new URLSearchParams();
+  if (state.follow) query.set("follow", state.follow);
+  if (state.account) query.set("account", state.account);
+  const url = "/v1/events" + (query.size ? `?${query}` : "");
   showState($("conn"), "connecting");
   if (!state.view) {
     // The first list audits every session's chain: seconds on a ledger of 100,000s of rows.
@@ -103,13 +108,63 @@ function auditCell(verdict) {
   return h("span", { class: "badge", title: verdict.detail }, "not audited");
 }
 
+function limitText(value, unit = "") {
+  return value === null || value === undefined ? "no limit" : `${fmt(value)}${unit}`;
+}
+
+function allowanceText(allowance) {
+  const parts = [allowance.per_example === null ? "any k" : `k ≤ ${allowance.per_example}`];
+  parts.push(allowance.datasets === null ? "every dataset" : allowance.datasets.join(", ") || "no dataset");
+  if (!allowance.splits.includes("test")) parts.push("test shielded");
+  return parts.join(" · ");
+}
+
+function renderAccounts(view) {
+  state.accounts = Object.fromEntries(view.accounts.map((a) => [a.id, a]));
+  $("accounts-panel").hidden = !view.admin;
+  if (!view.admin) return;
+  const rows = view.accounts.map((account) => {
+    const a = account.allowance;
+    const spent = account.spent;
+    const cost = a.total === null
+      ? `${fmt(spent.cost)} spent · no limit`
+      : `${fmt(spent.cost)} spent · ${fmt(account.remaining.total)} left of ${fmt(a.total)}`;
+    const evaluations = a.evaluations === null
+      ? `${fmt(spent.evaluations)} · no limit` : `${fmt(spent.evaluations)} of ${fmt(a.evaluations)}`;
+    return h("tr", {
+      class: `clickable${account.id === state.account ? " selected" : ""}`, "data-account": account.id,
+      onclick: () => listAccount(account.id),
+    },
+    h("td", {}, h("b", {}, account.name), h("div", { class: "hint mono" }, account.id)),
+    h("td", {}, h("span", { class: `badge ${account.status === "active" ? "open" : "closed"}` }, account.status)),
+    h("td", {}, allowanceText(a)),
+    h("td", {}, gauge(spent.cost, a.total, cost)),
+    h("td", {}, gauge(spent.evaluations, a.evaluations, evaluations)),
+    h("td", {}, gauge(spent.open, a.sessions, `${fmt(spent.open)} of ${limitText(a.sessions)}`)),
+    h("td", { class: "num" }, fmt(spent.sessions)),
+    h("td", { title: account.created_at }, ago(account.created_at)));
+  });
+  clear($("accounts").tBodies[0], rows);
+  $("accounts-hint").textContent = view.accounts.length ? ""
+    : "No account yet: 'budgetlab accounts create NAME --total ... --per-example ...' makes one, with its API key.";
+}
+
+function listAccount(id) {
+  state.account = id === state.account ? null : id;
+  connect();
+}
+
 function renderSessions(view) {
   state.view = view;
+  renderAccounts(view);
   const c = view.counts;
   clear($("counts"),
     [["sessions", c.sessions], ["open", c.open], ["closed", c.closed], ["ledger rows", c.ledger_rows]]
       .map(([label, n]) => h("div", {}, h("b", {}, fmt(n)), h("span", {}, label))));
-  $("sessions-sub").textContent = view.admin ? "every session, newest first (admin)" : "the sessions you hold tokens for";
+  const listed = view.account ? (state.accounts[view.account] || { name: view.account }).name : null;
+  $("sessions-sub").textContent = !view.admin ? "the sessions you hold tokens for"
+    : listed ? `the sessions of the account ${listed}, newest first (admin)` : "every session, newest first (admin)";
+  $("all-sessions").hidden = !listed;
   for (const [id, detail] of Object.entries(view.unknown)) {
     $("held-state").textContent = `session ${short(id, 12)}: ${detail}`;
     $("held-state").classList.add("error");
@@ -136,14 +191,20 @@ function renderSessions(view) {
 function sessionRow(session, held) {
   const spent = session.spent;
   const total = session.budget.total;
-  const caption = total === null || total === undefined
-    ? `${fmt(spent.cost)} spent · no global limit`
-    : `${fmt(spent.cost)} spent · ${fmt(session.remaining.total)} left of ${fmt(total)}`;
+  const account = session.account ? state.accounts[session.account] : null;
+  const pooled = account && account.allowance.total !== null;
+  const caption = total !== null && total !== undefined
+    ? `${fmt(spent.cost)} spent · ${fmt(session.remaining.total)} left of ${fmt(total)}`
+    : pooled ? `${fmt(spent.cost)} spent · its account's ${fmt(account.remaining.total)} left`
+      : `${fmt(spent.cost)} spent · no global limit`;
   return h("tr", {
     class: `clickable${session.id === state.follow ? " selected" : ""}`, "data-session": session.id,
     onclick: () => follow(session.id),
   },
-  h("td", { class: "mono", title: session.id }, short(session.id, 12), " ", held ? h("span", { class: "tag" }, "values") : null),
+  h("td", { class: "mono", title: session.id }, short(session.id, 12), " ",
+    held ? h("span", { class: "tag" }, "values") : null,
+    h("div", { class: "hint", "data-account": session.account || "" },
+      session.account ? `account ${account ? account.name : short(session.account)}` : "anonymous")),
   h("td", {}, session.dataset, h("div", { class: "hint" }, paramsText(session.dataset_params))),
   h("td", {}, `${session.split} · ${session.protocol}${session.order === "pool" ? " · pool" : ""}`),
   h("td", {}, budgetText(session.budget)),
@@ -246,9 +307,11 @@ async function start() {
     if (token) setAdmin(token);
   });
   $("admin-signout").addEventListener("click", () => {
+    state.account = null;
     setAdmin(null);
     $("admin-state").textContent = "";
   });
+  $("all-sessions").addEventListener("click", () => listAccount(state.account));
   $("held-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const id = $("held-id").value.trim();

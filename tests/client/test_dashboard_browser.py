@@ -65,6 +65,7 @@ def test_the_dashboards_in_a_browser(browser: Any, services: tuple[str, str], sh
     a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_page(browser, services, shots)
     past_comparisons_show_their_claims_and_plots(browser, services, shots)
     the_oracle_page_hides_values_without_the_token_and_shows_them_live_with_it(browser, services, shots)
+    the_admin_sees_the_accounts_their_allowances_and_sessions_live(browser, services, shots)
 
 
 def a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_page(
@@ -197,3 +198,59 @@ def the_oracle_page_hides_values_without_the_token_and_shows_them_live_with_it(
     assert float(new) == pytest.approx(more[0], rel=1e-5)
     assert js(browser, "return window.neverReloaded === true"), "the page was reloaded"
     shoot(browser, shots, "oracle-session-values.png")
+
+
+def the_admin_sees_the_accounts_their_allowances_and_sessions_live(
+        browser: Any, services: tuple[str, str], shots: Path) -> None:
+    oracle, _ = services
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    keys = {}
+    for name, allowance in [("student-a", {"total": 20, "per_example": 3, "sessions": 5, "evaluations": 4}),
+                            ("student-b", {"per_example": 2, "splits": ["train"]})]:
+        created = httpx.post(f"{oracle}/v1/accounts", json={"name": name, "allowance": allowance}, headers=admin)
+        keys[name] = (created.json()["account"]["id"], created.json()["key"])
+    body = {"dataset": "sparse-gaussian", "order": "pool",
+            "dataset_params": {"d": 10, "n_train": 100, "n_test": 10, "s_plus": 2, "s_minus": 2}}
+    opened = httpx.post(f"{oracle}/v1/sessions", json=body,
+                        headers={"Authorization": f"Bearer {keys['student-a'][1]}"}).json()
+    auth = {"Authorization": f"Bearer {opened['token']}"}
+    for example in range(2):
+        httpx.post(f"{oracle}/v1/sessions/{opened['id']}/observe", json={"example": example, "attributes": [0, 1, 2]},
+                   headers=auth)
+    httpx.post(f"{oracle}/v1/sessions", json=body, headers={"Authorization": f"Bearer {keys['student-b'][1]}"})
+
+    browser.get(f"{oracle}/")  # still signed in as the admin (this tab's session storage)
+    js(browser, "window.neverReloaded = true")
+    a_id, b_id = keys["student-a"][0], keys["student-b"][0]
+
+    def text(selector: str) -> str:  # read in one go: the live page may redraw the table between two calls
+        return js(browser, f"return document.querySelector(\"{selector}\")?.innerText || ''")
+
+    listed = "return [...document.querySelectorAll('#sessions tbody tr')].map(r => r.dataset.session)"
+    row = wait(lambda: text(f"#accounts tr[data-account='{a_id}']"), "the admin sees the accounts")
+    assert "student-a" in row and "k ≤ 3 · every dataset" in row
+    assert "6 spent · 14 left of 20" in row and "0 of 4" in row and "1 of 5" in row
+    other = text(f"#accounts tr[data-account='{b_id}']")
+    assert "test shielded" in other and "0 spent · no limit" in other
+    # The page follows the spend without a reload.
+    httpx.post(f"{oracle}/v1/sessions/{opened['id']}/observe", json={"example": 2, "attributes": [0, 1, 2]},
+               headers=auth)
+    wait(lambda: "9 spent · 11 left of 20" in text(f"#accounts tr[data-account='{a_id}']"), "the account's spend, live")
+
+    js(browser, f"document.querySelector(\"#accounts tr[data-account='{a_id}']\").click()")
+    # The account's sessions, and the one this page holds a token for (always listed, values shown).
+    wait(lambda: opened["id"] in js(browser, listed) and len(js(browser, listed)) == 2, "clicked, its sessions")
+    owners = "return [...document.querySelectorAll('#sessions tbody tr [data-account]')].map(d => d.dataset.account)"
+    assert sorted(js(browser, owners)) == ["", a_id]
+    assert "the sessions of the account student-a" in text("#sessions-sub")
+    session_row = text(f"#sessions tr[data-session='{opened['id']}']")
+    assert "account student-a" in session_row and "9 spent · its account's 11 left" in session_row
+    shoot(browser, shots, "oracle-accounts.png")
+    browser.find_element(By.ID, "all-sessions").click()
+    wait(lambda: len(js(browser, listed)) >= 3, "every session again")
+    rows = js(browser, "return [...document.querySelectorAll('#sessions tbody tr')].map(r => r.innerText)")
+    assert any("anonymous" in r for r in rows), "the anonymous sessions say so"
+    assert js(browser, "return window.neverReloaded === true"), "the page was reloaded"
+
+    browser.find_element(By.ID, "admin-signout").click()
+    wait(lambda: not browser.find_element(By.ID, "accounts-panel").is_displayed(), "without the admin, no account")
