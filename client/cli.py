@@ -144,7 +144,10 @@ def serve_oracle(
     os.environ["BUDGETLAB_SKIP_MIGRATIONS"] = "1"
     from budgetlab.datasets.user import data_dir
 
-    print(announcement("oracle", sock, f", ledger: {url}, user datasets: {data_dir()}"), file=sys.stderr, flush=True)
+    anonymous = ("anonymous sessions: on (BUDGETLAB_ANONYMOUS=0 for accounts only)" if Settings().anonymous
+                 else "anonymous sessions: off (accounts only)")
+    print(announcement("oracle", sock, f", ledger: {url}, user datasets: {data_dir()}, {anonymous}"), file=sys.stderr,
+          flush=True)
     # A stream message far past the body limit is cut off by uvicorn before it is read (the app answers 413 to
     # one a little past it); the margin is for the message's envelope around a body.
     serve("client.dashboards:oracle_app_from_env", sock, workers=workers,

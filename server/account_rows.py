@@ -13,10 +13,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import psycopg
 
 from budgetlab import allowance as rules
 from budgetlab.contract.accounts import AccountInfo, AccountSpent, Allowance
@@ -169,10 +172,15 @@ class AccountRows:
     # --- writing ----------------------------------------------------------------------------------------
 
     def insert(self, cursor: Any, record: dict[str, Any]) -> None:
+        taken = refusal(Code.NAME_TAKEN, f"an account is already named {record['name']!r}")
         cursor.execute(self._name_taken, (record["name"],))
         if cursor.fetchone() is not None:
-            raise refusal(Code.NAME_TAKEN, f"an account is already named {record['name']!r}")
-        cursor.execute(self._insert, tuple(self._bind[c](record[c]) for c in ACCOUNT_COLUMNS))
+            raise taken
+        try:
+            cursor.execute(self._insert, tuple(self._bind[c](record[c]) for c in ACCOUNT_COLUMNS))
+        except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
+            # Another admin request took the name since the look above (PostgreSQL: a concurrent transaction).
+            raise taken from None
 
     def opened(self, cursor: Any, account_id: str) -> None:
         cursor.execute(self._opened, (account_id,))
