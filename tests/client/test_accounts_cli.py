@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 from pydantic import SecretStr
+
 from budgetlab.contract.runs import RunCreate
 from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
