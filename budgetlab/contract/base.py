@@ -7,7 +7,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, SecretStr, SerializationInfo
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PlainSerializer,
+    SecretStr,
+    SerializationInfo,
+    WithJsonSchema,
+)
 
 ParamValue = int | float | str | bool
 
@@ -31,11 +39,14 @@ HASH_EXAMPLE = "9c5ef082f04c2d4ab82b42566791accdbb2928a2df3cadaa5608a74301181c5f
 WITH_SECRETS = {"secrets": True}
 
 
-def secret_text(secret: SecretStr | None, info: SerializationInfo) -> str | None:
-    """A secret field as JSON: its value in the ``WITH_SECRETS`` context, else masked."""
-    if secret is None:
-        return None
+def _secret_text(secret: SecretStr, info: SerializationInfo) -> str:
     return secret.get_secret_value() if (info.context or {}).get("secrets") else "**********"
+
+
+Secret = Annotated[SecretStr, PlainSerializer(_secret_text, when_used="json"),
+                   WithJsonSchema({"type": "string", "format": "password", "writeOnly": True})]
+"""A secret in a request (an API key a run carries): written out as JSON only in the ``WITH_SECRETS`` context, else
+masked; one JSON schema whichever way it goes, so a model holding one has a single OpenAPI schema."""
 
 
 class Strict(BaseModel):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from budgetlab.contract.algorithms import DEFAULTS_DESCRIPTION, Defaults
-from budgetlab.contract.base import SESSION_ID_EXAMPLE, ParamValue, Strict, UtcTime, secret_text
+from budgetlab.contract.base import SESSION_ID_EXAMPLE, ParamValue, Secret, Strict, UtcTime
 from budgetlab.contract.budgets import Budget
 
 CURVE_POINT_EXAMPLE = {"examples": 500, "attributes": 2000, "cost": 2000.0, "test_mse": 0.8412,
@@ -81,12 +81,10 @@ class RunCreate(Strict):
                                                            "(default: about 20 points)", examples=[100])
     test_budget: int | None = Field(None, ge=1, description="also score through a test session with this k",
                                     examples=[4])
-    api_key: SecretStr | None = Field(
+    api_key: Secret | None = Field(
         None, description="an account's API key on the oracle: the run's sessions draw on the account's allowance "
                           "(default: the learner's own, BUDGETLAB_LEARNER_API_KEY, else anonymous sessions); never "
                           "stored, shown back as ********", examples=[None])
-
-    _api_key_json = field_serializer("api_key", when_used="json")(secret_text)
 
     def key(self) -> str | None:
         """The API key the run's sessions are opened with, as text (None: the oracle's anonymous sessions)."""

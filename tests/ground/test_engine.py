@@ -31,7 +31,7 @@ from budgetlab.contract.sessions import SessionCreate
 from budgetlab.datasets.base import Dataset
 from budgetlab.engine import Counters, Runtime, Step
 from budgetlab.errors import BudgetExhausted, Code, OracleError, StreamExhausted
-from budgetlab.ledger import GENESIS, Chain, rows_of_links
+from budgetlab.ledger import GENESIS, Chain, chain_name, rows_of_links
 from budgetlab.local_session import MemoryPaid
 
 N_TRAIN, N_TEST, D = 6, 3, 5
@@ -52,7 +52,7 @@ class Store:
         request = SessionCreate(dataset="known", **create)
         self.rt, opened = engine.open_session(request, known_data())
         self.paid = MemoryPaid(self.rt)
-        self.chain = Chain("s", 1, 0, GENESIS).record(opened.events)
+        self.chain = Chain(chain_name("s", None), 1, 0, GENESIS).record(opened.events)  # anonymous, as the oracle's
         self.counters: Counters = opened.counters
 
     def __call__(self, step: Step, request: Any = None) -> Any:
