@@ -3,12 +3,13 @@
 The grid: AERR and DDAERR on ``powerlaw`` (d = 500, 10,000 training examples, 2,000 test), 4 attributes per
 example, seeds 0-3: 8 runs, each on its own session (``--smoke``: 4 runs of 400 examples on d = 50). It runs
 
-``--local``: on LocalOracles in the workers of a Dask LocalCluster of 1 process (one run at a time), then of 2.
-Through the services it is not measured yet: the learner service still executes its runs in threads.
+- ``--local``: on LocalOracles in the workers of a Dask LocalCluster of 1 process (one run at a time), then of 2;
+- through the services: a real oracle (``budgetlab serve oracle``) and a real learner (``budgetlab serve learner``)
+  whose LocalCluster has 1 worker process, then 2 (``BUDGETLAB_WORKERS``), the comparison keeping as many runs going.
 
 Each figure is the grid's wall time once its workers are up (their start is timed apart: a LocalCluster takes
-seconds, once per comparison or learner), as runs per minute, and the speed-up of 2 processes over 1. Target on
-2 cores: >= 1.8x ``--local``.
+seconds, once per comparison or learner), as runs per minute, and the speed-up of 2 processes over 1. Targets on
+2 cores: >= 1.8x ``--local``, >= 1.6x through the services (where the oracle's process shares the cores).
 
 A dataset goes to no worker: each builds it from the run's dataset parameters, once per worker process (the
 datasets cache); the script prints how many each worker built against the runs it executed, and each worker's RSS.
@@ -19,13 +20,19 @@ Usage: ``python benchmarks/scaling.py [--json] [--smoke]``.
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-from _harness import Report, arguments, progress
+from _harness import Report, arguments, budgetlab_command, descendants, oracle_process, process_memory, progress
 
 from client.config import CompareConfig
 from client.grid import run_comparison
-from learner.cluster import RunPool
+from client.services import running
+from learner.cluster import WORKERS_ENV, RunPool
 
 FULL = {"d": 500, "n_train": 10_000, "n_test": 2_000}
 SMOKE = {"d": 50, "n_train": 400, "n_test": 100}
@@ -66,6 +73,51 @@ def timed_local(config: CompareConfig, workers: int, report: Report, figures: di
                     f"datasets built per worker {sorted(built.values())} (one per seed it met, not one per run)")
 
 
+@contextmanager
+def learner_process(workdir: Path, env: dict[str, str], timeout: float = 90.0) -> Iterator[tuple[str, int]]:
+    """``budgetlab serve learner`` on a free loopback port with ``env``; yields its URL and process id."""
+    workdir.mkdir(parents=True)
+    log_path = workdir / "learner.log"
+    args = ["serve", "learner", "--port", "0"]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([*budgetlab_command(), *args], env={**os.environ, **env}, cwd=workdir, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        with running(process, args, log_path, time.monotonic() + timeout) as url:
+            yield url, process.pid
+
+
+def timed_services(config: CompareConfig, workers: int, report: Report, figures: dict[str, float],
+                   workdir: Path) -> None:
+    with oracle_process(workdir / f"oracle-{workers}") as oracle:
+        env = {"ORACLE_URL": oracle.url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / f'runs-{workers}.db'}",
+               WORKERS_ENV: str(workers)}
+        with learner_process(workdir / f"learner-{workers}", env) as (learner, learner_pid):
+            # The learner starts its workers with its first run: one short run first, untimed.
+            warm = config.model_copy(update={"seeds": [99], "max_examples": 10})
+            started = time.perf_counter()
+            run_comparison(warm, local=False, learner_url=learner, oracle_url=oracle.url, parallel=1,
+                           console=_quiet(), show_progress=False)
+            report.add(f"services_{workers}_workers_start_seconds", time.perf_counter() - started, "s")
+            progress(f"through the services, learner on {workers} worker process(es) ...")
+            began = time.perf_counter()
+            _, outcomes = run_comparison(config, local=False, learner_url=learner, oracle_url=oracle.url,
+                                         parallel=workers, console=_quiet(), show_progress=False)
+            wall = time.perf_counter() - began
+            assert all(o.result.status == "finished" for o in outcomes), [o.result.message for o in outcomes]
+            assert all(o.audit == "compliant" for o in outcomes), [o.audit for o in outcomes]
+            figures[f"services_{workers}"] = len(outcomes) / wall * 60
+            report.add(f"services_{workers}_workers_runs_per_minute", figures[f"services_{workers}"], "runs/min")
+            for i, pid in enumerate(p for p in descendants(learner_pid) if _is_worker(p)):
+                report.add(f"services_{workers}_workers_worker{i}_rss", process_memory(pid)["VmRSS"], "MB")
+
+
+def _is_worker(pid: int) -> bool:
+    try:
+        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def _quiet():  # type: ignore[no-untyped-def]
     from rich.console import Console
 
@@ -80,8 +132,12 @@ def main() -> None:
     report.note(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start")
     for workers in (1, 2):
         timed_local(config, workers, report, figures)
-    local = figures["local_2"] / figures["local_1"]
+    with tempfile.TemporaryDirectory(prefix="budgetlab-scaling-") as tmp:
+        for workers in (1, 2):
+            timed_services(config, workers, report, figures, Path(tmp))
+    local, services = figures["local_2"] / figures["local_1"], figures["services_2"] / figures["services_1"]
     report.add("local_speedup_2_workers", local, "x", ">= 1.8x", local >= 1.8)
+    report.add("services_speedup_2_workers", services, "x", ">= 1.6x", services >= 1.6)
     report.note(f"load average {os.getloadavg()[0]:.1f} at the end (the cores are shared: figures vary with it)")
     report.emit(args.json)
 

@@ -131,8 +131,8 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
              pool: RunPool | None = None) -> None:
         nonlocal phase
         tunings.extend(run_tuning(cfg, designs, local=local, learner_url=learner_url, oracle_url=oracle_url,
-                                  parallel=parallel or workers or default_workers(), console=err,
-                                  learner_token=token, restart_grace=grace, pool=pool, api_key=api_key))
+                                  parallel=parallel or (pool.slots() if pool else workers or default_workers()),
+                                  console=err, learner_token=token, restart_grace=grace, pool=pool, api_key=api_key))
         phase = "runs"
         outcomes.extend(run_comparison(cfg, local=local, learner_url=learner_url, oracle_url=oracle_url,
                                        parallel=parallel, console=err, chosen=chosen_params(tunings),
@@ -152,6 +152,8 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
                 with managed_services(out, learner_env=cluster_env(workers, scheduler)) as (oracle_url, learner_url,
                                                                                             ledger):
                     mode = f"services started by budgetlab compare (ledger {ledger})"
+                    if scheduler:
+                        check_reach(scheduler, oracle_url, err)
                     grid(learner_url, oracle_url)
     except Interrupted as stop:
         if phase == "runs":
@@ -197,6 +199,22 @@ def open_pool(workers: int | None, scheduler: str | None, err: Console) -> Itera
         raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}: nothing was started") from None
     with pool:
         yield pool
+
+
+def check_reach(scheduler: str, oracle_url: str, err: Console) -> None:
+    """The workers of ``scheduler`` reach the oracle the runs use (they ask it over HTTP), else a usage error."""
+    err.print(f"checking that the workers of {escape(scheduler)} reach the oracle {escape(oracle_url)} ...",
+              soft_wrap=True, highlight=False)
+    try:
+        with RunPool(scheduler=scheduler) as pool:
+            unreached = pool.reach(oracle_url)
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}: no run was started") from None
+    if unreached:
+        worker, why = next(iter(unreached.items()))
+        raise UsageError(f"{len(unreached)} worker(s) of the Dask scheduler {scheduler} cannot reach the oracle at "
+                         f"{oracle_url} (worker {worker}: {why}); the oracle must listen on an address the workers "
+                         "can reach: no run was started")
 
 
 def cluster_env(workers: int | None, scheduler: str | None) -> dict[str, str]:

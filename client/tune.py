@@ -181,9 +181,9 @@ def chosen_params(tunings: list[Tuning]) -> dict[tuple[int, str, int], dict[str,
 def run_tuning(config: CompareConfig, designs: list[Design], *, local: bool, learner_url: str | None,
                oracle_url: str | None, parallel: int, console: Console, learner_token: str | None = None,
                restart_grace: float = 0.0, pool: RunPool | None = None, api_key: str | None = None) -> list[Tuning]:
-    """Plan, fit (through the same runner as the comparison, as ``learner_token``'s caller; ``local``: on ``pool``'s
-    workers, the comparison's), validate and choose; empty without ``[tune]``. The sessions draw on ``api_key``'s
-    account, if given."""
+    """Plan, fit (through the same runner as the comparison, as ``learner_token``'s caller; ``local``: on the
+    comparison's Dask workers, ``pool``), validate and choose; empty without ``[tune]``. The sessions draw on
+    ``api_key``'s account, if given."""
     tunings = plan(config, designs, api_key)
     if not tunings or config.tune is None:
         return []

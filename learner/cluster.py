@@ -30,9 +30,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-from distributed import Client, LocalCluster, get_worker
+from typing import TYPE_CHECKING, Any
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunResult
 from budgetlab.errors import OracleError, OracleUnavailable
@@ -42,6 +40,9 @@ from learner.oracle import Oracle
 from learner.runner import Progress
 from learner.scoring import run_and_score, session_opener
 from learner.store import OpenSession
+
+if TYPE_CHECKING:
+    from distributed import LocalCluster
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,8 @@ def _rss_here() -> int:
 
 def execute(key: str, request: RunCreate, session: OpenSession | None, topic: str) -> Ended:
     """The task: run ``request`` on this worker, in ``session`` over HTTP, or in-process when it is None."""
+    from distributed import get_worker
+
     cancel = _MARKS.start(key)
     if cancel is None:
         return Ended(started=False)
@@ -199,6 +202,10 @@ class RunPool:
     """A Dask client that runs requests on its workers: its own ``LocalCluster``, or a scheduler's workers."""
 
     def __init__(self, *, workers: int | None = None, scheduler: str | None = None) -> None:
+        # Imported here: distributed takes seconds to import on a busy machine, and the CLI and the services start
+        # without it.
+        from distributed import Client, LocalCluster
+
         self.scheduler = scheduler
         self.cluster: LocalCluster | None = None
         if scheduler:

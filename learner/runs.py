@@ -1,4 +1,9 @@
-"""Runs of the learner service: a bounded pool of threads executes them, the others wait as 'queued'.
+"""Runs of the learner service: worker processes of Dask execute them (``learner.cluster``), a bounded number at a
+time; the others wait as 'queued'.
+
+The workers start with the learner, in the background (a LocalCluster of ``workers`` processes, or the workers of
+the Dask scheduler of ``BUDGETLAB_SCHEDULER``). The learner opens each run's oracle session, the worker runs in it
+over HTTP and reports its progress, which a thread of the learner records as it comes.
 
 Every step of a run reaches the database as it happens (created, running, each curve point, its end), so a
 restarted learner lists every run; one that was queued or executing when the learner died shows as
@@ -10,23 +15,18 @@ ends, closes the oracle sessions it opened.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
-
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
-from budgetlab.errors import OracleError, OracleUnavailable
 from learner.closing import SessionCloser
+from learner.cluster import Ended, RunPool
 from learner.http_oracle import HttpOracle
 from learner.runner import Progress, run_horizon
-from learner.scoring import run_and_score, session_opener
 from learner.store import OpenSession, RunStore, StoredRun
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,24 @@ log = logging.getLogger(__name__)
 STOPPED = "the learner stopped before this run ended"
 CANCELLED_QUEUED = "cancelled before it started"
 CANCEL_WAIT = 10.0
+
+
+def outcome(ended: Ended, stopping: bool) -> tuple[RunStatus, str]:
+    """A run's status and message from how it ended on its worker (``stopping``: the learner is stopping)."""
+    status: RunStatus
+    if not ended.started:
+        status, message = "cancelled", CANCELLED_QUEUED
+    elif ended.result is not None:
+        status, message = ended.result.status, ended.result.message
+    elif ended.unavailable:
+        status, message = "oracle_unavailable", ended.message
+    elif ended.refused:
+        status, message = "failed", ended.message
+    else:
+        status, message = "failed", f"{ended.error}: {ended.message}"
+    if status == "cancelled" and stopping:
+        return "interrupted", STOPPED
+    return status, message
 
 
 def session_of(oracle: HttpOracle, url: str) -> OpenSession:
@@ -63,33 +81,25 @@ class Run:
                        result=self.result, curve=list(self.curve), message=self.message)
 
 
-def share_blas_threads(max_running: int) -> int:
-    """Limit this process's BLAS to its share of the cores among ``max_running`` runs; returns the limit.
-
-    Runs are threads of one process, and a BLAS product may use every core: four runs at once on two cores would
-    spin eight threads against each other. The limit never raises one already set (``OPENBLAS_NUM_THREADS``)."""
-    current = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
-    share = max(1, (os.cpu_count() or 1) // max_running)
-    limit = min([share, *current])
-    threadpool_limits(limit, user_api="blas")
-    return limit
-
-
 class RunManager:
-    def __init__(self, store: RunStore, *, max_running: int, retained: int) -> None:
-        share_blas_threads(max_running)
+    def __init__(self, store: RunStore, *, max_running: int | None, retained: int, workers: int | None = None,
+                 scheduler: str | None = None, oracle_url: str | None = None) -> None:
         self.store = store
         # Every oracle session a run opened is closed, by the closer, however the run ended.
         self.closer = SessionCloser()
+        self.oracle_url = oracle_url
         self.retained = retained
         self.live: dict[str, Run] = {}
         self.recent: OrderedDict[str, tuple[str, RunInfo]] = OrderedDict()
         self.lock = threading.Lock()
         self.stopping = False
         self._queue: queue.Queue[Run] = queue.Queue()
-        # Daemon threads: a learner that is killed takes its runs with it; the next one marks them interrupted.
-        for i in range(max_running):
-            threading.Thread(target=self._work, name=f"run-worker-{i}", daemon=True).start()
+        self.max_running = max_running
+        self.workers = workers
+        self.scheduler = scheduler
+        self.pool: RunPool | None = None
+        self.pool_error = ""
+        self._workers_started = False
 
     def recover(self) -> int:
         """Mark the runs a previous learner left unended as 'interrupted' and close their sessions (in the
@@ -98,6 +108,41 @@ class RunManager:
         if sessions:
             threading.Thread(target=self.closer.close, args=(sessions,), name="close-interrupted", daemon=True).start()
         return len(sessions)
+
+    def start_workers(self) -> None:
+        """Start the Dask workers in the background, once: when the served learner starts, or at its first run (an
+        app that is only built, for its OpenAPI say, starts no process). Runs queue meanwhile."""
+        with self.lock:
+            if self._workers_started or self.stopping:
+                return
+            self._workers_started = True
+        # Daemon threads: a learner that is killed takes its runs with it; the next one marks them interrupted.
+        threading.Thread(target=self._start_workers, name="run-workers", daemon=True).start()
+
+    def _start_workers(self) -> None:
+        """The Dask workers (a LocalCluster takes seconds to start), then the threads that keep ``max_running`` runs
+        going on them."""
+        pool: RunPool | None = None
+        try:
+            pool = RunPool(workers=self.workers, scheduler=self.scheduler)
+            log.info("runs execute on %s", pool.where)
+            if self.scheduler and self.oracle_url:
+                for worker, why in pool.reach(self.oracle_url).items():
+                    log.warning("Dask worker %s cannot reach the oracle %s: %s", worker, self.oracle_url, why)
+        except Exception as exc:  # every run then fails saying why
+            self.pool_error = f"the learner cannot start its workers ({self.scheduler or 'LocalCluster'}): {exc}"
+            log.exception("starting the workers")
+        with self.lock:
+            stopped = self.stopping
+            if not stopped:
+                self.pool = pool
+        if stopped:  # the learner stopped while its workers started: nothing will run on them
+            if pool is not None:
+                pool.close()
+            return
+        running = self.max_running or (pool.slots() if pool is not None else 1)
+        for i in range(running):
+            threading.Thread(target=self._work, name=f"run-worker-{i}", daemon=True).start()
 
     def start(self, owner: str, request: RunCreate, oracle: HttpOracle) -> RunInfo:
         assert request.oracle_url is not None
@@ -112,6 +157,7 @@ class RunManager:
         with self.lock:
             self.live[run.id] = run
         self._queue.put(run)
+        self.start_workers()
         return run.info()
 
     def find(self, run_id: str) -> tuple[str, RunInfo] | None:
@@ -161,6 +207,10 @@ class RunManager:
             self._end(run, "interrupted", STOPPED, None)
         for run in runs:
             run.ended.wait(timeout)
+        with self.lock:
+            pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.close()
 
     # --- the pool -------------------------------------------------------------------------------------
 
@@ -179,17 +229,8 @@ class RunManager:
                     self._end(run, "failed", "the learner failed to record this run", None)
 
     def _execute(self, run: Run) -> None:
-        request = run.request
         assert run.oracle is not None
         self.store.set_status(run.id, "running")
-        opened: list[OpenSession] = []
-        open_http = session_opener(request, request.oracle_url)
-
-        def open_test_session(**kwargs: Any) -> HttpOracle:
-            oracle = open_http(**kwargs)
-            assert isinstance(oracle, HttpOracle)  # request.oracle_url is set: the sessions are the oracle's
-            opened.append(session_of(oracle, run.session.oracle_url))
-            return oracle
 
         def progress(p: Progress) -> None:
             run.examples, run.attributes = p.examples, p.attributes
@@ -197,23 +238,19 @@ class RunManager:
                 self.store.add_point(run.id, len(run.curve), p.point, p.examples, p.attributes)
                 run.curve.append(p.point)
 
-        result: RunResult | None = None
+        ended = Ended(error="RuntimeError", message=self.pool_error or "the learner is stopping")
+        pool = self.pool
         try:
-            result = run_and_score(request, run.oracle, open_test_session, progress=progress, cancel=run.cancel)
-            status, message = result.status, result.message
-        except OracleUnavailable as exc:
-            status, message = "oracle_unavailable", str(exc)
-        except (OracleError, ValueError) as exc:
-            status, message = "failed", str(exc)
-        except Exception as exc:  # a run must end with a status, whatever the algorithm raised
-            status, message = "failed", f"{type(exc).__name__}: {exc}"
+            if pool is not None:
+                ended = pool.run(run.request, session=run.session, progress=progress, cancel=run.cancel)
+        except Exception as exc:  # the workers are gone: the run still ends, with a status
+            ended = Ended(error=type(exc).__name__, message=f"its worker was lost: {exc}")
         finally:
             oracle, run.oracle = run.oracle, None
             oracle.close()
-            self.closer.close([run.session, *opened])
-        if status == "cancelled" and self.stopping:
-            status, message = "interrupted", STOPPED
-        self._end(run, status, message, result)
+            self.closer.close([run.session, *ended.opened])
+        status, message = outcome(ended, self.stopping)
+        self._end(run, status, message, ended.result)
 
     def _end(self, run: Run, status: RunStatus, message: str, result: RunResult | None) -> None:
         written = len(run.curve)

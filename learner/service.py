@@ -99,12 +99,14 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
     upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
     store = RunStore(engine)
-    manager = RunManager(store, max_running=settings.max_running, retained=settings.retained_runs)
+    manager = RunManager(store, max_running=settings.max_running, retained=settings.retained_runs,
+                         workers=settings.workers, scheduler=settings.scheduler, oracle_url=settings.oracle_url)
     manager.recover()
     oracles = OracleAllowList(settings.oracle_url, settings.extra_oracles)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        manager.start_workers()  # in the background: the first runs find them up, or queue until they are
         yield
         await run_in_threadpool(manager.shutdown)
         engine.dispose()

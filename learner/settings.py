@@ -10,6 +10,7 @@ from pydantic import SecretStr
 
 from budgetlab.oracle_client import DEFAULT_ORACLE_URL
 from learner.algorithms import TARGET
+from learner.cluster import SCHEDULER_ENV, WORKERS_ENV
 
 
 def default_database_url() -> str:
@@ -22,6 +23,11 @@ def _words(name: str) -> tuple[str, ...]:
 
 def _int(name: str, default: int) -> int:
     return int(os.environ.get(name) or default)
+
+
+def _optional_int(name: str) -> int | None:
+    text = os.environ.get(name)
+    return int(text) if text else None
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,12 @@ class LearnerSettings:
         if os.environ.get("BUDGETLAB_LEARNER_API_KEY") else None)
     # Sees, audits and cancels every caller's runs; unset means there is no admin.
     admin_token: str | None = field(default_factory=lambda: os.environ.get("BUDGETLAB_LEARNER_ADMIN_TOKEN") or None)
-    # Runs executing at once; the others wait with status 'queued'.
-    max_running: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_MAX_RUNNING", 4))
+    # Runs executing at once; the others wait with status 'queued'. Unset: as many as the workers run at once.
+    max_running: int | None = field(default_factory=lambda: _optional_int("BUDGETLAB_LEARNER_MAX_RUNNING"))
+    # Where runs execute: the Dask scheduler of a cluster (tcp://HOST:8786), else a LocalCluster of `workers`
+    # processes started with the learner (unset: one per core).
+    scheduler: str | None = field(default_factory=lambda: os.environ.get(SCHEDULER_ENV) or None)
+    workers: int | None = field(default_factory=lambda: _optional_int(WORKERS_ENV))
     # Ended runs kept in memory for fast reads; older ones are read back from the database.
     retained_runs: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_RETAINED_RUNS", 100))
     # A request body: a run's request is a few hundred bytes, so 1 MiB leaves room for any real one (413 above).
@@ -63,8 +73,10 @@ class LearnerSettings:
         if self.callers_per_second < 0 or self.callers_burst < 1:
             raise ValueError("BUDGETLAB_LEARNER_CALLERS_PER_SECOND must not be negative, "
                              "BUDGETLAB_LEARNER_CALLERS_BURST at least 1")
-        if self.max_running < 1:
+        if self.max_running is not None and self.max_running < 1:
             raise ValueError("BUDGETLAB_LEARNER_MAX_RUNNING must be at least 1")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"{WORKERS_ENV} must be at least 1")
         if self.max_body_bytes < 1:
             raise ValueError("BUDGETLAB_LEARNER_MAX_BODY_BYTES must be at least 1")
         if self.retained_runs < 0:

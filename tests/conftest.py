@@ -10,7 +10,7 @@ from threadpoolctl import threadpool_limits
 
 from tests.helpers import run_wide
 from tests.ito_runs import LongRun, shared_long_runs
-from tests.servers import learner_server, oracle_server
+from tests.servers import close_shared_scheduler, learner_server, oracle_server
 
 # Each xdist worker, and each service a test starts, is one of several processes sharing the cores: a BLAS that
 # spreads one product over every core then spins against the others (a 784 x 784 eigvalsh took 3.7 s instead of
@@ -29,6 +29,13 @@ def _dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BUDGETLAB_CACHE_DIR", str(cache))
         yield cache
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_scheduler() -> Iterator[None]:
+    # The Dask cluster of the learners this test process started, if any (tests.servers.shared_scheduler).
+    yield
+    close_shared_scheduler()
 
 
 @pytest.fixture(autouse=True)

@@ -75,16 +75,57 @@ def oracle_server(database_url: str, **settings: Any) -> Iterator[str]:
         yield url
 
 
+# The Dask cluster the learners of this test process run on (their BUDGETLAB_SCHEDULER): started at the first
+# learner, closed at the end of the test session (conftest). A learner of its own starts a LocalCluster of one
+# process per core, seconds of start-up every time; the learners that tests start as processes still do.
+_cluster: Any = None
+_cluster_lock = threading.Lock()
+
+
+def shared_scheduler() -> str:
+    """The address of this test process's Dask scheduler (two single-threaded worker processes)."""
+    global _cluster
+    with _cluster_lock:
+        if _cluster is None:
+            from learner.cluster import RunPool
+
+            _cluster = RunPool(workers=2)
+        assert _cluster.cluster is not None
+        return str(_cluster.cluster.scheduler_address)
+
+
+def close_shared_scheduler() -> None:
+    global _cluster
+    with _cluster_lock:
+        if _cluster is not None:
+            _cluster.close()
+            _cluster = None
+
+
 @contextmanager
-def learner_server(database_url: str, oracle_url: str, **settings: Any) -> Iterator[str]:
-    """The learner on its own database, allowed to use ``oracle_url`` (and ``settings``' other oracles)."""
+def learner_app(database_url: str, oracle_url: str, **settings: Any) -> Iterator[tuple[str, Any]]:
+    """The learner on its own database, allowed to use ``oracle_url`` (and ``settings``' other oracles), its runs
+    on the test process's Dask scheduler unless ``settings`` say otherwise; its URL and app. It is stopped as a
+    served learner stops (its runs interrupted, its client of the scheduler closed)."""
     from client.dashboards import with_page
     from learner.service import create_app
     from learner.settings import LearnerSettings
 
+    if "scheduler" not in settings and "workers" not in settings:
+        settings["scheduler"] = shared_scheduler()
     app = with_page(create_app(LearnerSettings(database_url=database_url, oracle_url=oracle_url, **settings)),
                     "learner.html")
-    with serve_in_thread(app) as url:
+    try:
+        with serve_in_thread(app) as url:
+            yield url, app
+    finally:
+        app.state.runs.shutdown()
+
+
+@contextmanager
+def learner_server(database_url: str, oracle_url: str, **settings: Any) -> Iterator[str]:
+    """``learner_app``'s URL."""
+    with learner_app(database_url, oracle_url, **settings) as (url, _):
         yield url
 
 

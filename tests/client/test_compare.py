@@ -232,7 +232,7 @@ def test_ctrl_c_cancels_the_runs_on_the_learner_and_writes_a_partial_report(watc
                                 "--learner", watched_learner, "--oracle", shared_oracle_url],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with LearnerClient(watched_learner, token="learner-admin") as admin:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # the learner's worker processes may still be starting
         while not (len(running := [r for r in admin.list() if r.status == "running" and r.progress_examples > 0])
                    == 2) and time.monotonic() < deadline:
             time.sleep(0.1)

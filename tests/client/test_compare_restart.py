@@ -77,7 +77,7 @@ def test_a_learner_restarted_mid_comparison_lists_every_run_and_the_comparison_g
                      "--oracle", oracle], env={**os.environ, "BUDGETLAB_LEARNER_TOKEN": token, "COLUMNS": "200"},
                     stdout=log, stderr=subprocess.STDOUT)
             try:
-                deadline = time.monotonic() + 60
+                deadline = time.monotonic() + 180  # the learner's worker processes start first
                 while True:  # the comparison's first run executes and has drawn part of its curve
                     listed = httpx.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
                     going = [r for r in listed if r["status"] == "running" and r["progress_examples"] >= 400]

@@ -69,12 +69,13 @@ def test_first_contact_bench_json_holds_every_figure() -> None:
 
 
 @pytest.mark.slow
-def test_scaling_bench_json_holds_the_speedup_and_the_workers_memory() -> None:
+def test_scaling_bench_json_holds_both_speedups_and_the_workers_memory() -> None:
     report = json.loads(run("scaling.py", "--json"))
     figures = report["figures"]
-    for workers in (1, 2):
-        assert figures[f"local_{workers}_workers_runs_per_minute"]["value"] > 0
-    assert figures["local_speedup_2_workers"]["result"] in ("PASS", "MISS")
-    assert figures["local_2_workers_worker1_rss"]["value"] > 0  # two worker processes, measured
+    for mode in ("local", "services"):
+        for workers in (1, 2):
+            assert figures[f"{mode}_{workers}_workers_runs_per_minute"]["value"] > 0
+        assert figures[f"{mode}_speedup_2_workers"]["result"] in ("PASS", "MISS")
+        assert figures[f"{mode}_2_workers_worker1_rss"]["value"] > 0  # two worker processes, measured
     # The one worker met both seeds' datasets and built each once, for the two runs of each.
     assert figures["local_1_workers_worker0_datasets_built"]["value"] == 2

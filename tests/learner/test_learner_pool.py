@@ -4,7 +4,6 @@ paginated without curves or weights; ended runs beyond the retention setting lea
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -12,13 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from threadpoolctl import threadpool_info, threadpool_limits
 
-from learner.runs import share_blas_threads
-from learner.service import create_app
-from learner.settings import LearnerSettings
 from tests.helpers import LONG, caller
-from tests.servers import oracle_server, serve_in_thread
+from tests.servers import learner_app, oracle_server
 
 GAUSS = {"d": 20, "n_train": 150, "n_test": 30, "s_plus": 3, "s_minus": 2}
 
@@ -34,9 +29,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 def learner(oracle: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, object]]:
     """A learner that executes one run at a time and keeps one ended run in memory."""
     runs = tmp_path_factory.mktemp("learner") / "runs.db"
-    app = create_app(LearnerSettings(database_url=f"sqlite:///{runs}", oracle_url=oracle[0], max_running=1,
-                                     retained_runs=1))
-    with serve_in_thread(app) as url:
+    with learner_app(f"sqlite:///{runs}", oracle[0], max_running=1, retained_runs=1) as (url, app):
         yield url, app
 
 
@@ -171,20 +164,3 @@ def test_ended_runs_beyond_the_retention_leave_memory_and_are_read_back_from_the
         info = get(url, auth, run_id)
         assert info["result"]["weights"] and [p["examples"] for p in info["curve"]] == [10, 20, 30, 40]
         assert info["result"]["curve"] == info["curve"] and info["result"]["final"] == info["curve"][-1]
-
-
-def blas_threads() -> set[int]:
-    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
-
-
-def test_the_runs_share_the_cores_blas_uses_and_a_set_limit_is_never_raised() -> None:
-    cores = os.cpu_count() or 1
-    try:
-        threadpool_limits(cores, user_api="blas")
-        assert share_blas_threads(max_running=2 * cores) == 1 and blas_threads() == {1}
-        threadpool_limits(cores, user_api="blas")
-        assert share_blas_threads(max_running=1) == cores and blas_threads() == {cores}
-        threadpool_limits(1, user_api="blas")  # as OPENBLAS_NUM_THREADS=1 would have it
-        assert share_blas_threads(max_running=1) == 1 and blas_threads() == {1}
-    finally:
-        threadpool_limits(1)  # the suite's own limit (conftest)

@@ -36,7 +36,7 @@ def learner_process(env: dict[str, str], log: Path) -> Iterator[tuple[str, subpr
             yield url, process
 
 
-def poll(fetch, done, timeout: float = 30.0):
+def poll(fetch, done, timeout: float = 120.0):  # a run's first examples wait for the learner's worker processes
     deadline = time.monotonic() + timeout
     while not done(value := fetch()):
         assert time.monotonic() < deadline, f"gave up waiting; last: {value}"
@@ -59,13 +59,13 @@ def restart_mid_run(database_url: str, tmp_path: Path) -> None:
             auth = {"Authorization": f"Bearer {token}"}
 
             def get(run_id: str) -> dict:
-                return httpx.get(f"{url}/v1/runs/{run_id}", headers=auth).json()
+                return httpx.get(f"{url}/v1/runs/{run_id}", headers=auth, timeout=60).json()
 
-            done = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth).json()["id"]
+            done = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth, timeout=60).json()["id"]
             poll(lambda: get(done), lambda info: info["status"] == "finished")
             long = {**RUN, "dataset_params": {**TINY, "n_train": 50_000}, "seed": 1}
-            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth).json()["id"]
-            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 2}, headers=auth).json()["id"]
+            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth, timeout=60).json()["id"]
+            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 2}, headers=auth, timeout=60).json()["id"]
             poll(lambda: get(executing), lambda info: len(info["curve"]) >= 2)
             assert get(queued)["status"] == "queued"
             before = {i: get(i) for i in (done, executing, queued)}
@@ -73,18 +73,18 @@ def restart_mid_run(database_url: str, tmp_path: Path) -> None:
             process.wait(timeout=10)
 
         with learner_process(env, tmp_path / "learner-2.log") as (url, _):
-            listed = httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"]
+            listed = httpx.get(f"{url}/v1/runs", headers=auth, timeout=60).json()["runs"]
             assert [r["id"] for r in listed] == [queued, executing, done]
             status = {r["id"]: r["status"] for r in listed}
             assert status == {done: "finished", executing: "interrupted", queued: "interrupted"}
             admin = httpx.get(f"{url}/v1/runs", headers={"Authorization": f"Bearer {ADMIN}"}).json()["runs"]
             assert {r["id"] for r in admin} == set(status)
 
-            finished = httpx.get(f"{url}/v1/runs/{done}", headers=auth).json()
+            finished = httpx.get(f"{url}/v1/runs/{done}", headers=auth, timeout=60).json()
             assert finished["curve"] == before[done]["curve"] and finished["result"] == before[done]["result"]
-            assert httpx.get(f"{url}/v1/runs/{done}/audit", headers=auth).json()["compliant"]
+            assert httpx.get(f"{url}/v1/runs/{done}/audit", headers=auth, timeout=60).json()["compliant"]
 
-            interrupted = httpx.get(f"{url}/v1/runs/{executing}", headers=auth).json()
+            interrupted = httpx.get(f"{url}/v1/runs/{executing}", headers=auth, timeout=60).json()
             assert interrupted["message"] and interrupted["result"] is None
             # Every curve point the run reached before the kill was written as it was reached.
             assert len(interrupted["curve"]) >= len(before[executing]["curve"]) >= 2
@@ -94,8 +94,8 @@ def restart_mid_run(database_url: str, tmp_path: Path) -> None:
                 session = before[run_id]["session"]
                 assert poll(lambda s=session: session_status(ledger, s), lambda s: s == "closed") == "closed"
             # A restarted learner still serves: a new run on the same database.
-            again = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth).json()["id"]
-            assert poll(lambda: httpx.get(f"{url}/v1/runs/{again}", headers=auth).json(),
+            again = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth, timeout=60).json()["id"]
+            assert poll(lambda: httpx.get(f"{url}/v1/runs/{again}", headers=auth, timeout=60).json(),
                         lambda info: info["status"] == "finished")["progress_examples"] == 60
 
 
@@ -123,15 +123,15 @@ def test_a_learner_stopped_with_sigterm_ends_its_runs_as_interrupted_and_closes_
         with learner_process(env, tmp_path / "learner-1.log") as (url, process):
             auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
             long = {**RUN, "dataset_params": {**TINY, "n_train": 50_000}}
-            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth).json()
-            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 1}, headers=auth).json()
-            poll(lambda: httpx.get(f"{url}/v1/runs/{executing['id']}", headers=auth).json(),
+            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth, timeout=60).json()
+            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 1}, headers=auth, timeout=60).json()
+            poll(lambda: httpx.get(f"{url}/v1/runs/{executing['id']}", headers=auth, timeout=60).json(),
                  lambda info: info["progress_examples"] >= 20)
             process.terminate()
-            assert process.wait(timeout=20) is not None  # a hang guard, not a speed target
+            assert process.wait(timeout=60) is not None  # a hang guard, not a speed target
         # The stopping learner itself closed the sessions and recorded the runs' end.
         assert session_status(ledger, executing["session"]) == session_status(ledger, queued["session"]) == "closed"
         with learner_process(env, tmp_path / "learner-2.log") as (url, _):
-            listed = {r["id"]: r for r in httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"]}
+            listed = {r["id"]: r for r in httpx.get(f"{url}/v1/runs", headers=auth, timeout=60).json()["runs"]}
     assert {i: r["status"] for i, r in listed.items()} == {executing["id"]: "interrupted", queued["id"]: "interrupted"}
     assert listed[executing["id"]]["progress_examples"] >= 20 and listed[queued["id"]]["progress_examples"] == 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -20,13 +21,19 @@ from typer.testing import CliRunner
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunCreate
+from budgetlab.learner_client import LearnerClient
+from budgetlab.oracle_client import OracleClient
 from client.cli import app
+from client.compare import check_reach
 from client.config import CompareConfig, resolve_designs
+from client.console import UsageError
 from client.grid import NOT_STARTED, Interrupted, progress_bars, run_comparison, run_local
 from client.grid import jobs_for as grid_jobs
 from learner.cluster import RunPool
+from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.scoring import run_and_score, session_opener
+from tests.servers import learner_server, oracle_server
 
 CONFIG = """
 title = "scheduler"
@@ -160,3 +167,63 @@ def test_a_run_that_raises_on_its_worker_is_one_failed_cell(pool: RunPool) -> No
                                budget=Budget(per_example=4), params={"no_such_parameter": 1.0}, max_examples=10))
     assert ended.result is None and ended.started and ended.refused
     assert "no_such_parameter" in ended.message
+
+
+def ledger_of(oracle_url: str, session_id: str, token: str) -> list[tuple]:
+    """What a session paid for and was told, row by row (no ids, times or hashes)."""
+    with OracleClient(oracle_url) as client:
+        rows = client.session(session_id, token).ledger(limit=10_000).rows
+    return [(r.kind, r.example, r.attribute, r.value, r.cost) for r in rows]
+
+
+def test_the_learner_runs_on_its_schedulers_workers_with_the_sequential_weights_and_ledger(pool: RunPool,
+                                                                                            tmp_path: Path) -> None:
+    """The learner service set to a scheduler (``BUDGETLAB_SCHEDULER``): its run executes on that cluster's workers,
+    over HTTP in the session the learner opened, and pays for what a sequential run in this process pays for."""
+    address = pool.cluster.scheduler_address if pool.cluster else ""
+    request = RunCreate(dataset="sparse-gaussian", dataset_params=GAUSS, algorithm="ddaerr", seed=3,
+                        budget=Budget(per_example=4), max_examples=120, eval_every=40, test_budget=3)
+    with (oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle,
+          learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle, scheduler=address) as learner,
+          get_task_stream(client=pool.client) as stream, LearnerClient(learner) as client):
+        run = client.start(request)
+        done = client.wait(run.id, timeout=180)
+        assert done.status == "finished" and done.result is not None, done.message
+        assert done.curve and [p.examples for p in done.curve] == [40, 80, 120]
+        here = HttpOracle(oracle, request.dataset, dataset_params=GAUSS, seed=3, budget=request.budget)
+        try:
+            sequential = run_and_score(request, here, session_opener(request, oracle))
+        finally:
+            here.close()
+        assert done.result.weights == pytest.approx(sequential.weights, rel=1e-12, abs=1e-15)
+        assert done.result.test_budget and sequential.test_budget
+        assert done.result.test_budget.mse == pytest.approx(sequential.test_budget.mse, rel=1e-12)
+        with sqlite3.connect(tmp_path / "runs.db") as db:
+            (token,) = db.execute("select session_token from learner_runs where id = ?", (run.id,)).fetchone()
+        with OracleClient(oracle) as direct:
+            mine = direct.session(here.session_id, here.session.token)
+            mine.close()
+            expected = ledger_of(oracle, here.session_id, here.session.token)
+        assert ledger_of(oracle, done.session, token) == expected
+        assert len(expected) > 120
+    assert any(task["key"].startswith("run-") for task in stream.data)  # it went to the scheduler's workers
+
+
+def test_compare_checks_that_the_workers_reach_the_oracle(pool: RunPool, tmp_path: Path) -> None:
+    address = pool.cluster.scheduler_address if pool.cluster else ""
+    with pytest.raises(UsageError) as refused:
+        check_reach(address, "http://127.0.0.1:9", Console(quiet=True))
+    said = refused.value.message
+    assert "2 worker(s) of the Dask scheduler" in said and "cannot reach the oracle at http://127.0.0.1:9" in said
+    with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle:
+        check_reach(address, oracle, Console(quiet=True))  # every worker reaches it: no error
+
+
+def test_each_worker_process_uses_one_blas_thread(pool: RunPool) -> None:
+    """Two runs on two cores never spin more BLAS threads than cores (distributed gives each process one)."""
+    def blas_threads() -> set[int]:
+        from threadpoolctl import threadpool_info
+
+        return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+    assert set().union(*pool.client.run(blas_threads).values()) == {1}
