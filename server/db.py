@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, NullPool, create_engine, event, text
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+# The PostgreSQL advisory lock that oracles starting together on one database take in turn to migrate it.
+MIGRATION_LOCK = 0x62756467_65746C62  # "budgetlb"
 
 
 # How long a request waits for a session's lock before it is answered 503 (seconds).
 DEFAULT_LOCK_TIMEOUT = 5.0
 
 
+def _driver(url: str) -> str:
+    return "postgresql+psycopg://" + url.removeprefix("postgresql://") if url.startswith("postgresql://") else url
+
+
 def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    url = _driver(url)
     if not url.startswith("sqlite"):
         engine = create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
 
@@ -63,4 +70,27 @@ def upgrade(url: str) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    command.upgrade(config, "head")
+    with _migrating_alone(url):
+        command.upgrade(config, "head")
+
+
+@contextmanager
+def _migrating_alone(url: str) -> Iterator[None]:
+    """On PostgreSQL, hold the database's migration lock: oracles started at once on one database (side by side, or
+    ``--scale``) migrate it one after the other, the later ones finding it at head; SQLite needs none (one host,
+    and its migrations take the file's write lock)."""
+    if url.startswith("sqlite"):
+        yield
+        return
+    engine = create_engine(_driver(url), poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+                conn.commit()
+    finally:
+        engine.dispose()
