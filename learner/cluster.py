@@ -81,6 +81,7 @@ class _Marks:
         self.lock = threading.Lock()
         self.running: dict[str, threading.Event] = {}
         self.early: OrderedDict[str, None] = OrderedDict()
+        self.executed = 0  # runs started here, for the operator (``RunPool.executed``)
 
     def start(self, key: str) -> threading.Event | None:
         """The run's cancel flag, or None if it was cancelled before it started."""
@@ -89,6 +90,7 @@ class _Marks:
                 del self.early[key]
                 return None
             flag = self.running[key] = threading.Event()
+            self.executed += 1
             return flag
 
     def end(self, key: str) -> None:
@@ -130,6 +132,10 @@ def _reach_here(url: str) -> str | None:
             return None if client.health() else f"the oracle at {url} does not answer its health check"
     except Exception as exc:  # whatever stops a worker from reaching it is the answer
         return f"{type(exc).__name__}: {exc}"
+
+
+def _executed_here() -> int:
+    return _MARKS.executed
 
 
 def _rss_here() -> int:
@@ -248,6 +254,10 @@ class RunPool:
         """Workers that cannot reach the oracle at ``url``, with why."""
         answers = self.client.run(_reach_here, url)
         return {worker: why for worker, why in answers.items() if why is not None}
+
+    def executed(self) -> dict[str, int]:
+        """How many runs each worker has started (since it started)."""
+        return self.client.run(_executed_here)
 
     def rss(self) -> dict[str, int]:
         """Each worker's resident memory, in bytes."""

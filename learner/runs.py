@@ -18,6 +18,7 @@ import logging
 import queue
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 STOPPED = "the learner stopped before this run ended"
 CANCELLED_QUEUED = "cancelled before it started"
 CANCEL_WAIT = 10.0
+# How often a learner on a cluster looks at how many threads its workers have.
+FOLLOW_SECONDS = 2.0
 
 
 def outcome(ended: Ended, stopping: bool) -> tuple[RunStatus, str]:
@@ -143,6 +146,23 @@ class RunManager:
         running = self.max_running or (pool.slots() if pool is not None else 1)
         for i in range(running):
             threading.Thread(target=self._work, name=f"run-worker-{i}", daemon=True).start()
+        if pool is not None and self.scheduler and self.max_running is None:
+            self._follow(pool, running)
+
+    def _follow(self, pool: RunPool, running: int) -> None:
+        """A cluster's workers come and go (``--scale worker=3``, a batch system's jobs): keep as many runs going as
+        its threads, growing with them (a worker that leaves takes no thread away: its runs wait in the
+        scheduler's queue for the others)."""
+        while not self.stopping:
+            time.sleep(FOLLOW_SECONDS)
+            try:
+                slots = pool.slots()
+            except Exception as exc:  # the scheduler is out of reach: the runs say so when they fail
+                log.warning("the Dask scheduler %s: %s", self.scheduler, exc)
+                continue
+            for i in range(running, slots):
+                threading.Thread(target=self._work, name=f"run-worker-{i}", daemon=True).start()
+            running = max(running, slots)
 
     def start(self, owner: str, request: RunCreate, oracle: HttpOracle) -> RunInfo:
         assert request.oracle_url is not None

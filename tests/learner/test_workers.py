@@ -227,3 +227,33 @@ def test_each_worker_process_uses_one_blas_thread(pool: RunPool) -> None:
         return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
 
     assert set().union(*pool.client.run(blas_threads).values()) == {1}
+
+
+def test_a_learner_on_a_cluster_keeps_as_many_runs_going_as_its_workers_have_threads_as_they_come(
+        tmp_path: Path) -> None:
+    """A cluster's workers come and go (``docker compose up --scale worker=3``, a batch system's jobs): the learner
+    sends it one run per worker thread it has, and more once more workers join."""
+    request = RunCreate(dataset="sparse-gaussian", dataset_params=LONG, algorithm="aerr", budget=Budget(per_example=4),
+                        eval_every=1000)
+    with (RunPool(workers=1) as cluster, oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle,
+          learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle,
+                         scheduler=cluster.cluster.scheduler_address if cluster.cluster else "") as learner,
+          LearnerClient(learner) as client):
+        first, second = (client.start(request.model_copy(update={"seed": seed})) for seed in (0, 1))
+
+        def statuses() -> list[str]:
+            return [client.get(run.id).status for run in (first, second)]
+
+        deadline = time.monotonic() + 120
+        while statuses()[0] != "running":
+            assert time.monotonic() < deadline, statuses()
+            time.sleep(0.1)
+        assert statuses() == ["running", "queued"]  # one worker thread: one run sent to the cluster
+        assert cluster.cluster is not None
+        cluster.cluster.scale(2)
+        while statuses() != ["running", "running"]:  # the second worker takes the second run beside the first
+            assert time.monotonic() < deadline and "finished" not in statuses(), statuses()
+            time.sleep(0.1)
+        for run in (first, second):
+            client.cancel(run.id)
+        assert sum(cluster.executed().values()) == 2 and len(cluster.executed()) == 2

@@ -40,7 +40,7 @@ def test_docker_compose_accepts_the_file() -> None:
 
 def test_services_are_wired_by_health() -> None:
     services = compose()["services"]
-    assert set(services) == {"postgres", "oracle", "learner", "demo"}
+    assert set(services) == {"postgres", "oracle", "learner", "scheduler", "worker", "demo"}
     assert services["postgres"]["image"] == "postgres:16"
     assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
     volume = services["postgres"]["volumes"][0].split(":")[0]
@@ -48,12 +48,23 @@ def test_services_are_wired_by_health() -> None:
     for name, port in (("oracle", 8000), ("learner", 8001)):
         check = " ".join(services[name]["healthcheck"]["test"])
         assert "urllib" in check and f"{port}/healthz" in check
-        assert f"{port}:{port}" in services[name]["ports"]
+        (published,) = services[name]["ports"]
+        assert published.endswith(f":{port}")  # on the host: the port BUDGETLAB_{ORACLE,LEARNER}_PORT names
     assert services["oracle"]["environment"]["DATABASE_URL"].startswith("postgresql+psycopg://")
     assert "@postgres:5432/" in services["oracle"]["environment"]["DATABASE_URL"]
     assert services["oracle"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
     assert services["learner"]["environment"]["ORACLE_URL"] == "http://oracle:8000"
-    assert services["learner"]["depends_on"] == {"oracle": {"condition": "service_healthy"}}
+    assert services["learner"]["depends_on"] == {"oracle": {"condition": "service_healthy"},
+                                                 "scheduler": {"condition": "service_healthy"}}
+    # The learner's runs go to the Dask scheduler's workers, which scale (`--scale worker=3`), one thread each.
+    assert services["learner"]["environment"]["BUDGETLAB_SCHEDULER"] == "tcp://scheduler:8786"
+    assert services["scheduler"]["command"][:2] == ["dask", "scheduler"] and "8786" in services["scheduler"]["command"]
+    assert "8786" in " ".join(services["scheduler"]["healthcheck"]["test"])
+    worker = services["worker"]["command"]
+    assert worker[:3] == ["dask", "worker", "tcp://scheduler:8786"] and worker[worker.index("--nthreads") + 1] == "1"
+    assert services["worker"]["depends_on"] == {"scheduler": {"condition": "service_healthy"}}
+    assert services["scheduler"]["image"] == services["worker"]["image"] == services["oracle"]["image"]
+    assert "ports" not in services["worker"]  # scaled containers publish nothing
     assert services["demo"]["depends_on"] == {"oracle": {"condition": "service_healthy"},
                                               "learner": {"condition": "service_healthy"}}
     demo = services["demo"]["command"]
@@ -96,6 +107,11 @@ def test_entry_points_exist_in_the_cli() -> None:
     commands = [services["oracle"]["command"], services["learner"]["command"], services["demo"]["command"]]
     assert commands[0][:3] == ["budgetlab", "serve", "oracle"] and "0.0.0.0" in commands[0]
     assert commands[1][:3] == ["budgetlab", "serve", "learner"] and "0.0.0.0" in commands[1]
+    for dask in (services["scheduler"]["command"], services["worker"]["command"]):
+        done = subprocess.run([str(BIN / "dask"), dask[1], "--help"], capture_output=True, text=True,
+                              env={**os.environ, "COLUMNS": "200"}, timeout=TIMEOUT)
+        assert done.returncode == 0, done.stderr
+        assert all(option in done.stdout for option in dask if option.startswith("--")), done.stdout
     for command in commands:
         first_option = next(i for i, a in enumerate(command) if a.startswith("--"))
         done = subprocess.run([str(BIN / "budgetlab"), *command[1:first_option], "--help"], capture_output=True,
@@ -118,7 +134,7 @@ def test_the_dashboards_link_each_other_at_the_ports_the_host_sees() -> None:
     """Inside the network the learner calls the oracle by its service name; a browser on the host cannot, so
     the pages' links use the published ports."""
     services = compose()["services"]
-    oracle_port = services["oracle"]["ports"][0].split(":")[0]
-    learner_port = services["learner"]["ports"][0].split(":")[0]
+    oracle_port = services["oracle"]["ports"][0].rsplit(":", 1)[0]  # ${BUDGETLAB_ORACLE_PORT:-8000}
+    learner_port = services["learner"]["ports"][0].rsplit(":", 1)[0]
     assert services["oracle"]["environment"]["BUDGETLAB_LEARNER_URL"] == f"http://localhost:{learner_port}"
     assert services["learner"]["environment"]["BUDGETLAB_ORACLE_PUBLIC_URL"] == f"http://localhost:{oracle_port}"
