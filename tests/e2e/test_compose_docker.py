@@ -23,8 +23,8 @@ import pytest
 
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from client.services import listen
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 3
 ADMIN = secrets.token_urlsafe(16)
 
