@@ -23,7 +23,7 @@ import pytest
 
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from client.services import listen
-from tests.helpers import ROOT
+from tests.helpers import ROOT, bearer
 
 WORKERS = 3
 ADMIN = secrets.token_urlsafe(16)
@@ -116,7 +116,7 @@ def test_compose_up_with_three_workers_runs_the_demo_on_them(stack: tuple[list[s
 
     # The oracle's own audit of every session in its ledger (the demo's training and test sessions).
     listed = httpx.get(f"{oracle}/v1/dashboard/sessions", params={"limit": 500},
-                       headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120).json()
+                       headers=bearer(ADMIN), timeout=120).json()
     sessions = listed["sessions"]
     assert listed["admin"] and len(sessions) >= len(runs)
     assert all(s["audit"]["compliant"] is True for s in sessions), [s["audit"] for s in sessions]

@@ -17,6 +17,7 @@ import pytest
 
 from budgetlab.errors import BudgetExhausted
 from budgetlab.oracle_client import OracleClient
+from tests.helpers import ADMIN_TOKEN
 from tests.servers import cli_service
 
 PER_REQUEST = 3
@@ -24,14 +25,14 @@ BUDGET = 200  # 66 requests of 3 attributes fit, then every request is refused w
 SESSIONS = 3
 CLIENTS_PER_WAY = 2  # clients of each session on each oracle over each transport: 8 per session
 PARAMS = {"d": 10, "n_train": 2000, "n_test": 10, "s_plus": 2, "s_minus": 2}
-ADMIN = "side-by-side-admin"
 
 
 @pytest.fixture
 def two_oracles(postgres_url: str, tmp_path: Path) -> Iterator[list[str]]:
     """Two `budgetlab serve oracle` processes on one fresh database, started at the same moment (both migrate it
     at start), sharing the admin token and the data directory, each on its own port."""
-    env = {"DATABASE_URL": postgres_url, "BUDGETLAB_ADMIN_TOKEN": ADMIN, "BUDGETLAB_DATA_DIR": str(tmp_path / "data")}
+    env = {"DATABASE_URL": postgres_url, "BUDGETLAB_ADMIN_TOKEN": ADMIN_TOKEN,
+           "BUDGETLAB_DATA_DIR": str(tmp_path / "data")}
     with ExitStack() as stack, ThreadPoolExecutor(2) as starting:
         urls = list(starting.map(lambda i: stack.enter_context(
             cli_service(["serve", "oracle"], env=env, cwd=tmp_path)), range(2)))
