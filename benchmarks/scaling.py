@@ -64,13 +64,14 @@ def timed_local(config: CompareConfig, workers: int, report: Report, figures: di
         assert all(o.result.status == "finished" for o in outcomes), [o.result.message for o in outcomes]
         figures[f"local_{workers}"] = len(outcomes) / wall * 60
         report.add(f"local_{workers}_workers_runs_per_minute", figures[f"local_{workers}"], "runs/min")
-        built = pool.client.run(_datasets_here)
-        rss = pool.rss()
+        built, executed, rss = pool.client.run(_datasets_here), pool.executed(), pool.rss()
         for i, worker in enumerate(sorted(rss)):
             report.add(f"local_{workers}_workers_worker{i}_rss", rss[worker] / 2**20, "MB")
             report.add(f"local_{workers}_workers_worker{i}_datasets_built", built[worker], "datasets")
+            report.add(f"local_{workers}_workers_worker{i}_runs", executed[worker], "runs")
         report.note(f"--local, {workers} worker(s): {len(outcomes)} runs of {len(config.seeds)} seeds' datasets; "
-                    f"datasets built per worker {sorted(built.values())} (one per seed it met, not one per run)")
+                    "per worker, datasets built / runs executed: "
+                    + ", ".join(f"{built[w]}/{executed[w]}" for w in sorted(rss)) + " (one per seed it met)")
 
 
 @contextmanager
@@ -92,7 +93,7 @@ def timed_services(config: CompareConfig, workers: int, report: Report, figures:
         env = {"ORACLE_URL": oracle.url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / f'runs-{workers}.db'}",
                WORKERS_ENV: str(workers)}
         with learner_process(workdir / f"learner-{workers}", env) as (learner, learner_pid):
-            # The learner starts its workers with its first run: one short run first, untimed.
+            # The learner starts its workers as it starts (seconds): one short run first, untimed, waits for them.
             warm = config.model_copy(update={"seeds": [99], "max_examples": 10})
             started = time.perf_counter()
             run_comparison(warm, local=False, learner_url=learner, oracle_url=oracle.url, parallel=1,

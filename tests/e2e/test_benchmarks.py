@@ -79,3 +79,5 @@ def test_scaling_bench_json_holds_both_speedups_and_the_workers_memory() -> None
         assert figures[f"{mode}_2_workers_worker1_rss"]["value"] > 0  # two worker processes, measured
     # The one worker met both seeds' datasets and built each once, for the two runs of each.
     assert figures["local_1_workers_worker0_datasets_built"]["value"] == 2
+    assert figures["local_1_workers_worker0_runs"]["value"] == 4
+    assert figures["local_2_workers_worker0_runs"]["value"] + figures["local_2_workers_worker1_runs"]["value"] == 4
