@@ -96,7 +96,8 @@ class RunManager:
         self.recent: OrderedDict[str, tuple[str, RunInfo]] = OrderedDict()
         self.lock = threading.Lock()
         self.stopping = False
-        self._queue: queue.Queue[Run] = queue.Queue()
+        self._queue: queue.Queue[Run | None] = queue.Queue()  # None: a run thread's mark to stop
+        self._threads = 0
         self.max_running = max_running
         self.workers = workers
         self.scheduler = scheduler
@@ -144,12 +145,11 @@ class RunManager:
                 pool.close()
             return
         running = self.max_running or (pool.slots() if pool is not None else 1)
-        for i in range(running):
-            threading.Thread(target=self._work, name=f"run-worker-{i}", daemon=True).start()
+        self._add_threads(running)
         if pool is not None and self.scheduler and self.max_running is None:
-            self._follow(pool, running)
+            self._follow(pool)
 
-    def _follow(self, pool: RunPool, running: int) -> None:
+    def _follow(self, pool: RunPool) -> None:
         """A cluster's workers come and go (``--scale worker=3``, a batch system's jobs): keep as many runs going as
         its threads, growing with them (a worker that leaves takes no thread away: its runs wait in the
         scheduler's queue for the others)."""
@@ -160,9 +160,16 @@ class RunManager:
             except Exception as exc:  # the scheduler is out of reach: the runs say so when they fail
                 log.warning("the Dask scheduler %s: %s", self.scheduler, exc)
                 continue
-            for i in range(running, slots):
+            self._add_threads(slots)
+
+    def _add_threads(self, total: int) -> None:
+        """Run threads up to ``total`` (each keeps one run going on the workers)."""
+        with self.lock:
+            if self.stopping:
+                return
+            for i in range(self._threads, total):
                 threading.Thread(target=self._work, name=f"run-worker-{i}", daemon=True).start()
-            running = max(running, slots)
+            self._threads = max(self._threads, total)
 
     def start(self, owner: str, request: RunCreate, oracle: HttpOracle) -> RunInfo:
         assert request.oracle_url is not None
@@ -229,6 +236,8 @@ class RunManager:
             run.ended.wait(timeout)
         with self.lock:
             pool, self.pool = self.pool, None
+            for _ in range(self._threads):
+                self._queue.put(None)
         if pool is not None:
             pool.close()
 
@@ -237,6 +246,8 @@ class RunManager:
     def _work(self) -> None:
         while True:
             run = self._queue.get()
+            if run is None:
+                return
             with self.lock:
                 if run.status != "queued":  # cancelled while it waited
                     continue
