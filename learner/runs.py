@@ -98,6 +98,7 @@ class RunManager:
         self.stopping = False
         self._queue: queue.Queue[Run | None] = queue.Queue()  # None: a run thread's mark to stop
         self._threads = 0
+        self.ready = threading.Event()  # set once the workers are up (or failed to start: the runs then say why)
         self.max_running = max_running
         self.workers = workers
         self.scheduler = scheduler
@@ -146,6 +147,7 @@ class RunManager:
             return
         running = self.max_running or (pool.slots() if pool is not None else 1)
         self._add_threads(running)
+        self.ready.set()
         if pool is not None and self.scheduler and self.max_running is None:
             self._follow(pool)
 

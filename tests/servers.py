@@ -117,6 +117,10 @@ def learner_app(database_url: str, oracle_url: str, **settings: Any) -> Iterator
                     "learner.html")
     try:
         with serve_in_thread(app) as url:
+            # Served once its workers are up, as a learner's first runs would wait for them (tests read their
+            # progress under deadlines of their own).
+            app.state.runs.start_workers()
+            assert app.state.runs.ready.wait(180), "the learner's Dask workers did not start"
             yield url, app
     finally:
         app.state.runs.shutdown()

@@ -61,13 +61,14 @@ def runs_cli(learner: str, token: str, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.timeout(600)  # two learners start a Dask worker each; on busy shared cores that took past 300 s
 def test_a_learner_restarted_mid_comparison_lists_every_run_and_the_comparison_goes_on(tmp_path: Path) -> None:
     config, out = tmp_path / "restart.toml", tmp_path / "report"
     config.write_text(CONFIG)
     with cli_service(["serve", "oracle", "--database-url", f"sqlite:///{tmp_path / 'ledger.db'}"],
                      cwd=tmp_path) as oracle:
         env = {"LEARNER_DATABASE_URL": f"sqlite:///{tmp_path / 'runs.db'}", "ORACLE_URL": oracle,
-               "BUDGETLAB_LEARNER_MAX_RUNNING": "1"}
+               "BUDGETLAB_LEARNER_MAX_RUNNING": "1", "BUDGETLAB_WORKERS": "1"}
         with learner_process(env, tmp_path / "learner-1.log") as (learner, first):
             token = runs_cli(learner, "", "token").strip()
             auth = {"Authorization": f"Bearer {token}"}

@@ -1,11 +1,13 @@
 """docker-compose.yml's services run without Docker: the same commands and environment against a real
-PostgreSQL, with the compose hostnames mapped to loopback and the services on free ports they bind themselves.
+PostgreSQL, with the compose hostnames mapped to loopback and the services (the Dask scheduler and one worker among
+them) on free ports they bind themselves.
 Docker itself is validated in test_docker_files."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,12 +31,16 @@ pytestmark = pytest.mark.postgres
 
 
 def localised(command: list[str], hosts: dict[str, str]) -> list[str]:
+    """The words of a compose command or value, its variables at their defaults (as compose fills them when they
+    are unset: ``${NAME:-default}``) and its hosts mapped; its program this environment's."""
     out = []
     for word in command:
+        word = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", word)
         for compose_host, local in hosts.items():
             word = word.replace(compose_host, local)
         out.append(word)
-    return [BUDGETLAB if out[0] == "budgetlab" else out[0], *out[1:]]
+    programs = {"budgetlab": BUDGETLAB, "dask": str(Path(BUDGETLAB).with_name("dask"))}
+    return [programs.get(out[0], out[0]), *out[1:]]
 
 
 def tail(log: Path, lines: int = 40) -> str:
@@ -54,6 +60,35 @@ def service(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> It
             yield url
 
 
+@contextmanager
+def dask_scheduler(command: list[str], cwd: Path, log: Path) -> Iterator[str]:
+    """The scheduler's command as written but on ``--port 0``; yields the address it announces."""
+    command = [*command]
+    command[command.index("--port") + 1] = "0"
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            while not (found := re.search(r"Scheduler at:\s+(tcp://\S+)", log.read_text(errors="replace"))):
+                assert process.poll() is None and time.monotonic() < deadline, tail(log)
+                time.sleep(0.2)
+            yield found[1]
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+@contextmanager
+def dask_worker(command: list[str], cwd: Path, log: Path) -> Iterator[None]:
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            yield
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
 def test_compose_services_run_as_written_on_postgresql(postgres_url: str, tmp_path: Path) -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     pg = postgres_url.removeprefix("postgresql://")  # user@host:port/db of a fresh database
@@ -68,14 +103,19 @@ def test_compose_services_run_as_written_on_postgresql(postgres_url: str, tmp_pa
         env = {k: localised(["x", str(v)], hosts)[1] for k, v in (compose[name].get("environment") or {}).items()}
         return command, env
 
-    logs = [tmp_path / "oracle.log", tmp_path / "learner.log"]
+    logs = [tmp_path / "oracle.log", tmp_path / "learner.log", tmp_path / "scheduler.log", tmp_path / "worker.log"]
     with ExitStack() as stack:
         # In compose's order (each waits for the one before it to be healthy), each told where the others listen.
+        hosts["tcp://scheduler:8786"] = stack.enter_context(dask_scheduler(spec("scheduler")[0], tmp_path, logs[2]))
+        worker_cmd, _ = spec("worker")
+        assert hosts["tcp://scheduler:8786"] in worker_cmd
+        stack.enter_context(dask_worker(worker_cmd, tmp_path, logs[3]))
         oracle_cmd, oracle_env = spec("oracle")
         assert oracle_env["DATABASE_URL"].startswith("postgresql+psycopg://") and pg in oracle_env["DATABASE_URL"]
         hosts["http://oracle:8000"] = stack.enter_context(service(oracle_cmd, oracle_env, tmp_path, logs[0]))
         learner_cmd, learner_env = spec("learner")
         assert learner_env["ORACLE_URL"] == hosts["http://oracle:8000"]
+        assert learner_env["BUDGETLAB_SCHEDULER"] == hosts["tcp://scheduler:8786"]  # its runs go to the worker
         hosts["http://learner:8001"] = stack.enter_context(service(learner_cmd, learner_env, tmp_path, logs[1]))
         demo_cmd, demo_env = spec("demo")
         assert hosts["http://oracle:8000"] in demo_cmd and hosts["http://learner:8001"] in demo_cmd

@@ -53,7 +53,7 @@ def restart_mid_run(database_url: str, tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.db"
     with oracle_server(f"sqlite:///{ledger}") as oracle:
         env = {"LEARNER_DATABASE_URL": database_url, "ORACLE_URL": oracle, "BUDGETLAB_LEARNER_MAX_RUNNING": "1",
-               "BUDGETLAB_LEARNER_ADMIN_TOKEN": ADMIN}
+               "BUDGETLAB_WORKERS": "1", "BUDGETLAB_LEARNER_ADMIN_TOKEN": ADMIN}
         with learner_process(env, tmp_path / "learner-1.log") as (url, process):
             token = httpx.post(f"{url}/v1/callers").json()["token"]
             auth = {"Authorization": f"Bearer {token}"}
@@ -119,7 +119,7 @@ def test_a_learner_stopped_with_sigterm_ends_its_runs_as_interrupted_and_closes_
     ledger = tmp_path / "ledger.db"
     with oracle_server(f"sqlite:///{ledger}") as oracle:
         env = {"LEARNER_DATABASE_URL": f"sqlite:///{tmp_path / 'runs.db'}", "ORACLE_URL": oracle,
-               "BUDGETLAB_LEARNER_MAX_RUNNING": "1"}
+               "BUDGETLAB_LEARNER_MAX_RUNNING": "1", "BUDGETLAB_WORKERS": "1"}
         with learner_process(env, tmp_path / "learner-1.log") as (url, process):
             auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
             long = {**RUN, "dataset_params": {**TINY, "n_train": 50_000}}
