@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -123,7 +124,12 @@ def _finished(learner: str, auth: dict[str, str], run_id: str) -> dict:
 
 def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_request_names(
         oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch) -> None:
-    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url) as learner:
+    # An empty site directory on the path of the learner and of the worker processes it starts (they are spawned
+    # with its path), into which the plugin is then installed, as pip would install into site-packages.
+    site = tmp_path / "site"
+    site.mkdir()
+    uninstalled_afterwards.syspath_prepend(str(site))
+    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url, workers=1) as learner:
         auth = caller(learner)
         listed = httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]
         assert ALGORITHM not in {a["id"] for a in listed}
@@ -131,7 +137,9 @@ def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_requ
                "budget": {"per_example": 4}, "seed": 1, "max_examples": 200}
         assert httpx.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM}).status_code == 422
 
-        install(uninstalled_afterwards, tmp_path / "site")  # pip install, while the learner runs
+        # pip install, while the learner and its workers run
+        shutil.copytree(EXAMPLE / PACKAGE.replace("-", "_"), site / PACKAGE.replace("-", "_"))
+        write_metadata(site)
         started = httpx.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM})
         assert started.status_code == 201, started.text  # found without a restart
         info = _finished(learner, auth, started.json()["id"])

@@ -86,7 +86,7 @@ def start(started: Started, database_url: str, logs: Path, port: int) -> str:
         process = subprocess.Popen([BUDGETLAB, *args], env={**os.environ, "DATABASE_URL": database_url},
                                    stdout=sink, stderr=subprocess.STDOUT, cwd=logs)
     started.append(process)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # two worker processes start; a loaded machine takes its time
     url = announced_url(args, process, log, deadline)
     wait_healthy(url, process, log, deadline)
     return url
