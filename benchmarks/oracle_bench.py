@@ -115,6 +115,25 @@ def ok(response: httpx.Response) -> httpx.Response:
 # --- observe latency ---------------------------------------------------------------------------------
 
 
+def paired_latencies(http: httpx.Client, session: str, token: str, rng: np.random.Generator,
+                     sizes: Sizes) -> tuple[list[float], list[float]]:
+    """Seconds of each /healthz and of the observe right after it (one pair per example, after the warm-up): the
+    pair shares the moment's load, so their ratio is the oracle's own cost."""
+    path, headers = f"/v1/sessions/{session}/observe", auth(token)
+    health, observe = [], []
+    for example in range(sizes.warmup + sizes.latency_pairs):
+        body = {"example": example, "attributes": rng.choice(SMALL_D, 5, replace=False).tolist()}
+        start = time.perf_counter()
+        ok(http.get("/healthz"))
+        middle = time.perf_counter()
+        ok(http.post(path, json=body, headers=headers))
+        end = time.perf_counter()
+        if example >= sizes.warmup:
+            health.append(middle - start)
+            observe.append(end - middle)
+    return health, observe
+
+
 def observe_latency(url: str, sizes: Sizes, report: Report) -> None:
     progress("observe latency ...")
     rng = np.random.default_rng(1)
@@ -122,18 +141,7 @@ def observe_latency(url: str, sizes: Sizes, report: Report) -> None:
     with OracleClient(url) as sdk, httpx.Client(base_url=url) as http:
         session = sdk.open_session("sparse-gaussian", dataset_params=params, order="pool",
                                    budget={"per_example": 5})
-        path, headers = f"/v1/sessions/{session.id}/observe", auth(session.token)
-        health, observe = [], []
-        for example in range(sizes.warmup + sizes.latency_pairs):
-            body = {"example": example, "attributes": rng.choice(SMALL_D, 5, replace=False).tolist()}
-            start = time.perf_counter()
-            ok(http.get("/healthz"))
-            middle = time.perf_counter()
-            ok(http.post(path, json=body, headers=headers))
-            end = time.perf_counter()
-            if example >= sizes.warmup:
-                health.append(middle - start)
-                observe.append(end - middle)
+        health, observe = paired_latencies(http, session.id, session.token, rng, sizes)
 
         sdk_session = sdk.open_session("sparse-gaussian", dataset_params=params, order="pool",
                                        budget={"per_example": 5})
@@ -151,18 +159,7 @@ def observe_latency(url: str, sizes: Sizes, report: Report) -> None:
         with OracleClient(url, api_key=key) as account_sdk:
             drawing = account_sdk.open_session("sparse-gaussian", dataset_params=params, order="pool",
                                                budget={"per_example": 5})
-        path, headers = f"/v1/sessions/{drawing.id}/observe", auth(drawing.token)
-        health_again, of_account = [], []
-        for example in range(sizes.warmup + sizes.latency_pairs):
-            body = {"example": example, "attributes": rng.choice(SMALL_D, 5, replace=False).tolist()}
-            start = time.perf_counter()
-            ok(http.get("/healthz"))
-            middle = time.perf_counter()
-            ok(http.post(path, json=body, headers=headers))
-            end = time.perf_counter()
-            if example >= sizes.warmup:
-                health_again.append(middle - start)
-                of_account.append(end - middle)
+        health_again, of_account = paired_latencies(http, drawing.id, drawing.token, rng, sizes)
 
     observe_p50, health_p50 = float(np.median(observe)) * 1e3, float(np.median(health)) * 1e3
     ratio = observe_p50 / health_p50
