@@ -27,7 +27,7 @@ from client.config import CompareConfig, load_config, quick_config, resolve_desi
 from client.config_errors import ConfigError
 from client.console import UsageError
 from client.grid import NOT_STARTED, RESTART_GRACE_SECONDS, Interrupted, RunOutcome, attach_regret, run_comparison
-from client.preflight import LocalCatalog, RemoteCatalog, check_config
+from client.preflight import Algorithms, LocalCatalog, RemoteCatalog, check_config
 from client.presets import PRESET_DIR, UnknownPreset, load_preset, presets
 from client.report import write_report
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
@@ -103,15 +103,15 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         raise UsageError(str(exc)) from None
     except ValidationError as exc:
         raise UsageError(f"{source}: {exc}") from None
-    problems = preflight(cfg, source, oracle)
+    # The learner's algorithms, not this machine's, are what its runs can name (a plugin may be installed there only).
+    table = check_learner(learner, learner_token) if learner else Algorithms()
+    problems = preflight(cfg, source, oracle, table)
     if problems:
         raise UsageError("\n".join(problems) + f"\n{len(problems)} problem(s) in {source}: nothing was started")
     try:
-        check_tune(cfg, resolve_designs(cfg), source)
+        check_tune(cfg, resolve_designs(cfg), source, table)
     except TuneError as exc:
         raise UsageError(str(exc)) from None
-    if learner:
-        check_learner(learner, learner_token)
     if api_key:
         assert oracle is not None
         err.print(escape(check_account(oracle, api_key)), soft_wrap=True, highlight=False)
@@ -170,7 +170,7 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         raise UsageError(str(exc)) from None
     written = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,
                            wall_time=time.perf_counter() - started, tunings=tunings, interrupted=interrupted,
-                           oracle=oracle)
+                           oracle=oracle, served=table.packages)
     if written.claims:
         console.print(claims_table(written.claims))
     for line in written.diagnoses:
@@ -235,16 +235,17 @@ def log_to_mlflow(out: Path, experiment: str, console: Console, err: Console) ->
     return True
 
 
-def check_learner(url: str, token: str | None) -> None:
+def check_learner(url: str, token: str | None) -> Algorithms:
     """The running learner answers, and takes the caller token: checked before anything starts, since during the
-    grid a learner out of reach is waited for (it may be restarting) and a refused token would fail every run."""
+    grid a learner out of reach is waited for (it may be restarting) and a refused token would fail every run. The
+    algorithms it runs, which the config's are checked against."""
     with LearnerClient(url, token=token) as learner:
         if not learner.health():
             raise UsageError(f"cannot reach the learner at {url}: nothing was started")
-        if token is None:
-            return
         try:
-            learner.page(limit=1)
+            if token is not None:
+                learner.page(limit=1)
+            return Algorithms.of_learner(learner.algorithms(), url)
         except LearnerError as exc:
             raise UsageError(f"the learner at {url} refuses the caller token (--learner-token or "
                              f"BUDGETLAB_LEARNER_TOKEN): {exc.error}: {exc.detail}") from None
@@ -270,14 +271,14 @@ def check_account(oracle: str, api_key: str) -> str:
             + ("" if left is None else f": {left:g} cost units left"))
 
 
-def preflight(config: CompareConfig, source: str, oracle: str | None) -> list[str]:
+def preflight(config: CompareConfig, source: str, oracle: str | None, table: Algorithms) -> list[str]:
     """The config's problems (``client.preflight``), with the datasets of the oracle the runs will use when it is
-    given (else of this machine)."""
+    given (else of this machine) and the algorithms ``table`` says the runs can name."""
     text = Path(source).read_text()
     if oracle is None:
-        return check_config(config, source, text, LocalCatalog())
+        return check_config(config, source, text, LocalCatalog(), table)
     try:
         with OracleClient(oracle) as client:
-            return check_config(config, source, text, RemoteCatalog(client))
+            return check_config(config, source, text, RemoteCatalog(client), table)
     except OracleUnavailable as exc:
         raise UsageError(f"cannot check the config's datasets: {exc}") from None

@@ -29,7 +29,6 @@ from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
 from budgetlab.learner_client import POLL_SECONDS, LearnerClient
 from budgetlab.service_client import Call, M
 from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
-from learner.algorithms import get_algorithm
 from learner.cluster import Ended, RunPool, default_workers
 from learner.regret import best_sparse, stream_arrays
 
@@ -344,11 +343,9 @@ def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
     for outcome in outcomes:
         design = designs[outcome.design]
         result = outcome.result
-        try:
-            online = get_algorithm(outcome.entry.id).protocol == "online"
-        except ValueError:
-            online = False
-        if not online or design.regret_k is None or result.cumulative_loss is None or not result.curve:
+        # Only the online protocol's runs carry a cumulative loss: the run says its protocol, wherever it ran (an
+        # algorithm a learner serves may be installed nowhere else).
+        if design.regret_k is None or result.cumulative_loss is None or not result.curve:
             continue
         try:
             dataset = load_dataset(design.dataset.name, design.dataset.params, outcome.seed)

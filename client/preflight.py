@@ -4,7 +4,10 @@ Each algorithm is built exactly as its runs will build it (``Problem`` from the 
 budget, its parameters and every ``[tune]`` value to try), without data: what the constructor refuses (an unknown or
 ill-typed parameter, a budget below what the algorithm needs, a full-information reference given fewer than d
 attributes) is refused here, with the file and line, instead of as failed runs after the services started.
-Datasets are described by the oracle the runs will use (``RemoteCatalog``) or by this machine (``LocalCatalog``).
+Datasets are described by the oracle the runs will use (``RemoteCatalog``) or by this machine (``LocalCatalog``);
+algorithms are those the learner the runs will use serves (``Algorithms.of_learner``: a plugin may be installed there
+and nowhere else) or this machine's (``Algorithms()``). An algorithm this machine lacks is checked by its id and
+parameter names; the learner builds it, and refuses what it cannot, when the run starts.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from budgetlab.contract.algorithms import AlgorithmList
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.datasets import DatasetInfo
@@ -59,6 +63,31 @@ class RemoteCatalog:
 
     def names(self) -> list[str]:
         return [d.name for d in self.client.datasets().datasets]
+
+
+@dataclass(frozen=True)
+class Algorithms:
+    """The algorithms a comparison's runs can name, with the parameter names each takes: this machine's
+    (``served`` None) or those a running learner serves."""
+
+    served: dict[str, list[str]] | None = None
+    where: str = "this machine"
+    # The package and version of each algorithm the learner serves, as it lists them (for the report's provenance).
+    packages: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+
+    @classmethod
+    def of_learner(cls, listing: AlgorithmList, url: str) -> Algorithms:
+        return cls({a.id: [p.name for p in a.params] for a in listing.algorithms}, f"the learner at {url}",
+                   {a.id: (a.package, a.version) for a in listing.algorithms})
+
+    def names(self) -> list[str]:
+        return list(algorithms()) if self.served is None else list(self.served)
+
+    def accepted(self, name: str) -> list[str] | None:
+        """The parameter names of ``name``; None when the runs cannot name it."""
+        if self.served is not None:
+            return self.served.get(name)
+        return list(algorithms()[name].params) if name in algorithms() else None
 
 
 @dataclass
@@ -111,15 +140,18 @@ def sections(config: CompareConfig) -> list[Section]:
     return out
 
 
-def check_config(config: CompareConfig, source: str, text: str, catalog: Catalog) -> list[str]:
+def check_config(config: CompareConfig, source: str, text: str, catalog: Catalog,
+                 table: Algorithms | None = None) -> list[str]:
     """Every problem of ``config`` (read from ``text`` in the file ``source``) as ``FILE:LINE: ...``; none: it can
-    run. The oracle's ``OracleUnavailable`` propagates (the caller says the oracle cannot be reached)."""
+    run. The oracle's ``OracleUnavailable`` propagates (the caller says the oracle cannot be reached). ``table``:
+    the algorithms the runs can name (default: this machine's)."""
+    table = table or Algorithms()
     found = Findings(source, text)
     known_datasets: list[str] | None = None
     for section in sections(config):
         # Ids and parameter names need no dataset: they are checked even where every dataset is wrong.
         known = [(entry, section.entries_loc + (i,)) for i, entry in enumerate(section.entries)
-                 if _names_known(found, entry, section.entries_loc + (i,))]
+                 if _names_known(found, entry, section.entries_loc + (i,), table) and _built_here(entry.id)]
         for dataset, dataset_loc in section.datasets:
             try:
                 info = catalog.describe(dataset.name, dataset.params)
@@ -139,24 +171,33 @@ def check_config(config: CompareConfig, source: str, text: str, catalog: Catalog
     return found.lines()
 
 
-def _names_known(found: Findings, entry: AlgorithmEntry, loc: Loc) -> bool:
+def _names_known(found: Findings, entry: AlgorithmEntry, loc: Loc, table: Algorithms) -> bool:
     """Whether the entry's algorithm id and parameter names exist (each that does not is a finding)."""
-    table = algorithms()
-    if is_target(entry.id):
+    if is_target(entry.id) and table.served is None:
         try:
             get_algorithm(entry.id)
         except ParamError as exc:
             found.add(loc + ("id",), str(exc))
             return False
-    elif entry.id not in table:
-        found.add(loc + ("id",), unknown("unknown algorithm", entry.id, table, f"known: {', '.join(table)}"))
+    accepted = table.accepted(entry.id)
+    if accepted is None:
+        what = "unknown algorithm" if table.served is None else f"{table.where} runs no algorithm"
+        found.add(loc + ("id",), unknown(what, entry.id, table.names(), f"known: {', '.join(table.names())}"))
         return False
-    accepted = table[entry.id].params
     strange = [name for name in entry.params if name not in accepted]
     for name in strange:
         found.add(loc + ("params", name), unknown(f"{entry.id} has no parameter", name, accepted,
                                                   f"it takes {', '.join(accepted) or 'none'}"))
     return not strange
+
+
+def _built_here(name: str) -> bool:
+    """Whether this machine has the algorithm, so that it can be built as its runs will build it."""
+    try:
+        get_algorithm(name)
+    except ParamError:
+        return False
+    return True
 
 
 def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, loc: Loc, budget: Budget,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import platform
 import socket
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -61,9 +61,11 @@ def provenance() -> dict[str, Any]:
     }
 
 
-def plugin_origins(names: Iterable[str]) -> dict[str, dict[str, str | None]]:
+def plugin_origins(names: Iterable[str], served: Mapping[str, tuple[str, str | None]] | None = None,
+                   ) -> dict[str, dict[str, str | None]]:
     """``Provenance.algorithms``: the package, version and code of each algorithm of ``names`` that is not
-    budgetlab's own; one not installed here (it ran on a learner that has it) is recorded with nulls."""
+    budgetlab's own; one not installed here ran on a learner that has it: its package and version are those the
+    learner lists (``served``), else nulls."""
     from learner.algorithms import ParamError, algorithm_modules, origin
 
     found: dict[str, dict[str, str | None]] = {}
@@ -73,7 +75,8 @@ def plugin_origins(names: Iterable[str]) -> dict[str, dict[str, str | None]]:
         try:
             where = origin(name)
         except ParamError:
-            found[name] = {"package": None, "version": None, "target": None}
+            package, version = (served or {}).get(name, (None, None))
+            found[name] = {"package": package, "version": version, "target": name if ":" in name else None}
         else:
             found[name] = {"package": where.package, "version": where.version, "target": where.target}
     return found

@@ -17,6 +17,7 @@ import csv
 import math
 import re
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -261,18 +262,20 @@ class Written:
 def write_report(out: Path, config: CompareConfig, designs: list[Design], outcomes: list[RunOutcome], *,
                  mode: str, preset: str | None = None, quick: bool = False, wall_time: float = 0.0,
                  tunings: list[Tuning] | None = None, interrupted: str | None = None,
-                 fallback: str | None = None, headline: list[str] | None = None, oracle: str | None = None) -> Written:
+                 fallback: str | None = None, headline: list[str] | None = None, oracle: str | None = None,
+                 served: Mapping[str, tuple[str, str | None]] | None = None) -> Written:
     """Write report.md, results.json, curves.csv and the plots into ``out``; the claims table opens the report.
     ``interrupted`` says why the report is partial (the outcomes are what the runs came to before the stop);
     ``fallback`` what was used instead of what was asked, and why; ``headline`` the lines that say what the
     comparison found (above the claims table), both also in results.json; ``oracle`` the oracle the runs used, asked
-    for the task of a dataset this machine does not have."""
+    for the task of a dataset this machine does not have; ``served`` the package and version of each algorithm the
+    learner the runs used lists (one may be installed there only)."""
     out.mkdir(parents=True, exist_ok=True)
     tunings = tunings or []
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
     tasks = [design_task(d, oracle) for d in designs]
     claims = evaluate_claims(config, designs, per_design)
-    origin = {**provenance(), "algorithms": plugin_origins(e.id for d in designs for e in d.algorithms)}
+    origin = {**provenance(), "algorithms": plugin_origins((e.id for d in designs for e in d.algorithms), served)}
     lines = [f"# {config.title}", ""]
     if interrupted:
         lines += [f"**Partial report: {interrupted}.**", ""]

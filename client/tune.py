@@ -21,7 +21,7 @@ from budgetlab.datasets import DatasetError, describe
 from budgetlab.params import split_pair
 from client.config import AlgorithmEntry, CompareConfig, Design, TuneSpec, parse_value
 from client.grid import Job, RunOutcome, execute
-from learner.algorithms import ParamError, get_algorithm
+from client.preflight import Algorithms
 from learner.cluster import RunPool
 from learner.scoring import session_opener
 from learner.tuning import Cell, TuningError
@@ -39,11 +39,13 @@ def tuned_entries(tune: TuneSpec, entries: list[AlgorithmEntry]) -> dict[str, di
             for e in entries if e.label in tune.grid or e.id in tune.grid}
 
 
-def check_tune(config: CompareConfig, designs: list[Design], source: str) -> None:
-    """Every grid key is an algorithm of the comparison and every parameter one it takes, with values to try."""
+def check_tune(config: CompareConfig, designs: list[Design], source: str, table: Algorithms | None = None) -> None:
+    """Every grid key is an algorithm of the comparison and every parameter one it takes (``table``: the
+    algorithms the runs can name, default this machine's), with values to try."""
     tune = config.tune
     if tune is None:
         return
+    table = table or Algorithms()
     entries = {e.label: e for d in designs for e in d.algorithms}
     ids = {e.id for e in entries.values()}
     for key, grid in tune.grid.items():
@@ -51,10 +53,9 @@ def check_tune(config: CompareConfig, designs: list[Design], source: str) -> Non
             raise TuneError(f"{source}: [tune] names {key!r}, which is no algorithm of this comparison; "
                             f"labels: {', '.join(sorted(entries))}; ids: {', '.join(sorted(ids))}")
         algorithm_id = entries[key].id if key in entries else key
-        try:
-            accepted = get_algorithm(algorithm_id).params
-        except ParamError as exc:
-            raise TuneError(f"{source}: [tune] {key!r}: {exc}") from None
+        accepted = table.accepted(algorithm_id)
+        if accepted is None:
+            raise TuneError(f"{source}: [tune] {key!r}: {table.where} runs no algorithm {algorithm_id!r}")
         for name, values in grid.items():
             if name not in accepted:
                 raise TuneError(f"{source}: [tune] {key!r} ({algorithm_id}) has no parameter {name!r}; it takes "

@@ -96,15 +96,27 @@ def test_budgets_and_tune_values_are_checked_too(tmp_path: Path) -> None:
            "aerr is not a number" in output
 
 
-def test_datasets_are_checked_on_the_oracle_the_runs_will_use(tmp_path: Path, shared_oracle_url: str) -> None:
+def test_datasets_are_checked_on_the_oracle_the_runs_will_use(tmp_path: Path, shared_oracle_url: str,
+                                                              learner_url: str) -> None:
     text = 'title = "remote"\ndataset = { name = "sparse-gausian", params = { d = 8 } }\n\n[[algorithms]]\nid = "aer"\n'
-    # The learner's URL leads nowhere: the check must refuse before anything tries to reach it.
-    code, output, out = compare(tmp_path, text, "--learner", "http://127.0.0.1:9", "--oracle", shared_oracle_url)
+    code, output, out = compare(tmp_path, text, "--learner", learner_url, "--oracle", shared_oracle_url)
     assert code == 1 and not out.exists()
     assert f"{tmp_path / 'c.toml'}:2: dataset.name: unknown dataset 'sparse-gausian'" in output
     assert "did you mean 'sparse-gaussian'?" in output
-    code, output, _ = compare(tmp_path, text, "--learner", "http://127.0.0.1:9", "--oracle", "http://127.0.0.1:9")
+    code, output, _ = compare(tmp_path, text, "--learner", learner_url, "--oracle", "http://127.0.0.1:9")
     assert code == 1 and "cannot check the config's datasets" in output and "127.0.0.1:9" in output
+
+
+def test_algorithms_are_checked_against_the_learner_the_runs_will_use(tmp_path: Path, shared_oracle_url: str,
+                                                                      learner_url: str) -> None:
+    text = ('title = "remote"\ndataset = { name = "sparse-gaussian" }\n\n[[algorithms]]\nid = "aerrr"\n'
+            '\n[[algorithms]]\nid = "aerr"\nparams = { etaa = 0.1 }\n')
+    code, output, out = compare(tmp_path, text, "--learner", learner_url, "--oracle", shared_oracle_url)
+    assert code == 1 and not out.exists()
+    assert f"{tmp_path / 'c.toml'}:5: algorithms[0].id: the learner at {learner_url} runs no algorithm 'aerrr'; " \
+           "did you mean 'aerr'" in output
+    assert f"{tmp_path / 'c.toml'}:9: algorithms[1].params.etaa: aerr has no parameter 'etaa'; did you mean " \
+        "'eta'" in output
 
 
 def test_a_learner_out_of_reach_or_a_refused_caller_token_stops_compare_before_any_run(

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from client.cli import app
-from learner.algorithms import rescan
+from learner.algorithms import algorithms, rescan
 from tests.helpers import BUDGETLAB, RUNNER, caller
 from tests.plugins import ALGORITHM, EXAMPLE, PACKAGE, TARGET, VERSION, write_metadata
-from tests.servers import learner_server
+from tests.servers import cli_service, learner_server
 
 CONFIG = """
     title = "split-sgd beside the papers' learners"
@@ -182,6 +182,35 @@ def test_a_target_allow_listed_in_the_learners_settings_is_listed_and_runs(
             "budget": {"per_example": 4}, "seed": 1, "max_examples": 100})
         assert started.status_code == 201, started.text
         assert _finished(learner, auth, started.json()["id"])["status"] == "finished"
+
+
+def test_a_comparison_through_a_learner_names_a_plugin_installed_on_the_learner_only(
+        oracle_url: str, tmp_path: Path) -> None:
+    """The config is checked against the algorithms the learner runs (its /v1/algorithms), not against this
+    machine's: a plugin installed where the learner is, and nowhere else, runs beside the papers' algorithms and the
+    report names its package; what the learner does not run is refused before anything starts."""
+    assert ALGORITHM not in algorithms()  # not installed in this process
+    env = {"PYTHONPATH": os.pathsep.join([str(EXAMPLE), str(write_metadata(tmp_path / "site"))]),
+           "ORACLE_URL": oracle_url, "BUDGETLAB_WORKERS": "1"}
+    config = tmp_path / "mine.toml"
+    config.write_text(textwrap.dedent(CONFIG.format(plugin=ALGORITHM)))
+    with cli_service(["serve", "learner", "--port", "0"], env={**os.environ, **env}, cwd=tmp_path) as learner:
+        result = RUNNER.invoke(app, ["compare", str(config), "--learner", learner, "--oracle", oracle_url,
+                                     "--out", str(tmp_path / "out")])
+        assert result.exit_code == 0, result.output
+        runs = compared(tmp_path / "out")
+        assert [r["status"] for r in runs[ALGORITHM]] == ["finished"]
+        provenance = json.loads((tmp_path / "out" / "results.json").read_text())["provenance"]
+        assert provenance["algorithms"][ALGORITHM]["package"] == PACKAGE
+        assert provenance["algorithms"][ALGORITHM]["version"] == VERSION
+
+        unknown = tmp_path / "unknown.toml"
+        unknown.write_text(textwrap.dedent(CONFIG.format(plugin="split-sgd-typo")))
+        refused = RUNNER.invoke(app, ["compare", str(unknown), "--learner", learner, "--oracle", oracle_url,
+                                      "--out", str(tmp_path / "refused")])
+        assert refused.exit_code != 0
+        assert f"the learner at {learner} runs no algorithm 'split-sgd-typo'" in refused.output
+        assert "nothing was started" in refused.output and not (tmp_path / "refused").exists()
 
 
 def test_check_passes_the_example_plugin(uninstalled_afterwards: pytest.MonkeyPatch, tmp_path: Path) -> None:
