@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_limits
 
+from learner.cluster import SCHEDULER_ENV
 from tests.helpers import run_wide
 from tests.ito_runs import LongRun, shared_long_runs
-from tests.servers import close_shared_scheduler, learner_server, oracle_server
+from tests.servers import close_shared_scheduler, learner_server, oracle_server, shared_scheduler
 
 # Each xdist worker, and each service a test starts, is one of several processes sharing the cores: a BLAS that
 # spreads one product over every core then spins against the others (a 784 x 784 eigvalsh took 3.7 s instead of
@@ -36,6 +37,20 @@ def _shared_scheduler() -> Iterator[None]:
     # The Dask cluster of the learners this test process started, if any (tests.servers.shared_scheduler).
     yield
     close_shared_scheduler()
+
+
+@pytest.fixture(scope="module")
+def shared_cluster() -> Iterator[str]:
+    """The comparisons and learners the module's tests start, in this process or as ``budgetlab`` processes, run on
+    this test process's Dask cluster (``BUDGETLAB_SCHEDULER``, the setting a lab points them at its cluster with)
+    instead of starting a LocalCluster each: seconds of CPU a cluster, its worker processes importing numpy and
+    budgetlab. Used as ``pytestmark = pytest.mark.usefixtures("shared_cluster")``; a module about the LocalCluster
+    itself, or whose ``--local`` runs read user datasets (the workers keep the data directory they started with),
+    starts its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        address = shared_scheduler()
+        patch.setenv(SCHEDULER_ENV, address)
+        yield address
 
 
 @pytest.fixture(autouse=True)

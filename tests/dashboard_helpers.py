@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from typer.testing import CliRunner
 
 from client.cli import app
+from tests.helpers import made_once
 
 CONFIG = """
 title = "dashboard demo"
@@ -42,13 +45,20 @@ order = ["Ridge", "AER"]
 """
 
 
-def write_report(reports: Path, name: str = "demo") -> dict:
-    """``budgetlab compare`` (in-process oracles) into ``reports/name``; its results.json."""
+def write_report(reports: Path, tmp_path_factory: pytest.TempPathFactory, name: str = "demo") -> dict:
+    """``budgetlab compare`` (in-process oracles)'s report in ``reports/name`` and its config in
+    ``reports/demo.toml``; its results.json. The comparison runs once in the test run (``made_once``): the tests that
+    read it get a copy each."""
+
+    def compare(made: Path) -> None:
+        (made / "demo.toml").write_text(CONFIG)
+        result = CliRunner().invoke(app, ["compare", str(made / "demo.toml"), "--out", str(made / "demo"), "--local"])
+        assert result.exit_code == 0, result.output
+
+    made = made_once(tmp_path_factory, "dashboard-demo", compare)
     reports.mkdir(parents=True, exist_ok=True)
-    config = reports / "demo.toml"
-    config.write_text(CONFIG)
-    result = CliRunner().invoke(app, ["compare", str(config), "--out", str(reports / name), "--local"])
-    assert result.exit_code == 0, result.output
+    shutil.copy(made / "demo.toml", reports / "demo.toml")
+    shutil.copytree(made / "demo", reports / name)
     return json.loads((reports / name / "results.json").read_text())
 
 

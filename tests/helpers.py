@@ -4,8 +4,11 @@ Fixtures live in tests/conftest.py, the services they start in tests/servers.py.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +66,18 @@ def run_wide(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
     shared.mkdir(exist_ok=True)
     return shared
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The directory ``name`` of this test run, filled by ``make`` once whichever xdist worker asks first (under a
+    file lock; the others wait, then read it): a comparison that several tests read, on either worker, runs once."""
+    shared = run_wide(tmp_path_factory, "made-once")
+    made = shared / name
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (shared / f"{name}.done").exists():
+            shutil.rmtree(made, ignore_errors=True)  # what a failed attempt left
+            made.mkdir()
+            make(made)
+            (shared / f"{name}.done").touch()
+    return made

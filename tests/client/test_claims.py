@@ -11,7 +11,9 @@ import pytest
 from budgetlab.datasets import load_dataset
 from client.claims import improvement_ratio
 from client.cli import app
-from tests.helpers import RUNNER
+from tests.helpers import RUNNER, made_once
+
+pytestmark = pytest.mark.usefixtures("shared_cluster")
 
 CONFIG = """
 title = "claims test"
@@ -106,12 +108,15 @@ below = 0.2
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    tmp = tmp_path_factory.mktemp("claims")
-    (tmp / "c.toml").write_text(CONFIG)
-    result = RUNNER.invoke(app, ["compare", str(tmp / "c.toml"), "--out", str(tmp / "out"), "--local"],
-                           terminal_width=80)
-    assert result.exit_code == 0, result.output
-    return {"output": result.output, "report": (tmp / "out" / "report.md").read_text(),
+    def compare(tmp: Path) -> None:
+        (tmp / "c.toml").write_text(CONFIG)
+        result = RUNNER.invoke(app, ["compare", str(tmp / "c.toml"), "--out", str(tmp / "out"), "--local"],
+                               terminal_width=80)
+        assert result.exit_code == 0, result.output
+        (tmp / "output.txt").write_text(result.output)
+
+    tmp = made_once(tmp_path_factory, "claims", compare)  # one comparison, whichever xdist worker asks first
+    return {"output": (tmp / "output.txt").read_text(), "report": (tmp / "out" / "report.md").read_text(),
             "claims": json.loads((tmp / "out" / "results.json").read_text())["claims"]}
 
 

@@ -287,10 +287,10 @@ def test_the_learner_streams_a_run_s_curve_as_it_grows_and_its_whole_curve_when_
 
 
 def test_past_comparisons_list_their_claims_and_serve_only_their_own_plots(
-        learner_and_reports: tuple[str, Path]) -> None:
+        learner_and_reports: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) -> None:
     learner, root = learner_and_reports
     assert httpx.get(f"{learner}/v1/dashboard/comparisons").json()["reports"] == []
-    results = write_report(root)
+    results = write_report(root, tmp_path_factory)
     (root / "broken").mkdir()
     (root / "broken" / "results.json").write_text("{not json")
     listed = httpx.get(f"{learner}/v1/dashboard/comparisons").json()

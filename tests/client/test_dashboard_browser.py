@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)
 @pytest.fixture(scope="module")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     root = tmp_path_factory.mktemp("browser")
-    write_report(root / "reports")
+    write_report(root / "reports", tmp_path_factory)
     with pytest.MonkeyPatch.context() as env:
         env.setenv("BUDGETLAB_REPORTS_DIR", str(root / "reports"))
         with oracle_server(f"sqlite:///{root / 'ledger.db'}") as oracle, \

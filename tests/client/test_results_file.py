@@ -17,12 +17,14 @@ from client.cli import app
 from learner.reports import REPORTS_ENV, Reports
 from tests.dashboard_helpers import write_report
 
+pytestmark = pytest.mark.usefixtures("shared_cluster")
+
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real comparison (in-process oracles): its reports directory, holding ``demo``."""
     root = tmp_path_factory.mktemp("reports")
-    write_report(root)
+    write_report(root, tmp_path_factory)
     return root
 
 
