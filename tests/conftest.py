@@ -39,18 +39,18 @@ def _shared_scheduler() -> Iterator[None]:
     close_shared_scheduler()
 
 
-@pytest.fixture(scope="module")
-def shared_cluster() -> Iterator[str]:
-    """The comparisons and learners the module's tests start, in this process or as ``budgetlab`` processes, run on
-    this test process's Dask cluster (``BUDGETLAB_SCHEDULER``, the setting a lab points them at its cluster with)
-    instead of starting a LocalCluster each: seconds of CPU a cluster, its worker processes importing numpy and
-    budgetlab. Used as ``pytestmark = pytest.mark.usefixtures("shared_cluster")``; a module about the LocalCluster
-    itself, or whose ``--local`` runs read user datasets (the workers keep the data directory they started with),
-    starts its own."""
-    with pytest.MonkeyPatch.context() as patch:
-        address = shared_scheduler()
-        patch.setenv(SCHEDULER_ENV, address)
-        yield address
+@pytest.fixture
+def shared_cluster(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The comparisons and learners the test starts, in this process or as ``budgetlab`` processes, run on this test
+    process's Dask cluster (``BUDGETLAB_SCHEDULER``, the setting a lab points them at its cluster with) instead of
+    starting a LocalCluster each: seconds of CPU a cluster, its worker processes importing numpy and budgetlab.
+    For a test that starts ``compare --local`` or a learner of its own (``compare --learner URL`` refuses a
+    scheduler); a module fixture passes ``tests.servers.shared_cluster_env()`` instead. A test about the
+    LocalCluster itself, or whose ``--local`` runs read user datasets or plugins installed as it goes (the workers
+    keep the environment they started with), starts its own."""
+    address = shared_scheduler()
+    monkeypatch.setenv(SCHEDULER_ENV, address)
+    return address
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from client.cli import app
 from tests.helpers import made_once
+from tests.servers import shared_cluster_env
 
 CONFIG = """
 title = "dashboard demo"
@@ -52,7 +53,8 @@ def write_report(reports: Path, tmp_path_factory: pytest.TempPathFactory, name: 
 
     def compare(made: Path) -> None:
         (made / "demo.toml").write_text(CONFIG)
-        result = CliRunner().invoke(app, ["compare", str(made / "demo.toml"), "--out", str(made / "demo"), "--local"])
+        result = CliRunner().invoke(app, ["compare", str(made / "demo.toml"), "--out", str(made / "demo"), "--local"],
+                                    env=shared_cluster_env())
         assert result.exit_code == 0, result.output
 
     made = made_once(tmp_path_factory, "dashboard-demo", compare)

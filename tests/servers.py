@@ -94,6 +94,14 @@ def shared_scheduler() -> str:
         return str(_cluster.cluster.scheduler_address)
 
 
+def shared_cluster_env() -> dict[str, str]:
+    """The environment that sends a comparison or a learner to ``shared_scheduler`` (conftest's ``shared_cluster``
+    for what a module fixture starts)."""
+    from learner.cluster import SCHEDULER_ENV
+
+    return {SCHEDULER_ENV: shared_scheduler()}
+
+
 def close_shared_scheduler() -> None:
     global _cluster
     with _cluster_lock:

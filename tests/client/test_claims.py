@@ -12,6 +12,7 @@ from budgetlab.datasets import load_dataset
 from client.claims import improvement_ratio
 from client.cli import app
 from tests.helpers import RUNNER, made_once
+from tests.servers import shared_cluster_env
 
 pytestmark = pytest.mark.usefixtures("shared_cluster")
 
@@ -111,7 +112,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict:
     def compare(tmp: Path) -> None:
         (tmp / "c.toml").write_text(CONFIG)
         result = RUNNER.invoke(app, ["compare", str(tmp / "c.toml"), "--out", str(tmp / "out"), "--local"],
-                               terminal_width=80)
+                               terminal_width=80, env=shared_cluster_env())
         assert result.exit_code == 0, result.output
         (tmp / "output.txt").write_text(result.output)
 

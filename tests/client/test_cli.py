@@ -18,6 +18,8 @@ from client.cli import app
 from tests.helpers import ADMIN_TOKEN, BUDGETLAB, ROOT
 from tests.servers import cli_service
 
+pytestmark = pytest.mark.usefixtures("shared_cluster")
+
 
 def cli(*args: str, token: str | None = None, code: int = 0) -> str:
     env = {"BUDGETLAB_TOKEN": token} if token else {}

@@ -109,6 +109,7 @@ def test_every_session_is_audited_compliant(service_results: dict) -> None:
     assert "compliant (2 sessions)" in (service_results["out"] / "report.md").read_text()
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_local_compare_gives_the_service_weights(service_results: dict, tmp_path: Path) -> None:
     local = by_label(compare(tmp_path, "local", "--local"))
     service = by_label(service_results["results"])
@@ -184,6 +185,7 @@ def test_curves_csv_has_a_row_per_algorithm_seed_and_point(service_results: dict
 DATASET = {"d": 12, "n_train": 60, "n_test": 20, "s_plus": 2, "s_minus": 1}
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_dataset_parameters_are_typed_the_same_from_every_entry_point(shared_oracle_url: str, learner_url: str,
                                                                        tmp_path: Path) -> None:
     spec = "sparse-gaussian:" + ",".join(f"{k}={v}" for k, v in DATASET.items())  # strings on the command line

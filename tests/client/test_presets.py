@@ -15,6 +15,8 @@ from client.presets import load_preset, preset_names
 from tests.helpers import RUNNER
 from tests.references import dangling
 
+pytestmark = pytest.mark.usefixtures("shared_cluster")
+
 PAPERS = {"cesa-bianchi-mnist", "cesa-bianchi-fashion", "hazan-koren-fig1", "hazan-koren-fig2", "kukliansky-synthetic",
           "kukliansky-mnist", "ito-synthetic", "murata-synthetic"}
 CAUSES = ("data size: ", "regime: ", "unstated detail: ")

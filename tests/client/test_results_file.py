@@ -17,8 +17,6 @@ from client.cli import app
 from learner.reports import REPORTS_ENV, Reports
 from tests.dashboard_helpers import write_report
 
-pytestmark = pytest.mark.usefixtures("shared_cluster")
-
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -15,6 +15,8 @@ from client.cli import app
 from client.tracking import EXTRA
 from tests.helpers import RUNNER
 
+pytestmark = pytest.mark.usefixtures("shared_cluster")
+
 CONFIG = """
 title = "tracking test"
 dataset = { name = "digits-3v5" }

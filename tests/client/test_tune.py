@@ -141,6 +141,7 @@ def test_the_report_counts_the_tuning_beside_the_result(tuned: dict) -> None:
     assert "| AERR | eta=1e-09 |" in tuning and "| 0 of 2 seeds |" in tuning
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_local_tuning_chooses_as_the_services_do(tuned: dict, tmp_path: Path) -> None:
     result = RUNNER.invoke(app, ["compare", str(write(tmp_path)), "--out", str(tmp_path / "out"), "--local"])
     assert result.exit_code == 0, result.output
@@ -163,6 +164,7 @@ def test_a_bad_tune_section_fails_before_anything_runs(tmp_path: Path, grid: str
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_the_tune_option_sets_a_grid_and_is_checked(tmp_path: Path) -> None:
     path = write(tmp_path, CONFIG.split("[tune]")[0])
     bad = RUNNER.invoke(app, ["compare", str(path), "--out", str(tmp_path / "bad"), "--local", "--tune",
@@ -177,6 +179,7 @@ def test_the_tune_option_sets_a_grid_and_is_checked(tmp_path: Path) -> None:
     assert all(len(c["folds"]) == 3 and c["chosen"] == {"eta": 0.05} for c in cells)
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_validation_from_the_largest_weights_pays_for_those_only(tmp_path: Path) -> None:
     path = write(tmp_path, CONFIG.replace("folds = 2", "folds = 2\nvalidation_attributes = 3"))
     result = RUNNER.invoke(app, ["compare", str(path), "--out", str(tmp_path / "out"), "--local"])

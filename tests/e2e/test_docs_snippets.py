@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.servers import cli_service
+from tests.servers import cli_service, shared_cluster_env
 
 DOCS = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "hooks" not in p.parts)]
 SHELL, PYTHON = {"sh", "bash", "shell"}, {"python", "py"}
@@ -47,6 +47,11 @@ TITLE = re.compile(r'title="([^"]+)"')
 LOCAL = re.compile(r"\b(?:localhost|127\.0\.0\.1):(8000|8001)\b")
 MAX_SKIPPED = 4
 END = "BUDGETLAB_SNIPPET_END"
+# The learner the test starts and the pages' ``compare --local`` run on the test process's Dask cluster
+# (tests.servers.shared_cluster_env: BUDGETLAB_SCHEDULER, the setting a lab points them at its cluster with)
+# instead of starting a LocalCluster each. Not the other pages: ``compare --learner`` refuses a scheduler, the
+# scale-out page is about the LocalCluster (--workers), and the plugins' page's workers import what it installs.
+ON_SHARED_CLUSTER = {"algorithms.md", "comparisons.md"}
 # The admin token of the oracle the test starts in a services block's place (a page's snippets have it too, as a
 # reader who started that oracle with it would).
 ADMIN_TOKEN = "change-me"
@@ -134,7 +139,7 @@ def services(tmp_path_factory: pytest.TempPathFactory, dataset_cache: Path) -> I
                      cwd=root, env={**cache, "BUDGETLAB_ADMIN_TOKEN": ADMIN_TOKEN,
                                     "BUDGETLAB_DATA_DIR": str(root / "oracle-data")}) as oracle, \
             cli_service(["serve", "learner", "--port", "0"], cwd=root,
-                        env={**cache, "ORACLE_URL": oracle,
+                        env={**cache, **shared_cluster_env(), "ORACLE_URL": oracle,
                              "LEARNER_DATABASE_URL": f"sqlite:///{root / 'runs.db'}"}) as learner:
         yield oracle, learner
 
@@ -184,6 +189,8 @@ def test_snippets_run_as_written(path: Path, tmp_path: Path, dataset_cache: Path
                BUDGETLAB_DATA_DIR=str(work / "budgetlab-data"), BUDGETLAB_CACHE_DIR=str(dataset_cache))
     if oracle and learner:
         env.update(ORACLE_URL=oracle, LEARNER_URL=learner, BUDGETLAB_ADMIN_TOKEN=ADMIN_TOKEN)
+    if path.name in ON_SHARED_CLUSTER:
+        env.update(shared_cluster_env())
     (tmp_path / "page.sh").write_text(script(page, oracle, learner))
     # Output to files, not pipes: a snippet may leave a process behind (``cmd &``) that would hold a pipe open.
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:

@@ -33,6 +33,7 @@ def cells(report: str, label: str) -> list[str]:
     return [c.strip() for c in row.strip("|").split("|")]
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_demo_only_runs_the_demo_and_its_headline_quotes_the_tables(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     done = sandbox("--demo-only", "--oracle-port", "0", "--learner-port", "0", "--out", str(out), "--examples", "20",
@@ -80,6 +81,7 @@ def test_demo_only_runs_the_demo_and_its_headline_quotes_the_tables(tmp_path: Pa
     assert re.search(r"learner page: +http://127\.0\.0\.1:\d+/#token=[\w-]{40,}", done.stdout)
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_without_fashion_mnist_the_fallback_is_said_everywhere(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Fashion-MNIST's loader looks in BUDGETLAB_FASHION_DIR: an empty folder is a machine without the package."""
@@ -104,6 +106,7 @@ def test_without_fashion_mnist_the_fallback_is_said_everywhere(tmp_path: Path,
     assert detail.title == title and detail.fallback == results["fallback"] and detail.headline == results["headline"]
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_a_busy_port_gives_one_clear_line_and_exit_code_1(tmp_path: Path) -> None:
     with bound_socket() as busy:
         busy.listen()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from budgetlab.contract.results import ComparisonResults
 from budgetlab.contract.runs import CurvePoint, RunResult
 from client.cli import app
@@ -67,6 +69,7 @@ def test_run_prints_the_line_and_json_carries_it() -> None:
     assert json.loads(learned.stdout)["diagnosis"] is None
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_compare_report_results_and_dashboard_carry_the_line(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("""

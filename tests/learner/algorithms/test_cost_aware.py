@@ -166,6 +166,7 @@ def test_at_equal_total_cost_cost_aware_ddaerr_beats_ddaerr_on_priced_data() -> 
     assert max(ratios) < 0.9, ratios
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_the_preset_states_the_gain_as_a_measured_ratio_and_no_change_at_equal_prices(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["compare", "--preset", "cost-aware-priced", "--quick", "--local",
                                       "--out", str(tmp_path)])

@@ -74,6 +74,7 @@ def test_estimator_passes_the_switch() -> None:
     assert theory.result_.resolved_params["eta"] == pytest.approx(expected)
 
 
+@pytest.mark.usefixtures("shared_cluster")
 def test_a_config_entry_asks_for_the_theorems_constants(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text(textwrap.dedent("""
