@@ -1,13 +1,15 @@
 """Closing the oracle sessions the learner opened, until each is closed: one the oracle could not close now (it was
 down, its database restarting, the session busy) is tried again in the background, every ``retry_every`` seconds,
-for at most ``give_up_after`` seconds, so that an outage of the oracle leaves no session of the learner open."""
+for at most ``give_up_after`` seconds, so that an outage of the oracle leaves no session of the learner open. Each
+session closed is reported to ``on_closed`` (the learner marks it closed in its database; one it never closed, its
+next start closes)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from budgetlab.errors import OracleError, OracleUnavailable, SessionBusy
 from budgetlab.oracle_client import OracleClient
@@ -36,8 +38,10 @@ def close_now(session: OpenSession) -> bool:
 
 
 class SessionCloser:
-    def __init__(self, retry_every: float = RETRY_EVERY, give_up_after: float = GIVE_UP_AFTER) -> None:
+    def __init__(self, retry_every: float = RETRY_EVERY, give_up_after: float = GIVE_UP_AFTER,
+                 on_closed: Callable[[str], None] | None = None) -> None:
         self.retry_every = retry_every
+        self.on_closed = on_closed
         self.give_up_after = give_up_after
         self._pending: dict[str, tuple[OpenSession, float]] = {}  # by session id: the session, when it first failed
         self._lock = threading.Lock()
@@ -47,13 +51,23 @@ class SessionCloser:
     def close(self, sessions: Iterable[OpenSession]) -> None:
         """Close each session now; those that cannot be closed now are tried again in the background."""
         for session in sessions:
-            if not close_now(session):
+            if close_now(session):
+                self._done(session)
+            else:
                 self._later(session)
 
     def pending(self) -> list[str]:
         """The ids of the sessions still to be closed."""
         with self._lock:
             return list(self._pending)
+
+    def _done(self, session: OpenSession) -> None:
+        if self.on_closed is None:
+            return
+        try:
+            self.on_closed(session.id)
+        except Exception:  # its record stays unclosed: the learner's next start closes it (the oracle says closed)
+            log.exception("oracle session %s closed, but not marked closed", session.id)
 
     def _later(self, session: OpenSession) -> None:
         with self._lock:
@@ -68,6 +82,9 @@ class SessionCloser:
             with self._lock:
                 due = list(self._pending.values())
             for session, since in due:
-                if close_now(session) or time.monotonic() - since > self.give_up_after:
+                closed = close_now(session)
+                if closed:
+                    self._done(session)
+                if closed or time.monotonic() - since > self.give_up_after:
                     with self._lock:
                         self._pending.pop(session.id, None)

@@ -12,8 +12,9 @@ scheduler's workers, started however the lab starts them (``dask worker``, dask-
 installed, and must reach the oracle (``check_reach``).
 
 A worker reports a run's progress as events on a topic (``Worker.log_event``; the pool subscribes to it): every
-curve point, and the examples seen at most every ``PROGRESS_SECONDS``. They are handed to the caller's
-``progress`` in the caller's thread, as the runner would call it in-process. A cancel is a mark set on every worker
+curve point, the examples seen at most every ``PROGRESS_SECONDS``, and each session it opens itself (a test
+session), before it uses it. They are handed to the caller's ``progress`` and ``opened`` in the caller's thread, as
+the runner would call it in-process. A cancel is a mark set on every worker
 (``Client.run``): the run stops at its next example, with its curve so far; one that has not started yet returns
 at once without starting.
 """
@@ -29,7 +30,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunResult
@@ -178,7 +179,10 @@ def execute(key: str, request: RunCreate, session: OpenSession | None, topic: st
             def open_oracle(**kwargs: Any) -> Oracle:
                 test = open_http(**kwargs)
                 assert isinstance(test, HttpOracle)
-                opened.append(OpenSession(session.oracle_url, test.session.id, test.session.token))
+                held = OpenSession(session.oracle_url, test.session.id, test.session.token)
+                opened.append(held)
+                # Before its first use: the caller records it, and closes it even if it never hears of this run again.
+                worker.log_event(topic, {"key": key, "opened": asdict(held)})
                 return test
 
             oracle = HttpOracle.attach(session.oracle_url, session.id, session.token)
@@ -278,9 +282,10 @@ class RunPool:
 
     def run(self, request: RunCreate, *, session: OpenSession | None = None,
             progress: Callable[[Progress], None] | None = None, started: Callable[[], None] | None = None,
-            cancel: threading.Event | None = None) -> Ended:
+            cancel: threading.Event | None = None, opened: Callable[[OpenSession], None] | None = None) -> Ended:
         """Run ``request`` on a worker (in ``session`` over HTTP, else in-process there) and wait for its end,
-        calling ``progress`` and ``started`` in this thread; setting ``cancel`` stops it."""
+        calling ``progress``, ``started`` and ``opened`` (a session the run opened itself) in this thread; setting
+        ``cancel`` stops it."""
         key = f"run-{secrets.token_hex(8)}"
         events: queue.Queue[dict[str, Any]] = queue.Queue()
         with self._lock:
@@ -296,7 +301,7 @@ class RunPool:
                     if done:
                         break
                 else:
-                    self._hand_over(msg, progress, started)
+                    self._hand_over(msg, progress, started, opened)
                 if cancel is not None and cancel.is_set() and not cancelled:
                     cancelled = True
                     self.cancel(key)
@@ -308,10 +313,14 @@ class RunPool:
 
     @staticmethod
     def _hand_over(msg: dict[str, Any], progress: Callable[[Progress], None] | None,
-                   started: Callable[[], None] | None) -> None:
+                   started: Callable[[], None] | None, opened: Callable[[OpenSession], None] | None) -> None:
         if msg.get("started"):
             if started is not None:
                 started()
+            return
+        if "opened" in msg:
+            if opened is not None:
+                opened(OpenSession(**msg["opened"]))
             return
         if progress is not None:
             point = msg["point"]

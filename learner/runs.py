@@ -88,8 +88,9 @@ class RunManager:
     def __init__(self, store: RunStore, *, max_running: int | None, retained: int, workers: int | None = None,
                  scheduler: str | None = None, oracle_url: str | None = None) -> None:
         self.store = store
-        # Every oracle session a run opened is closed, by the closer, however the run ended.
-        self.closer = SessionCloser()
+        # Every oracle session a run opened is recorded as it opens and closed, by the closer, however the run
+        # ended; one still open when the learner died is closed by the next learner (``recover``).
+        self.closer = SessionCloser(on_closed=store.closed)
         self.oracle_url = oracle_url
         self.retained = retained
         self.live: dict[str, Run] = {}
@@ -107,12 +108,15 @@ class RunManager:
         self._workers_started = False
 
     def recover(self) -> int:
-        """Mark the runs a previous learner left unended as 'interrupted' and close their sessions (in the
-        background: an oracle that is down must not delay the start); how many there were."""
-        sessions = self.store.interrupt_unended(STOPPED)
+        """Mark the runs a previous learner left unended as 'interrupted' and close every session it left open,
+        theirs and those of runs it had no time to close (in the background: an oracle that is down must not delay
+        the start); how many runs were interrupted."""
+        interrupted = self.store.interrupt_unended(STOPPED)
+        sessions = {s.id: s for s in [*interrupted, *self.store.unclosed()]}
         if sessions:
-            threading.Thread(target=self.closer.close, args=(sessions,), name="close-interrupted", daemon=True).start()
-        return len(sessions)
+            threading.Thread(target=self.closer.close, args=(list(sessions.values()),), name="close-interrupted",
+                             daemon=True).start()
+        return len(interrupted)
 
     def start_workers(self) -> None:
         """Start the Dask workers in the background, once: when the served learner starts, or at its first run (an
@@ -271,16 +275,25 @@ class RunManager:
                 self.store.add_point(run.id, len(run.curve), p.point, p.examples, p.attributes)
                 run.curve.append(p.point)
 
+        def opened(session: OpenSession) -> None:
+            try:
+                self.store.hold(run.id, session)
+            except Exception:  # the database is out of reach: the run goes on, and closes the session as it ends
+                log.exception("run %s: its session %s was not recorded", run.id, session.id)
+
         ended = Ended(error="RuntimeError", message=self.pool_error or "the learner is stopping")
         pool = self.pool
         try:
             if pool is not None:
-                ended = pool.run(run.request, session=run.session, progress=progress, cancel=run.cancel)
+                ended = pool.run(run.request, session=run.session, progress=progress, cancel=run.cancel,
+                                 opened=opened)
         except Exception as exc:  # the workers are gone: the run still ends, with a status
             ended = Ended(error=type(exc).__name__, message=f"its worker was lost: {exc}")
         finally:
             oracle, run.oracle = run.oracle, None
             oracle.close()
+            for session in ended.opened:  # the worker's word on them reaches us first, unless it raced its end
+                opened(session)
             self.closer.close([run.session, *ended.opened])
         status, message = outcome(ended, self.stopping)
         self._end(run, status, message, ended.result)

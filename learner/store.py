@@ -14,9 +14,10 @@ from typing import Any
 from sqlalchemy import Engine, func, insert, select, tuple_, update
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunPage, RunResult, RunSummary
-from learner.tables import Base, CallerRecord, CurvePointRecord, RunRecord
+from learner.tables import Base, CallerRecord, CurvePointRecord, HeldSessionRecord, RunRecord
 
-CALLERS, RUNS, POINTS = (Base.metadata.tables[t.__tablename__] for t in (CallerRecord, RunRecord, CurvePointRecord))
+CALLERS, RUNS, POINTS, HELD = (Base.metadata.tables[t.__tablename__]
+                               for t in (CallerRecord, RunRecord, CurvePointRecord, HeldSessionRecord))
 POINT_FIELDS = ("examples", "attributes", "cost", "test_mse", "normalized_mse", "zero_one", "cumulative_loss")
 # Statuses of a run that has not ended: after a restart nothing executes them any more.
 UNENDED = ("pending", "queued", "running")
@@ -40,6 +41,10 @@ class StoredRun:
     owner: str
     info: RunInfo
     session: OpenSession | None
+
+
+def _held(run_id: str, session: OpenSession) -> dict[str, Any]:
+    return {"session_id": session.id, "run_id": run_id, "oracle_url": session.oracle_url, "token": session.token}
 
 
 def _point(row: Any) -> CurvePoint:
@@ -77,6 +82,18 @@ class RunStore:
                 seed=request.seed, request=request.model_dump_json(exclude={"api_key"}), session_id=session.id,
                 session_token=session.token, max_examples=info.max_examples, progress_examples=0,
                 progress_attributes=0, message="", created_at=now()))
+            conn.execute(insert(HELD).values(_held(info.id, session)))
+
+    def hold(self, run_id: str, session: OpenSession) -> None:
+        """Record a further session the run opened (its test session), to be closed whatever happens next."""
+        with self.engine.begin() as conn:
+            if conn.execute(select(HELD.c.session_id).where(HELD.c.session_id == session.id)).first() is None:
+                conn.execute(insert(HELD).values(_held(run_id, session)))
+
+    def closed(self, session_id: str) -> None:
+        """The session is closed on its oracle (or there was nothing to close there)."""
+        with self.engine.begin() as conn:
+            conn.execute(update(HELD).where(HELD.c.session_id == session_id).values(closed_at=now()))
 
     def set_status(self, run_id: str, status: str) -> None:
         with self.engine.begin() as conn:
@@ -108,6 +125,12 @@ class RunStore:
                          .values(status="interrupted", message=message, ended_at=now()))
         return [OpenSession(RunCreate.model_validate_json(r.request).oracle_url or "", r.session_id, r.session_token)
                 for r in rows if r.session_id and r.session_token]
+
+    def unclosed(self) -> list[OpenSession]:
+        """The sessions the learner opened and has not closed (a learner killed while it held them)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(HELD).where(HELD.c.closed_at.is_(None))).all()
+        return [OpenSession(r.oracle_url, r.session_id, r.token) for r in rows]
 
     # --- reads ----------------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The learner's database: callers (token digests), runs, and the points of their learning curves.
+"""The learner's database: callers (token digests), runs, the points of their learning curves, and the oracle
+sessions the learner holds until it has closed them.
 
 The tables are prefixed ``learner_`` (and Alembic's version table too), so the learner may share a database
 with the oracle, as it does in docker-compose.
@@ -70,3 +71,16 @@ class CurvePointRecord(Base):
     normalized_mse: Mapped[float] = mapped_column(Float)
     zero_one: Mapped[float] = mapped_column(Float)
     cumulative_loss: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class HeldSessionRecord(Base):
+    """An oracle session the learner opened for a run (its training session, its test session), recorded as it is
+    opened and marked once closed: a learner killed before closing it closes it when it starts again."""
+
+    __tablename__ = "learner_sessions"
+
+    session_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32))
+    oracle_url: Mapped[str] = mapped_column(Text)
+    token: Mapped[str] = mapped_column(String(128))
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True, index=True)

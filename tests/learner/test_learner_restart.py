@@ -1,7 +1,7 @@
 """Runs survive the learner: ``budgetlab serve learner`` is killed (SIGKILL) mid-run and started again on the same
 database, on SQLite and on PostgreSQL. The new learner lists every run: the ended ones as they ended (curve,
 result, audit), the one that was executing and the one that was queued as 'interrupted', with the curve so far,
-and it closes their oracle sessions."""
+and it closes their oracle sessions, a test session a run was scoring in included."""
 
 from __future__ import annotations
 
@@ -112,7 +112,8 @@ def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_postgresql(
     with psycopg.connect(postgres_url) as conn:
         tables = {r[0] for r in conn.execute("select tablename from pg_tables where schemaname = 'public'")}
         version = conn.execute("select version_num from learner_alembic_version").fetchone()
-    assert {"learner_runs", "learner_curve_points", "learner_callers"} <= tables and version == ("0001",)
+    assert {"learner_runs", "learner_curve_points", "learner_callers", "learner_sessions"} <= tables
+    assert version == ("0002",)
 
 
 def test_a_learner_stopped_with_sigterm_ends_its_runs_as_interrupted_and_closes_their_sessions(tmp_path: Path) -> None:
@@ -135,3 +136,37 @@ def test_a_learner_stopped_with_sigterm_ends_its_runs_as_interrupted_and_closes_
             listed = {r["id"]: r for r in httpx.get(f"{url}/v1/runs", headers=auth, timeout=60).json()["runs"]}
     assert {i: r["status"] for i, r in listed.items()} == {executing["id"]: "interrupted", queued["id"]: "interrupted"}
     assert listed[executing["id"]]["progress_examples"] >= 20 and listed[queued["id"]]["progress_examples"] == 0
+
+
+def predictions(ledger: Path, session_id: str) -> int:
+    with sqlite3.connect(ledger) as db:
+        return db.execute("select predictions from sessions where id = ?", (session_id,)).fetchone()[0]
+
+
+def held_sessions(runs: Path) -> dict[str, str | None]:
+    """The learner's record of the oracle sessions it opened: id -> when it closed it (None: not yet)."""
+    with sqlite3.connect(runs) as db:
+        return dict(db.execute("select session_id, closed_at from learner_sessions").fetchall())
+
+
+def test_a_learner_killed_while_scoring_closes_the_test_session_when_it_starts_again(tmp_path: Path) -> None:
+    ledger, runs = tmp_path / "ledger.db", tmp_path / "runs.db"
+    with oracle_server(f"sqlite:///{ledger}") as oracle:
+        env = {"LEARNER_DATABASE_URL": f"sqlite:///{runs}", "ORACLE_URL": oracle, "BUDGETLAB_WORKERS": "1"}
+        # A long test split: the scoring (K attributes, then a prediction, of each test example) takes a while.
+        scored = {**RUN, "dataset_params": {**TINY, "n_test": 50_000}, "test_budget": 3}
+        with learner_process(env, tmp_path / "learner-1.log") as (url, process):
+            auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
+            run = httpx.post(f"{url}/v1/runs", json=scored, headers=auth, timeout=60).json()
+            # The test session is recorded as the run opens it, before its first prediction.
+            held = poll(lambda: held_sessions(runs), lambda h: len(h) == 2)
+            (test,) = set(held) - {run["session"]}
+            assert held == {run["session"]: None, test: None}
+            poll(lambda: predictions(ledger, test), lambda n: n >= 1)
+            process.kill()  # SIGKILL while it scores: nothing of the learner closes anything
+            process.wait(timeout=10)
+        assert session_status(ledger, test) == "open"
+        with learner_process(env, tmp_path / "learner-2.log"):
+            for session in (run["session"], test):
+                assert poll(lambda s=session: session_status(ledger, s), lambda s: s == "closed") == "closed"
+            poll(lambda: held_sessions(runs), lambda h: None not in h.values())
