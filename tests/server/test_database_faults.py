@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,8 +27,9 @@ from sqlalchemy import event
 from budgetlab.oracle_client import OracleClient
 from server.app import create_app
 from server.config import Settings
-from tests.helpers import session_auth
-from tests.servers import serve_in_thread
+from tests.helpers import caller, session_auth
+from tests.load import Client, StreamClient, assert_in_the_ledger_once
+from tests.servers import learner_app, serve_in_thread
 
 POOL = {"dataset": "sparse-gaussian", "order": "pool", "budget": {"per_example": 10},
         "dataset_params": {"d": 20, "n_train": 200, "n_test": 10, "s_plus": 2, "s_minus": 2}}
@@ -219,3 +221,85 @@ def test_an_sdk_client_rides_through_a_postgresql_restart(cluster: Cluster) -> N
             assert len(values) == 10
             assert session.get().spent.cost == 20
             assert session.audit().compliant
+
+
+RUN = {"dataset": "sparse-gaussian", "budget": {"per_example": 4}, "eval_every": 250, "test_budget": 3,
+       "dataset_params": {"d": 20, "n_train": 500, "n_test": 100, "s_plus": 2, "s_minus": 2}}
+RUNS = [{**RUN, "algorithm": "aerr", "seed": 1}, {**RUN, "algorithm": "aelr", "seed": 2}]
+# The load's sessions: fresh examples for as long as the test lasts.
+LOAD = {**POOL, "dataset_params": {**POOL["dataset_params"], "n_train": 100_000}}
+
+
+def _runs_to_the_end(url: str, auth: dict[str, str], ids: list[str]) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 300
+    while True:
+        infos = [httpx.get(f"{url}/v1/runs/{i}", headers=auth, timeout=30).json() for i in ids]
+        if all(info["status"] not in ("pending", "queued", "running") for info in infos):
+            return infos
+        assert time.monotonic() < deadline, [(i["status"], i["progress_examples"]) for i in infos]
+        time.sleep(0.1)
+
+
+def _held_sessions(app: Any) -> dict[str, Any]:
+    """The learner's record of the oracle sessions it opened: id -> when it closed it (None: not yet)."""
+    with app.state.runs.store.engine.connect() as conn:
+        return dict(conn.exec_driver_sql("select session_id, closed_at from learner_sessions").all())
+
+
+def test_clients_and_learner_runs_ride_through_a_postgresql_restart(cluster: Cluster, tmp_path: Path) -> None:
+    with serve_in_thread(create_app(Settings(database_url=cluster.url, batch_process=False))) as url, \
+            learner_app(f"sqlite:///{tmp_path / 'runs.db'}", url) as (learner, app):
+        auth = caller(learner)
+
+        def start_runs() -> list[str]:
+            return [httpx.post(f"{learner}/v1/runs", json=run, headers=auth, timeout=30).json()["id"] for run in RUNS]
+
+        quiet = _runs_to_the_end(learner, auth, start_runs())
+        assert [info["status"] for info in quiet] == ["finished"] * 2, [info["message"] for info in quiet]
+
+        sessions = [httpx.post(f"{url}/v1/sessions", json=LOAD).json() for _ in range(4)]
+        stop = threading.Event()
+        clients = [kind(url, session, seed, stop, pause=0.01) for seed, (kind, session)
+                   in enumerate(zip([Client, Client, StreamClient, StreamClient], sessions, strict=True))]
+        for client in clients:
+            client.start()
+        ids = start_runs()
+        try:
+            deadline = time.monotonic() + 120
+            while True:  # the runs well under way, and every client answered
+                infos = [httpx.get(f"{learner}/v1/runs/{i}", headers=auth).json() for i in ids]
+                if all(i["progress_examples"] >= 50 for i in infos) and all(c.answers >= 10 for c in clients):
+                    break
+                assert time.monotonic() < deadline, [(i["status"], i["progress_examples"]) for i in infos]
+                time.sleep(0.05)
+            cluster.ctl("restart", "-m", "immediate", "-w", "-l", str(cluster.log), "-o", cluster.options)
+            during = [httpx.get(f"{learner}/v1/runs/{i}", headers=auth).json() for i in ids]
+            answered = sum(c.answers for c in clients)
+            deadline = time.monotonic() + 60
+            while sum(c.answers for c in clients) < answered + 40:
+                assert time.monotonic() < deadline, "the clients got no answers after the restart"
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            for client in clients:
+                client.join(timeout=30)
+        loud = _runs_to_the_end(learner, auth, ids)
+
+        assert [i["status"] for i in during] == ["running"] * 2, "the restart came after the runs"
+        assert all(i["progress_examples"] < i["max_examples"] for i in during)
+        assert not [e for c in clients for e in c.errors], [e for c in clients for e in c.errors][:5]
+        assert sum(c.refused for c in clients if isinstance(c, Client)) > 0, "no request met the restart"
+        assert all(c.transport == "websocket" for c in clients if isinstance(c, StreamClient))
+        for client, session in zip(clients, sessions, strict=True):
+            assert_in_the_ledger_once(url, session, client.acknowledged)
+        assert [i["status"] for i in loud] == ["finished"] * 2, [i["message"] for i in loud]
+        for a, b in zip(quiet, loud, strict=True):
+            assert a["result"]["weights"] == b["result"]["weights"] and a["result"]["bias"] == b["result"]["bias"]
+            scores = [{k: v for k, v in r["result"]["test_budget"].items() if k != "session"} for r in (a, b)]
+            assert scores[0] == scores[1]
+            assert a["curve"] == b["curve"]
+        # Every session the learner opened (training and test sessions, 8 in all) ends closed.
+        deadline = time.monotonic() + 60
+        while None in (held := _held_sessions(app)).values() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(held) == 8 and None not in held.values(), held

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 
 from client.services import announced_url, wait_healthy
 from tests.helpers import BUDGETLAB
+from tests.load import Client, assert_in_the_ledger_once
 
 KILLS = 3
 CLIENTS = 4
@@ -92,74 +92,13 @@ def start(started: Started, database_url: str, logs: Path, port: int) -> str:
     return url
 
 
-class Client(threading.Thread):
-    """Observes fresh examples of its own session, one request at a time, sending a request again until it gets an
-    answer; keeps every value it was answered with a 200."""
-
-    def __init__(self, url: str, session: dict, seed: int, stop: threading.Event) -> None:
-        super().__init__(daemon=True)
-        self.url, self.session, self.stop = url, session, stop
-        self.rng = random.Random(seed)
-        self.acknowledged: dict[tuple[int, int], float] = {}
-        self.answers = 0
-        self.lost = 0  # requests with no answer (the oracle was down, or died mid-request)
-        self.errors: list[str] = []
-
-    def request(self, example: int) -> tuple[str, dict]:
-        attributes = self.rng.sample(range(D), 3)
-        if self.rng.random() < 0.3:  # now and then two examples in one all-or-nothing batch
-            return "observe/batch", {"items": [{"example": example, "attributes": attributes},
-                                               {"example": example + 1, "attributes": attributes[:2]}]}
-        return "observe", {"example": example, "attributes": attributes}
-
-    def run(self) -> None:
-        headers = {"Authorization": f"Bearer {self.session['token']}"}
-        example = 0
-        with httpx.Client(base_url=self.url, timeout=5) as http:
-            while not self.stop.is_set():
-                path, body = self.request(example)
-                while not self.stop.is_set():
-                    try:
-                        answer = http.post(f"/v1/sessions/{self.session['id']}/{path}", json=body, headers=headers)
-                    except httpx.TransportError:
-                        self.lost += 1
-                        time.sleep(0.05)
-                        continue
-                    if answer.status_code == 503:  # busy: nothing was done, send it again
-                        continue
-                    if answer.status_code != 200:
-                        self.errors.append(f"{answer.status_code} {answer.text[:200]}")
-                        return
-                    self.answers += 1
-                    items = answer.json()["items"] if path == "observe/batch" else [answer.json()]
-                    for item in items:
-                        for attribute, value in zip(item["attributes"], item["values"], strict=True):
-                            seen = self.acknowledged.setdefault((item["example"], attribute), value)
-                            if seen != value:
-                                self.errors.append(f"cell {item['example']},{attribute} answered {seen}, then {value}")
-                    break
-                example += 2
-
-
-def ledger_cells(url: str, session: dict) -> list[tuple[int, int, float]]:
-    headers = {"Authorization": f"Bearer {session['token']}"}
-    cells, after = [], -1
-    while True:
-        page = httpx.get(f"{url}/v1/sessions/{session['id']}/ledger", params={"after": after, "limit": 10_000},
-                         headers=headers, timeout=30).json()
-        cells += [(r["example"], r["attribute"], r["value"]) for r in page["rows"] if r["kind"] == "observe"]
-        if page["next_after"] is None:
-            return cells
-        after = page["next_after"]
-
-
 def kill_and_restart(database_url: str, tmp_path: Path) -> None:
     with stopped_at_the_end() as started:
         url = start(started, database_url, tmp_path, 0)
         port = int(url.rsplit(":", 1)[1])
         sessions = [httpx.post(f"{url}/v1/sessions", json=POOL, timeout=30).json() for _ in range(CLIENTS)]
         stop = threading.Event()
-        clients = [Client(url, s, seed, stop) for seed, s in enumerate(sessions)]
+        clients = [Client(url, s, seed, stop, d=D) for seed, s in enumerate(sessions)]
         for client in clients:
             client.start()
         exits: list[float] = []
@@ -198,18 +137,7 @@ def kill_and_restart(database_url: str, tmp_path: Path) -> None:
         assert sum(c.answers for c in clients) >= 20 * (KILLS + 1), "the clients barely got answers"
         assert sum(c.lost for c in clients) > 0, "no request ever met a dead oracle: the kills missed the traffic"
         for client, session in zip(clients, sessions, strict=True):
-            cells = ledger_cells(url, session)
-            stored = {(example, attribute): value for example, attribute, value in cells}
-            twice = [cell for cell, n in Counter((e, a) for e, a, _ in cells).items() if n > 1]
-            assert not twice, f"cells recorded twice: {twice[:5]}"
-            missing = [cell for cell in client.acknowledged if cell not in stored]
-            assert not missing, f"acknowledged values missing from the ledger: {missing[:5]}"
-            changed = [cell for cell, value in client.acknowledged.items() if stored[cell] != value]
-            assert not changed, f"acknowledged values changed in the ledger: {changed[:5]}"
-            audit = httpx.get(f"{url}/v1/sessions/{session['id']}/audit",
-                              headers={"Authorization": f"Bearer {session['token']}"}, timeout=30).json()
-            assert audit["compliant"], audit["reasons"]
-            assert audit["attributes_recomputed"] == len(cells)
+            assert_in_the_ledger_once(url, session, client.acknowledged)
         assert max(exits) < ORPHAN_DEADLINE
 
 
