@@ -183,6 +183,9 @@ class Code(StrEnum):
     ORACLE_UNAVAILABLE = ("oracle_unavailable", 502, "the run's oracle is not allowed, cannot be reached or does not "
                                                      "answer as an oracle")
     ORACLE_BUSY = "oracle_busy", 503, "the oracle's session was busy; retry after Retry-After"
+    TOO_MANY_RUNS = ("too_many_runs", 429, "the caller has as many runs queued or executing as one caller may "
+                                           "(BUDGETLAB_LEARNER_MAX_QUEUED); nothing was started, retry after "
+                                           "Retry-After or once one ends")
     # The service's database (either service).
     DATABASE_UNAVAILABLE = ("database_unavailable", 503, "the service's database cannot be reached right now (it is "
                                                          "restarting, say); nothing was done, retry after Retry-After")

@@ -19,11 +19,13 @@ import queue
 import secrets
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Iterable
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
+from budgetlab.errors import Code, learner_refusal
 from learner.closing import SessionCloser
 from learner.cluster import Ended, RunPool
 from learner.http_oracle import HttpOracle
@@ -35,6 +37,8 @@ log = logging.getLogger(__name__)
 STOPPED = "the learner stopped before this run ended"
 CANCELLED_QUEUED = "cancelled before it started"
 CANCEL_WAIT = 10.0
+# The Retry-After of a caller refused for having too many runs unended: about when one of them may have ended.
+RETRY_QUEUED = 10.0
 # How often a learner on a cluster looks at how many threads its workers have.
 FOLLOW_SECONDS = 2.0
 
@@ -86,8 +90,10 @@ class Run:
 
 class RunManager:
     def __init__(self, store: RunStore, *, max_running: int | None, retained: int, workers: int | None = None,
-                 scheduler: str | None = None, oracle_url: str | None = None) -> None:
+                 scheduler: str | None = None, oracle_url: str | None = None, max_queued: int | None = None) -> None:
         self.store = store
+        self.max_queued = max_queued
+        self._unended: Counter[str] = Counter()  # by owner: runs queued or executing, and starts under way
         # Every oracle session a run opened is recorded as it opens and closed, by the closer, however the run
         # ended; one still open when the learner died is closed by the next learner (``recover``).
         self.closer = SessionCloser(on_closed=store.closed)
@@ -176,6 +182,29 @@ class RunManager:
             for i in range(self._threads, total):
                 threading.Thread(target=self._work, name=f"run-worker-{i}", daemon=True).start()
             self._threads = max(self._threads, total)
+
+    @contextmanager
+    def admitted(self, owner: str) -> Iterator[None]:
+        """A run of ``owner`` may start inside: it counts as one of the caller's unended runs from here (refused
+        429 ``too_many_runs`` past ``max_queued``, before anything is opened), until it ends or fails to start."""
+        with self.lock:
+            if self.max_queued is not None and self._unended[owner] >= self.max_queued:
+                raise learner_refusal(Code.TOO_MANY_RUNS,
+                                      f"this caller has {self._unended[owner]} runs queued or executing, as many as "
+                                      f"one caller may (BUDGETLAB_LEARNER_MAX_QUEUED={self.max_queued}); nothing "
+                                      "was started: retry once one ends", retry_after=RETRY_QUEUED)
+            self._unended[owner] += 1
+        try:
+            yield
+        except BaseException:
+            self._release(owner)
+            raise
+
+    def _release(self, owner: str) -> None:
+        with self.lock:
+            self._unended[owner] -= 1
+            if self._unended[owner] <= 0:
+                del self._unended[owner]
 
     def start(self, owner: str, request: RunCreate, oracle: HttpOracle) -> RunInfo:
         assert request.oracle_url is not None
@@ -313,8 +342,10 @@ class RunManager:
             log.exception("run %s: its end was not recorded", run.id)
         with self.lock:
             run.status, run.message, run.result, run.oracle = status, message, result, None
-            self.live.pop(run.id, None)
+            ended_now = self.live.pop(run.id, None) is not None
             self.recent[run.id] = (run.owner, run.info())
             while len(self.recent) > self.retained:
                 self.recent.popitem(last=False)
+        if ended_now:
+            self._release(run.owner)
         run.ended.set()

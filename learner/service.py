@@ -100,7 +100,8 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
     engine = make_engine(settings.database_url)
     store = RunStore(engine)
     manager = RunManager(store, max_running=settings.max_running, retained=settings.retained_runs,
-                         workers=settings.workers, scheduler=settings.scheduler, oracle_url=settings.oracle_url)
+                         workers=settings.workers, scheduler=settings.scheduler, oracle_url=settings.oracle_url,
+                         max_queued=settings.max_queued)
     manager.recover()
     oracles = OracleAllowList(settings.oracle_url, settings.extra_oracles)
 
@@ -148,13 +149,15 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
 
     @app.post("/v1/runs", status_code=201, response_model=RunInfo, tags=["runs"],
               responses=responses(*CALLER, *ASKS_ORACLE, Code.TOO_LARGE, Code.INVALID_PARAMS, Code.ORACLE_REJECTED,
-                                  Code.ALGORITHM_NOT_ALLOWED))
+                                  Code.ALGORITHM_NOT_ALLOWED, Code.TOO_MANY_RUNS))
     def start_run(request: RunCreate, caller: CurrentCaller) -> RunInfo:
-        """Open an oracle session for the run and queue it; it starts when the pool has room."""
+        """Open an oracle session for the run and queue it; it starts when the pool has room. A caller has at most
+        BUDGETLAB_LEARNER_MAX_QUEUED runs queued or executing."""
         loadable(request.algorithm, settings)
         request = request.model_copy(update={"oracle_url": oracles.resolve(request.oracle_url),
                                              "api_key": request.api_key or settings.api_key})
-        return manager.start(caller.id, request, open_session(request))
+        with manager.admitted(caller.id):
+            return manager.start(caller.id, request, open_session(request))
 
     @app.get("/v1/runs", response_model=RunPage, tags=["runs"], responses=responses(*CALLER))
     def list_runs(

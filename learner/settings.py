@@ -12,6 +12,8 @@ from budgetlab.oracle_client import DEFAULT_ORACLE_URL
 from learner.algorithms import TARGET
 from learner.cluster import SCHEDULER_ENV, WORKERS_ENV
 
+MAX_QUEUED = 16
+
 
 def default_database_url() -> str:
     return os.environ.get("LEARNER_DATABASE_URL") or f"sqlite:///{Path.cwd() / 'budgetlab-runs.db'}"
@@ -51,6 +53,9 @@ class LearnerSettings:
     # processes started with the learner (unset: one per core).
     scheduler: str | None = field(default_factory=lambda: os.environ.get(SCHEDULER_ENV) or None)
     workers: int | None = field(default_factory=lambda: _optional_int(WORKERS_ENV))
+    # Runs one caller may have queued or executing at once (429 too_many_runs past it): each holds an oracle session
+    # open. A comparison sends as many at a time as the machine has cores.
+    max_queued: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_MAX_QUEUED", MAX_QUEUED))
     # Ended runs kept in memory for fast reads; older ones are read back from the database.
     retained_runs: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_RETAINED_RUNS", 100))
     # A request body: a run's request is a few hundred bytes, so 1 MiB leaves room for any real one (413 above).
@@ -75,6 +80,8 @@ class LearnerSettings:
                              "BUDGETLAB_LEARNER_CALLERS_BURST at least 1")
         if self.max_running is not None and self.max_running < 1:
             raise ValueError("BUDGETLAB_LEARNER_MAX_RUNNING must be at least 1")
+        if self.max_queued < 1:
+            raise ValueError("BUDGETLAB_LEARNER_MAX_QUEUED must be at least 1")
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"{WORKERS_ENV} must be at least 1")
         if self.max_body_bytes < 1:

@@ -174,3 +174,30 @@ def test_callers_past_the_rate_of_one_address_get_429_with_retry_after(shared_or
         with sqlite3.connect(tmp_path / "runs.db") as db:
             stored = db.execute("SELECT COUNT(*) FROM learner_callers").fetchone()[0]
         assert stored == 2, "no caller created past the rate"
+
+
+def test_a_caller_past_its_queued_runs_gets_429_with_retry_after_and_no_oracle_session(shared_oracle_url: str,
+                                                                                       tmp_path: Path) -> None:
+    def sessions() -> int:
+        return httpx.get(f"{shared_oracle_url}/v1/dashboard/sessions").json()["counts"]["sessions"]
+
+    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", shared_oracle_url, max_queued=2, max_running=1) as url:
+        _, auth = new_caller(url)
+        started = [httpx.post(f"{url}/v1/runs", json={**RUN, "seed": s}, headers=auth) for s in range(2)]
+        assert [r.status_code for r in started] == [201, 201]
+        before = sessions()
+        refused = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"] == "too_many_runs" and "BUDGETLAB_LEARNER_MAX_QUEUED" in refused.json()["detail"]
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert sessions() == before, "the refused run opened no oracle session"
+        assert len(httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"]) == 2
+        _, other = new_caller(url)  # the limit is each caller's
+        third = httpx.post(f"{url}/v1/runs", json=RUN, headers=other)
+        assert third.status_code == 201, third.text
+        # A run that ends makes room.
+        assert httpx.delete(f"{url}/v1/runs/{started[1].json()['id']}", headers=auth).json()["status"] == "cancelled"
+        again = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth)
+        assert again.status_code == 201, again.text
+        for run, headers in ((started[0], auth), (third, other), (again, auth)):
+            httpx.delete(f"{url}/v1/runs/{run.json()['id']}", headers=headers)
