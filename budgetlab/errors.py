@@ -115,6 +115,8 @@ class Code(StrEnum):
                                          "non-ASCII, unknown)")
     NOT_FOUND = "not_found", 404, "nothing has this id (or the token is not its own), or no route has this path"
     METHOD_NOT_ALLOWED = "method_not_allowed", 405, "the path takes another HTTP method"
+    REQUEST_TIMEOUT = ("request_timeout", 408, "the request's headers did not arrive in time "
+                                               "(BUDGETLAB_HEADER_TIMEOUT); the connection is closed")
     TOO_LARGE = "too_large", 413, "the body is larger than the service's limit (BUDGETLAB_MAX_BODY_BYTES)"
     RATE_LIMITED = ("rate_limited", 429, "more requests of this kind from this address than the service's rate "
                                          "allows (BUDGETLAB_SESSIONS_PER_SECOND, ...); nothing was done, retry after "

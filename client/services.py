@@ -32,7 +32,7 @@ from uvicorn.importer import import_from_string
 from uvicorn.supervisors import Multiprocess
 
 from budgetlab.malloc import tune_malloc
-from web.errors import JsonHttpProtocol
+from web.http_protocol import JsonHttpProtocol
 
 HEALTH_TIMEOUT = 60.0
 STARTUP_FAILURE = 3  # uvicorn's exit code when the app did not start

@@ -18,7 +18,7 @@ import uvicorn
 
 from client.services import listen, service
 from tests.helpers import ADMIN_TOKEN
-from web.errors import JsonHttpProtocol
+from web.http_protocol import JsonHttpProtocol
 
 
 def bound_socket() -> socket.socket:

@@ -6,7 +6,6 @@ The codes are ``budgetlab.errors.Code``'s; a request body that does not validate
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
@@ -16,7 +15,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from budgetlab.contract.budgets import Remaining
 from budgetlab.errors import Code, Refused, error_body, validation_detail
@@ -58,17 +56,3 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = HTTP_CODES.get(exc.status_code, Code.HTTP_ERROR.value)
         return error_response(exc.status_code, code, str(exc.detail))
-
-
-class JsonHttpProtocol(HttpToolsProtocol):
-    """uvicorn's fast (httptools) HTTP protocol, whose refusal of a request it cannot parse (a control character
-    in a header, a malformed request line) is JSON like every other refusal, not uvicorn's plain text."""
-
-    def send_400_response(self, msg: str) -> None:
-        body = json.dumps(error_body(Code.BAD_REQUEST.value, f"the HTTP request is malformed: {msg}")).encode()
-        head = [b"HTTP/1.1 400 Bad Request\r\n"]
-        head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
-        head += [b"content-type: application/json\r\n", b"content-length: %d\r\n" % len(body),
-                 b"connection: close\r\n\r\n"]
-        self.transport.write(b"".join(head) + body)
-        self.transport.close()

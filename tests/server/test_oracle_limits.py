@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import socket
+import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -216,15 +217,69 @@ def test_one_dataset_is_built_at_a_time() -> None:
 
 def test_sessions_past_the_rate_of_one_address_get_429_with_retry_after_and_nothing_is_created(
         sqlite_url: str) -> None:
-    settings = Settings(database_url=sqlite_url, sessions_per_second=0.5, sessions_burst=3, batch_process=False)
+    # A token back every 20 s: the five requests take far less on any machine, however loaded.
+    settings = Settings(database_url=sqlite_url, sessions_per_second=0.05, sessions_burst=3, batch_process=False)
     with serve_in_thread(create_app(settings)) as url:
         answers = [httpx.post(f"{url}/v1/sessions", json=POOL) for _ in range(5)]
         assert [a.status_code for a in answers] == [201, 201, 201, 429, 429]
         refused = answers[3]
         assert refused.json()["error"] == "rate_limited"
         assert "BUDGETLAB_SESSIONS_PER_SECOND" in refused.json()["detail"]
-        assert 1 <= int(refused.headers["Retry-After"]) <= 2
+        assert 1 <= int(refused.headers["Retry-After"]) <= 20
         # Other requests are not counted: the sessions opened go on.
         created = answers[0].json()
         for _ in range(5):
             assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=session_auth(created)).status_code == 200
+
+
+def _trickle(sock: socket.socket, data: bytes, every: float = 0.1, give_up: float = 30.0) -> bytes:
+    """Send ``data`` a byte at a time, ``every`` seconds apart, until the server answers or closes; its answer."""
+    sock.settimeout(every)
+    deadline = time.monotonic() + give_up
+    for byte in data:
+        assert time.monotonic() < deadline, "the server never dropped the slow client"
+        try:
+            sock.sendall(bytes([byte]))
+        except (BrokenPipeError, ConnectionResetError):
+            return b""
+        try:
+            answer = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            return b""
+        while chunk := sock.recv(65536):  # the rest of the answer, up to the close
+            answer += chunk
+        return answer
+    raise AssertionError("the server took the whole trickle")
+
+
+def test_slow_clients_are_dropped_a_trickle_of_headers_with_408_a_trickle_of_body_without_effect(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUDGETLAB_HEADER_TIMEOUT", "1")
+    monkeypatch.setenv("BUDGETLAB_BODY_TIMEOUT", "1")
+    with serve_in_thread(create_app(Settings(database_url=sqlite_url))) as url:
+        address = ("127.0.0.1", urlsplit(url).port)
+        # Headers a byte at a time (each byte in time for an idle timeout, all of them far too late).
+        with socket.create_connection(address) as slow:
+            answer = _trickle(slow, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Padding: " + b"a" * 1000)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b"connection: close" in head.lower()
+        assert json.loads(body)["error"] == "request_timeout"
+        # A connection that sends nothing at all gets the same.
+        with socket.create_connection(address) as silent:
+            silent.settimeout(30)
+            assert silent.recv(65536).startswith(b"HTTP/1.1 408")
+        # A body a byte at a time: the connection is closed and nothing of the request is done.
+        before = httpx.get(f"{url}/v1/dashboard/sessions").json()["counts"]["sessions"]
+        payload = json.dumps(POOL).encode()
+        with socket.create_connection(address) as slow:
+            slow.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(payload))
+            assert _trickle(slow, payload) == b""
+        assert httpx.get(f"{url}/v1/dashboard/sessions").json()["counts"]["sessions"] == before
+        # Clients that send in time are served as before, over the same connection.
+        with httpx.Client(base_url=url) as client:
+            assert [client.get("/healthz").status_code for _ in range(3)] == [200] * 3
+            assert client.post("/v1/sessions", json=POOL).status_code == 201
