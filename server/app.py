@@ -84,7 +84,11 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     install_error_handlers(app)
     opening = Rate(settings.sessions_per_second, settings.sessions_burst,
                    "BUDGETLAB_SESSIONS_PER_SECOND, BUDGETLAB_SESSIONS_BURST")
-    app.add_middleware(RateLimits, limits={("POST", "/v1/sessions"): opening})
+    every = Rate(settings.requests_per_second, settings.requests_burst,
+                 "BUDGETLAB_REQUESTS_PER_SECOND, BUDGETLAB_REQUESTS_BURST")
+    keyed = Rate(settings.key_requests_per_second, settings.key_requests_burst,
+                 "BUDGETLAB_KEY_REQUESTS_PER_SECOND, BUDGETLAB_KEY_REQUESTS_BURST")
+    app.add_middleware(RateLimits, limits={("POST", "/v1/sessions"): opening}, per_address=every, per_key=keyed)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
                        larger=admin_upload(settings))
 

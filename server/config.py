@@ -18,6 +18,11 @@ MAX_UPLOAD_BYTES = 1 << 30
 # unlimited oracle opened about 340 a second for one anonymous client.
 SESSIONS_PER_SECOND = 20.0
 SESSIONS_BURST = 500.0
+# Every request of one address, and of one key (bearer token): sized above what one worker serves over plain HTTP
+# on a small machine, so that a heavy client there is not slowed; a shared deployment on big machines lowers them.
+# A session's stream carries its requests as messages, not counted here.
+REQUESTS_PER_SECOND, REQUESTS_BURST = 2000.0, 4000.0
+KEY_REQUESTS_PER_SECOND, KEY_REQUESTS_BURST = 1000.0, 2000.0
 
 
 def default_database_url() -> str:
@@ -72,6 +77,15 @@ class Settings:
         default_factory=lambda: float(os.environ.get("BUDGETLAB_SESSIONS_PER_SECOND") or SESSIONS_PER_SECOND))
     sessions_burst: float = field(
         default_factory=lambda: float(os.environ.get("BUDGETLAB_SESSIONS_BURST") or SESSIONS_BURST))
+    # Every request from one client address, and with one key, per second in bursts (429 past it; 0: no limit).
+    requests_per_second: float = field(
+        default_factory=lambda: float(os.environ.get("BUDGETLAB_REQUESTS_PER_SECOND") or REQUESTS_PER_SECOND))
+    requests_burst: float = field(
+        default_factory=lambda: float(os.environ.get("BUDGETLAB_REQUESTS_BURST") or REQUESTS_BURST))
+    key_requests_per_second: float = field(
+        default_factory=lambda: float(os.environ.get("BUDGETLAB_KEY_REQUESTS_PER_SECOND") or KEY_REQUESTS_PER_SECOND))
+    key_requests_burst: float = field(
+        default_factory=lambda: float(os.environ.get("BUDGETLAB_KEY_REQUESTS_BURST") or KEY_REQUESTS_BURST))
     # Work big observe/batch requests out in a process of the worker's own (server.batch_process), so that they
     # do not slow the worker's other requests down; 0 does it in the worker.
     batch_process: bool = field(default_factory=lambda: os.environ.get("BUDGETLAB_BATCH_PROCESS", "1") != "0")

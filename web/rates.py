@@ -1,13 +1,16 @@
-"""Request rates a stranger may not pass: a token bucket per client address for the requests that create something
-(an oracle session, a learner caller). Past it a request is answered 429 ``rate_limited`` with Retry-After (the
-seconds until a token is back) before the app sees it, so nothing is created.
+"""Request rates a stranger may not pass, as token buckets: per client address for the requests that create something
+(an oracle session, a learner caller), and for every request per client address and per key (the bearer token it
+carries: an account's API key, a session's token, the admin's). Past one a request is answered 429 ``rate_limited``
+with Retry-After (the seconds until a token is back) before the app sees it, so nothing is done. A session's stream
+is one request however many messages it carries (they are bounded by the session's budget, not by time).
 
 Each worker process counts for itself (N workers: up to N times the rate), and an address behind a proxy is the
-proxy's.
+proxy's. The buckets of one address or key are forgotten once ``MAX_ADDRESSES`` others are newer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -54,22 +57,44 @@ class Buckets:
         return wait
 
 
-class RateLimits:
-    """ASGI middleware: ``limits`` maps (method, path) to the rate of such requests per client address."""
+def _key(scope: Scope) -> str | None:
+    """The digest of the request's bearer token, if it carries one (the token itself is not kept)."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.partition(b" ")
+            if scheme.lower() == b"bearer" and token.strip():
+                return hashlib.blake2b(token.strip(), digest_size=16).hexdigest()
+    return None
 
-    def __init__(self, app: ASGIApp, limits: dict[tuple[str, str], Rate]) -> None:
+
+class RateLimits:
+    """ASGI middleware: ``limits`` maps (method, path) to the rate of such requests per client address;
+    ``per_address`` and ``per_key`` bound every request (None: no such bound)."""
+
+    def __init__(self, app: ASGIApp, limits: dict[tuple[str, str], Rate], per_address: Rate | None = None,
+                 per_key: Rate | None = None) -> None:
         self.app = app
         self.buckets = {route: Buckets(rate) for route, rate in limits.items() if rate.per_second > 0}
+        self.per_address = Buckets(per_address) if per_address and per_address.per_second > 0 else None
+        self.per_key = Buckets(per_key) if per_key and per_key.per_second > 0 else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            buckets = self.buckets.get((scope["method"], scope["path"]))
-            if buckets is not None:
-                client = scope.get("client")
-                wait = buckets.take(client[0] if client else "")
+            client = scope.get("client")
+            address = client[0] if client else ""
+            checks = [(self.buckets.get((scope["method"], scope["path"])), address, "such requests", "address"),
+                      (self.per_address, address, "requests", "address")]
+            if self.per_key is not None:
+                key = _key(scope)
+                if key is not None:
+                    checks.append((self.per_key, key, "requests", "key"))
+            for buckets, who, what, of in checks:
+                if buckets is None:
+                    continue
+                wait = buckets.take(who)
                 if wait > 0:
                     rate = buckets.rate
-                    detail = (f"more than {rate.per_second:g} such requests a second from this address (bursts of "
+                    detail = (f"more than {rate.per_second:g} {what} a second from this {of} (bursts of "
                               f"{rate.burst:g}; {rate.setting}): nothing was done, retry after Retry-After")
                     await refuse_http(send, Code.RATE_LIMITED.status, error_body(Code.RATE_LIMITED.value, detail),
                                       retry_after=wait)

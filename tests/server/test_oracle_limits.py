@@ -283,3 +283,35 @@ def test_slow_clients_are_dropped_a_trickle_of_headers_with_408_a_trickle_of_bod
         with httpx.Client(base_url=url) as client:
             assert [client.get("/healthz").status_code for _ in range(3)] == [200] * 3
             assert client.post("/v1/sessions", json=POOL).status_code == 201
+
+
+def test_requests_past_the_rate_of_one_key_or_one_address_get_429_with_retry_after(sqlite_url: str) -> None:
+    # A token back every 20 s: nothing comes back while the test runs, however loaded the machine.
+    settings = Settings(database_url=sqlite_url, batch_process=False, requests_per_second=0.05, requests_burst=6,
+                        key_requests_per_second=0.05, key_requests_burst=3)
+    with serve_in_thread(create_app(settings)) as url:
+        # Two addresses of the loopback (not 127.0.0.1, which the start's health checks used): two clients.
+        here = httpx.Client(base_url=url, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+        there = httpx.Client(base_url=url, transport=httpx.HTTPTransport(local_address="127.0.0.3"))
+        created = here.post("/v1/sessions", json=POOL).json()  # 1 of the address's 6
+        auth = session_auth(created)
+        keyed = [here.post(f"/v1/sessions/{created['id']}/observe", headers=auth,
+                           json={"example": 0, "attributes": [a]}) for a in range(4)]
+        assert [r.status_code for r in keyed] == [200, 200, 200, 429]
+        assert keyed[3].json()["error"] == "rate_limited"
+        assert "from this key" in keyed[3].json()["detail"]
+        assert "BUDGETLAB_KEY_REQUESTS_PER_SECOND" in keyed[3].json()["detail"]
+        assert 1 <= int(keyed[3].headers["Retry-After"]) <= 20
+        # The key is limited from any address; the other address is not limited by this one's requests.
+        elsewhere = there.get(f"/v1/sessions/{created['id']}", headers=auth)
+        assert elsewhere.status_code == 429 and "from this key" in elsewhere.json()["detail"]
+        assert there.get("/healthz").status_code == 200
+        # This address has spent 1 + 4 of its 6: one more request, then 429s whatever the key.
+        assert here.get("/healthz").status_code == 200
+        by_address = here.get("/healthz")
+        assert by_address.status_code == 429 and "from this address" in by_address.json()["detail"]
+        assert "BUDGETLAB_REQUESTS_PER_SECOND" in by_address.json()["detail"]
+        # The refused observe charged nothing: the session spent its three attributes.
+        assert there.get("/v1/dashboard/sessions", headers={}).json()["counts"]["sessions"] == 1
+        here.close()
+        there.close()
