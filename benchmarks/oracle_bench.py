@@ -34,13 +34,20 @@ hash-chained ledger rows:
   ``budgetlab serve learner``) on distinct seeds of it. The RSS is the oracle's and its children's (the batch
   process), summed. Target: each < 1 GB.
 
-Usage: ``python benchmarks/oracle_bench.py [--json] [--smoke]``.
+- the dashboard's audits under attack (issue 23): 20 sessions of 190,000 ledger rows each, whose tokens one client
+  sends to ``GET /v1/dashboard/sessions`` (``X-Session-Tokens``) again and again; the oracle's CPU seconds for each
+  GET (its process and children, from /proc), until every session has its verdict, and for the GETs after that
+  (verdicts cached while a ledger does not change). Target: no GET costs more than twice one session's audit
+  (each request audits a bounded number of rows, however many sessions it lists).
+
+Usage: ``python benchmarks/oracle_bench.py [--json] [--smoke] [--dashboard]`` (``--dashboard``: that part alone).
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import sqlite3
 import tempfile
 import time
@@ -51,7 +58,17 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from _harness import ADMIN_TOKEN, Report, arguments, free_disk, learner_process, oracle_process, progress, tree_memory
+from _harness import (
+    ADMIN_TOKEN,
+    Report,
+    arguments,
+    descendants,
+    free_disk,
+    learner_process,
+    oracle_process,
+    progress,
+    tree_memory,
+)
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunCreate
@@ -580,12 +597,70 @@ def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
                memory["VmHWM"] < ATTACK_RSS_TARGET_MB)
 
 
+# --- the dashboard's audits under attack (issue 23) ----------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process and every process below it, from /proc."""
+    total = 0
+    for member in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # a child that exited meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def dashboard_attack(workdir: Path, smoke: bool, report: Report) -> None:
+    """The oracle's CPU per ``GET /v1/dashboard/sessions`` that sends the tokens of many big sessions."""
+    sessions, examples, d = (3, 200, 10) if smoke else (20, 9_500, 20)
+    progress(f"the dashboard's audits of {sessions} sessions of {examples * d:,} rows ...")
+    params = {"d": d, "n_train": examples, "n_test": 10, "s_plus": 2, "s_minus": 2}
+    with oracle_process(workdir / "attack-dashboard") as oracle, \
+            httpx.Client(base_url=oracle.url, timeout=600) as http:
+        held = []
+        for seed in range(sessions):
+            created = _opened(http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": params,
+                                                              "order": "pool", "seed": seed}))
+            path, headers = f"/v1/sessions/{created['id']}/observe/batch", auth(created["token"])
+            for first in range(0, examples, MAX_EXAMPLES):
+                items = [{"example": e, "attributes": list(range(d))}
+                         for e in range(first, min(examples, first + MAX_EXAMPLES))]
+                ok(http.post(path, json={"items": items}, headers=headers))
+            held.append(f"{created['id']}:{created['token']}")
+        tokens = {"X-Session-Tokens": ", ".join(held)}
+        per_get, audited = [], 0
+        while audited < sessions or len(per_get) < sessions + 3:
+            before = cpu_seconds(oracle.process.pid)
+            listed = ok(http.get("/v1/dashboard/sessions", headers=tokens)).json()["sessions"]
+            per_get.append(cpu_seconds(oracle.process.pid) - before)
+            audited = sum(1 for s in listed if s["audit"]["compliant"] is not None)
+            if len(per_get) > 4 * sessions:
+                raise RuntimeError(f"{sessions - audited} sessions still unaudited after {len(per_get)} GETs")
+    rows = listed[0]["ledger_rows"]
+    one_audit = sum(per_get) / sessions  # every session audited once over the GETs; the cached ones cost little
+    report.note(f"{sessions} sessions of {rows:,} rows: CPU seconds per GET "
+                + ", ".join(f"{c:.2f}" for c in per_get))
+    report.add("dashboard_attack_all_audits_cpu", sum(per_get), "s")
+    if smoke:  # one request audits them all: no bound to show
+        report.add("dashboard_attack_max_get_cpu", max(per_get), "s")
+    else:
+        report.add("dashboard_attack_max_get_cpu", max(per_get), "s", f"<= 2x one audit ({2 * one_audit:.2f} s)",
+                   max(per_get) <= 2 * one_audit)
+    report.add("dashboard_attack_cached_get_cpu", max(per_get[-3:]), "s")
+
+
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0])
+    args = arguments(__doc__.splitlines()[0], {"dashboard": "only the dashboard's audits under attack"})
     sizes = SMOKE if args.smoke else FULL
     report = Report("oracle_bench", "smoke" if args.smoke else "full")
     with tempfile.TemporaryDirectory(prefix="budgetlab-bench-") as tmp:
         workdir = Path(tmp)
+        if args.dashboard:
+            dashboard_attack(workdir, args.smoke, report)
+            report.emit(args.json)
+            return
         with oracle_process(workdir / "small") as oracle:
             observe_latency(oracle.url, sizes, report)
             batch_throughput(oracle.url, oracle.database, workdir, sizes, report)
@@ -598,6 +673,7 @@ def main() -> None:
                 full_information_run(oracle.url, sizes, report, "export_postgres")
         mapped_dataset_memory(workdir, sizes, report)
         attack_memory(workdir, args.smoke, report)
+        dashboard_attack(workdir, args.smoke, report)
     report.emit(args.json)
 
 

@@ -35,6 +35,10 @@ from server.store import LINKS, SESSIONS
 
 # The audit reads every row of a session; bigger sessions are left to `budgetlab audit` (seconds per million rows).
 AUDIT_MAX_ROWS = 200_000
+# Rows one request (a GET of the list, a refresh of the live feed) may audit, all its sessions together: a session
+# whose verdict is older than its ledger beyond that keeps its last verdict, or shows one pending, until a later
+# request audits it. So no request costs more than about one big session's audit, however many it lists.
+AUDIT_ROWS_PER_REQUEST = 200_000
 # An open session's verdict is at most this old (seconds) while it keeps writing rows.
 AUDIT_EVERY = 5.0
 # Verdicts kept (the most recently computed).
@@ -108,6 +112,7 @@ class Overview:
                              f"ORDER BY seq LIMIT {p}")
         self._last_links = f"SELECT seq, kind, n, cost FROM {links} WHERE session_key = {p} ORDER BY seq DESC LIMIT {p}"
         self._verdicts: OrderedDict[str, tuple[int, str, float, Verdict]] = OrderedDict()
+        self._auditing: set[str] = set()  # sessions a request is auditing now
         self._lock = threading.Lock()
 
     def accounts(self, limit: int) -> list[AccountInfo]:
@@ -165,32 +170,55 @@ class Overview:
         return self.service.audit(session_id, None)
 
     def with_verdicts(self, sessions: list[SessionSummary]) -> list[SessionSummary]:
+        """The sessions with their verdicts, auditing at most ``AUDIT_ROWS_PER_REQUEST`` rows for them all."""
+        budget = AUDIT_ROWS_PER_REQUEST
         for summary in sessions:
-            summary.audit = self.verdict(summary)
+            summary.audit, audited = self.verdict(summary, budget)
+            budget -= audited
         return sessions
 
-    def verdict(self, summary: SessionSummary) -> Verdict:
-        """The session's audit verdict: cached while its rows do not change, and for a few seconds while they do."""
+    def verdict(self, summary: SessionSummary, budget: int = AUDIT_ROWS_PER_REQUEST) -> tuple[Verdict, int]:
+        """The session's audit verdict, and the rows audited for it now (at most ``budget``). A verdict is kept
+        while the session's ledger does not change (its rows count: a chain only grows), and for a few seconds
+        while it does; one session is audited by one request at a time."""
         with self._lock:
             cached = self._verdicts.get(summary.id)
         if cached is not None:
             rows, status, checked, verdict = cached
             unchanged = rows == summary.ledger_rows and status == summary.status
             if unchanged or (summary.status == "open" and time.monotonic() - checked < AUDIT_EVERY):
-                return verdict
+                return verdict, 0
         if summary.ledger_rows > AUDIT_MAX_ROWS:
             verdict = Verdict(rows=summary.ledger_rows,
                               detail=f"{summary.ledger_rows} rows: too many to audit here; run its audit with the "
                                      "session's token, or 'budgetlab audit' on its NDJSON export")
-        else:
+            self._keep(summary, verdict)
+            return verdict, 0
+        with self._lock:
+            busy = summary.ledger_rows > budget or summary.id in self._auditing
+            if not busy:
+                self._auditing.add(summary.id)
+        if busy:  # its last verdict for now, or none yet: a later request audits it
+            if cached is not None:
+                return cached[3], 0
+            return Verdict(rows=summary.ledger_rows,
+                           detail="not audited yet: each request audits a bounded number of rows; a later refresh "
+                                  "shows it"), 0
+        try:
             report = self.audit(summary.id)
-            verdict = Verdict(compliant=report.compliant, reasons=report.reasons, rows=report.rows)
+        finally:
+            with self._lock:
+                self._auditing.discard(summary.id)
+        verdict = Verdict(compliant=report.compliant, reasons=report.reasons, rows=report.rows)
+        self._keep(summary, verdict)
+        return verdict, summary.ledger_rows
+
+    def _keep(self, summary: SessionSummary, verdict: Verdict) -> None:
         with self._lock:
             self._verdicts[summary.id] = (summary.ledger_rows, summary.status, time.monotonic(), verdict)
             self._verdicts.move_to_end(summary.id)
             while len(self._verdicts) > VERDICTS_KEPT:
                 self._verdicts.popitem(last=False)
-        return verdict
 
     def _summary(self, values: Sequence[Any]) -> SessionSummary:
         row = dict(zip(SESSION_FACTS, values, strict=True))

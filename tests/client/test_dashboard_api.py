@@ -137,6 +137,25 @@ def test_the_audit_verdict_is_the_audit_s(oracle: str, tmp_path_factory: pytest.
     assert listed[0]["audit"]["compliant"] is False and listed[0]["audit"]["reasons"] == audit["reasons"]
 
 
+def test_a_request_audits_a_bounded_number_of_rows_and_verdicts_are_kept_while_ledgers_do_not_change(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as url:
+        sessions = [Session(url) for _ in range(3)]
+        for session in sessions:
+            session.observe([0, 1, 2])
+        rows = httpx.get(f"{url}/v1/sessions/{sessions[0].id}", headers=sessions[0].auth).json()["ledger_rows"]
+        # Room for one session's audit per request (the oracle runs in this process).
+        monkeypatch.setattr("server.session_overview.AUDIT_ROWS_PER_REQUEST", rows + 1)
+        held = {"X-Session-Tokens": ", ".join(f"{s.id}:{s.token}" for s in sessions)}
+        audited = []
+        for _ in range(4):
+            listed = httpx.get(f"{url}/v1/dashboard/sessions", headers=held).json()["sessions"]
+            audited.append(sum(1 for s in listed if s["audit"]["compliant"] is True))
+            pending = [s["audit"] for s in listed if s["audit"]["compliant"] is None]
+            assert all("not audited yet" in verdict["detail"] for verdict in pending)
+        assert audited == [1, 2, 3, 3], "one audit per request, then every verdict kept"
+
+
 def test_the_admin_follows_a_ledger_as_links_and_the_token_holder_sees_its_values_live(oracle: str) -> None:
     session = Session(oracle)
     first = session.observe([4, 5])

@@ -16,7 +16,8 @@ ORACLE_FIGURES = ("observe_p50", "healthz_p50", "observe_to_healthz_p50", "batch
                   "raw_sqlite_packed_values_per_s", "batch_to_raw_sqlite_packed", "hol_busy_to_idle_p99",
                   "ledger_bytes_per_value", "export_ndjson_rows_per_s", "export_csv_rows_per_s", "mapped_oracle_rss",
                   "attack_body_peak_rss", "attack_batch_at_caps_seconds", "attack_batch_peak_rss",
-                  "attack_seeds_peak_rss", "attack_runs_peak_rss")
+                  "attack_seeds_peak_rss", "attack_runs_peak_rss", "dashboard_attack_all_audits_cpu",
+                  "dashboard_attack_max_get_cpu", "dashboard_attack_cached_get_cpu")
 LEARNER_FIGURES = ("aerr_d1000_examples_per_s", "aelr_d1000_examples_per_s", "aerr_d100000_examples_per_s",
                    "aelr_d100000_examples_per_s", "aerr_mnist_stream_examples_per_s", "aerr_mnist_http_examples_per_s",
                    "aerr_mnist_in_process_examples_per_s", "aerr_mnist_4_runs_at_once_examples_per_s")
