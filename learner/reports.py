@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from budgetlab.contract.base import UtcTime
 from budgetlab.contract.results import SCORES, ComparisonResults, ResultsError, Stat
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from budgetlab.errors import Code, learner_refusal
@@ -114,7 +115,7 @@ class ReportSummary(BaseModel):
     mode: str = Field("", description="where its runs ran: in-process, or which learner and oracle",
                       examples=["learner http://127.0.0.1:8001, oracle http://127.0.0.1:8000"])
     preset: str | None = Field(None, description="the preset it ran, if any", examples=["hazan-koren-fig1"])
-    written_at: datetime = Field(description="when its results.json was last written (UTC)",
+    written_at: UtcTime = Field(description="when its results.json was last written (UTC)",
                                  examples=["2025-01-31T09:45:00Z"])
     wall_time: float = Field(0.0, description="seconds the comparison took", examples=[672.4])
     runs: int = Field(0, description="runs over every design, algorithm and seed", examples=[30])

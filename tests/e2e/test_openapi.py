@@ -4,7 +4,9 @@ answer."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -14,6 +16,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from tests.helpers import ADMIN, TINY, caller, session_auth
 from tests.servers import serve_in_thread
 
 SESSION_ROUTE = "/v1/sessions/{session_id}"
@@ -302,3 +305,39 @@ def test_the_learner_lists_bad_gateway_and_unavailable_where_it_calls_the_oracle
     for method, path in [("post", "/v1/runs"), ("get", "/v1/runs/{run_id}/audit")]:
         assert {502, 503} <= statuses(learner_doc, method, path), f"{method} {path}"
     assert not {502, 503} & statuses(learner_doc, "get", "/v1/runs/{run_id}")  # answered from the learner's store
+
+
+def _times(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """Every (key, value) of a JSON answer whose key names a time (``..._at``, ``last_active``)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _times(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _times(v, key)
+    elif (key.endswith("_at") or key == "last_active") and value is not None:
+        yield key, value
+
+
+def test_every_time_either_service_answers_carries_its_utc_offset(shared_oracle_url: str, learner_url: str) -> None:
+    oracle, learner = shared_oracle_url, learner_url
+    answers: list[Any] = []
+    created = httpx.post(f"{oracle}/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": TINY,
+                                                        "order": "pool"}).json()
+    answers += [created, httpx.get(f"{oracle}/v1/sessions/{created['id']}", headers=session_auth(created)).json()]
+    answers.append(httpx.get(f"{oracle}/v1/dashboard/sessions", headers=ADMIN).json())
+    account = httpx.post(f"{oracle}/v1/accounts", json={"name": "offsets"}, headers=ADMIN).json()
+    answers += [account, httpx.get(f"{oracle}/v1/accounts", headers=ADMIN).json()]
+    auth = caller(learner)
+    request = {"dataset": "sparse-gaussian", "dataset_params": TINY, "algorithm": "aerr", "budget": {"per_example": 4}}
+    run = httpx.post(f"{learner}/v1/runs", json=request, headers=auth).json()
+    deadline = time.monotonic() + 120
+    while (ended := httpx.get(f"{learner}/v1/runs/{run['id']}", headers=auth).json())["status"] in ("queued",
+                                                                                                     "running"):
+        assert time.monotonic() < deadline, ended["status"]
+        time.sleep(0.1)
+    answers += [ended, httpx.get(f"{learner}/v1/runs", headers=auth).json()]
+    times = [pair for answer in answers for pair in _times(answer)]
+    assert {key for key, _ in times} >= {"created_at", "last_active", "ended_at"}, times
+    for key, text in times:
+        assert datetime.fromisoformat(text).utcoffset() == timedelta(0), f"{key}: {text} has no UTC offset"
