@@ -29,7 +29,7 @@ from server.sessions import Admission, SessionService
 from server.steps import Caps
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
-from web.rates import Rate, RateLimits
+from web.rates import Rate, RateLimits, document_rate_limits
 
 # A worker's small requests wait on the GIL behind a big request's Python work (parsing, hashing) as well as on
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that
@@ -89,6 +89,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     keyed = Rate(settings.key_requests_per_second, settings.key_requests_burst,
                  "BUDGETLAB_KEY_REQUESTS_PER_SECOND, BUDGETLAB_KEY_REQUESTS_BURST")
     app.add_middleware(RateLimits, limits={("POST", "/v1/sessions"): opening}, per_address=every, per_key=keyed)
+    if every.per_second > 0 or keyed.per_second > 0:
+        document_rate_limits(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
                        larger=admin_upload(settings))
 

@@ -209,19 +209,21 @@ def test_each_oracle_endpoint_lists_only_the_refusals_it_can_answer(oracle_doc: 
         return statuses(oracle_doc, method, path)
 
     s = SESSION_ROUTE
-    assert listed("get", s) == {401, 404, 409, 422}  # a read: no budget, no body, no lock to wait for
-    assert listed("get", f"{s}/ledger") == listed("get", f"{s}/audit") == {401, 404, 422}
+    # 429 everywhere: every request from an address, or with a key, is rate-limited.
+    assert all(429 in statuses(oracle_doc, m, p) for m, p, _ in operations(oracle_doc))
+    assert listed("get", s) == {401, 404, 409, 422, 429}  # a read: no budget, no body, no lock to wait for
+    assert listed("get", f"{s}/ledger") == listed("get", f"{s}/audit") == {401, 404, 422, 429}
     # No session token yet: an account's key (or none), its allowance, a rate per address.
     assert listed("post", "/v1/sessions") == {401, 403, 409, 413, 422, 429, 503}
     for charging in ("observe", "observe/batch", "step"):
         # 403: the session's account was revoked (it draws nothing more)
-        assert listed("post", f"{s}/{charging}") == {401, 402, 403, 404, 409, 413, 422, 503}
+        assert listed("post", f"{s}/{charging}") == {401, 402, 403, 404, 409, 413, 422, 429, 503}
     assert 402 in listed("post", f"{s}/next") and 413 not in listed("post", f"{s}/next")
     for free in ("predict", "moments"):
         assert 402 not in listed("post", f"{s}/{free}") and 503 in listed("post", f"{s}/{free}")
     assert 402 in listed("post", f"{s}/evaluate")  # free, but an account's evaluations are counted
-    assert listed("get", "/v1/datasets") == set()
-    assert listed("post", "/v1/datasets") == {401, 403, 413, 422}
+    assert listed("get", "/v1/datasets") == {429}
+    assert listed("post", "/v1/datasets") == {401, 403, 413, 422, 429}
     # Each refusal is described by its error codes.
     observe = oracle_doc["paths"][f"{s}/observe"]["post"]["responses"]
     assert "too_many_cells" in observe["413"]["description"] and "too_large" in observe["413"]["description"]
