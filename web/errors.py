@@ -54,5 +54,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+            # FastAPI's 400 for a body it cannot decode: a body that does not validate, as malformed JSON is.
+            return error_response(422, INVALID_REQUEST, f"the request body is not UTF-8 JSON: {exc.__cause__}")
         code = HTTP_CODES.get(exc.status_code, Code.HTTP_ERROR.value)
         return error_response(exc.status_code, code, str(exc.detail))

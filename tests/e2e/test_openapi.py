@@ -249,6 +249,7 @@ def test_every_refusal_the_oracle_answers_is_listed_for_its_endpoint(oracle_doc:
         def call(method: str, template: str, session_id: str = "", token: str | None = None,
                  **kw: Any) -> httpx.Response:
             headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+            headers.update(kw.pop("headers", {}))
             answer = http.request(method, template.replace("{session_id}", session_id), headers=headers, **kw)
             error = answer.json()["error"] if answer.status_code >= 400 else ""
             seen.append((method.lower(), template, answer.status_code, error))
@@ -275,6 +276,9 @@ def test_every_refusal_the_oracle_answers_is_listed_for_its_endpoint(oracle_doc:
                      {"example": 9, "attributes": [0]}):
             call("POST", observe, sid, token, json=body)  # 422 duplicate, 404 unknown attribute, 409 not issued
         call("POST", batch, sid, token, json={"items": [bodies["observe"]] * 2})  # 422 duplicate example
+        not_utf8 = call("POST", observe, sid, token, content=b'{"example": "\xff"}',  # 422, not FastAPI's 400
+                        headers={"content-type": "application/json"})
+        assert not_utf8.status_code == 422 and "not UTF-8" in not_utf8.json()["detail"]
         call("POST", batch, sid, token, json={"items": [{"example": 0, "attributes": [0] * 60}]})  # 413 cells
         call("POST", f"{SESSION_ROUTE}/evaluate", sid, token, json={"weights": [0.0] * 20_000})  # 413 body
         for _ in range(3):
@@ -343,3 +347,9 @@ def test_every_time_either_service_answers_carries_its_utc_offset(shared_oracle_
     assert {key for key, _ in times} >= {"created_at", "last_active", "ended_at"}, times
     for key, text in times:
         assert datetime.fromisoformat(text).utcoffset() == timedelta(0), f"{key}: {text} has no UTC offset"
+
+
+def test_a_body_that_is_not_utf8_is_the_documented_422_on_the_learner(learner_url: str) -> None:
+    answer = httpx.post(f"{learner_url}/v1/runs", content=b'{"dataset": "\xff"}',
+                        headers={**caller(learner_url), "content-type": "application/json"})
+    assert answer.status_code == 422 and answer.json()["error"] == "invalid_request", answer.text
