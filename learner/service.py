@@ -35,6 +35,7 @@ from learner.settings import LearnerSettings
 from learner.store import RunStore
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
+from web.openapi_refusals import add_refusals, database_refusals
 from web.rates import Rate, RateLimits
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,9 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
     callers = Rate(settings.callers_per_second, settings.callers_burst,
                    "BUDGETLAB_LEARNER_CALLERS_PER_SECOND, BUDGETLAB_LEARNER_CALLERS_BURST")
     app.add_middleware(RateLimits, limits={("POST", "/v1/callers"): callers})
+    # Callers and runs live in the learner's database; its state may refuse any of their requests.
+    add_refusals(app, lambda method, path: database_refusals(method) if path.startswith(("/v1/runs", "/v1/callers"))
+                 else [])
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes,
                        setting="BUDGETLAB_LEARNER_MAX_BODY_BYTES")
     app.state.settings = settings

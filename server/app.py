@@ -29,12 +29,15 @@ from server.sessions import Admission, SessionService
 from server.steps import Caps
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
-from web.rates import Rate, RateLimits, document_rate_limits
+from web.openapi_refusals import add_refusals, database_refusals
+from web.rates import Rate, RateLimits
 
 # A worker's small requests wait on the GIL behind a big request's Python work (parsing, hashing) as well as on
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that
 # does I/O gives the GIL up at each call and waits up to an interval to get it back).
 GIL_SWITCH_INTERVAL = 0.0001
+# The operations that never use the database (the datasets' too, under /v1/datasets): no 503 or 507 of its state.
+WITHOUT_DATABASE = {"/healthz", "/v1/dashboard/config"}
 
 
 class Closed(BaseModel):
@@ -89,8 +92,15 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     keyed = Rate(settings.key_requests_per_second, settings.key_requests_burst,
                  "BUDGETLAB_KEY_REQUESTS_PER_SECOND, BUDGETLAB_KEY_REQUESTS_BURST")
     app.add_middleware(RateLimits, limits={("POST", "/v1/sessions"): opening}, per_address=every, per_key=keyed)
-    if every.per_second > 0 or keyed.per_second > 0:
-        document_rate_limits(app)
+    limited = every.per_second > 0 or keyed.per_second > 0
+
+    def refusals(method: str, path: str) -> list[Code]:
+        codes = [Code.RATE_LIMITED] if limited else []
+        if path not in WITHOUT_DATABASE and not path.startswith("/v1/datasets"):
+            codes += database_refusals(method)
+        return codes
+
+    add_refusals(app, refusals)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
                        larger=admin_upload(settings))
 

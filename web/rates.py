@@ -15,9 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
-from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from budgetlab.errors import Code, error_body
@@ -103,28 +101,3 @@ class RateLimits:
                     return
         await self.app(scope, receive, send)
 
-
-def document_rate_limits(app: FastAPI) -> None:
-    """List 429 ``rate_limited`` on every operation of ``app``'s OpenAPI: the request rates bound every request,
-    whatever its route (added to the statuses an operation lists, described with its other 429 codes)."""
-    build = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is not None:
-            return app.openapi_schema
-        schema = build()
-        code = Code.RATE_LIMITED
-        for item in schema.get("paths", {}).values():
-            for operation in item.values():
-                listed = operation.setdefault("responses", {})
-                entry = listed.get(str(code.status))
-                if entry is None:
-                    listed[str(code.status)] = {
-                        "description": f"{code.value}: {code.when}",
-                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
-                elif f"{code.value}:" not in entry["description"]:
-                    entry["description"] += f"; {code.value}: {code.when}"
-        app.openapi_schema = schema
-        return schema
-
-    app.openapi = openapi  # type: ignore[method-assign]

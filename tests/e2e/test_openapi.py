@@ -211,13 +211,16 @@ def test_each_oracle_endpoint_lists_only_the_refusals_it_can_answer(oracle_doc: 
     s = SESSION_ROUTE
     # 429 everywhere: every request from an address, or with a key, is rate-limited.
     assert all(429 in statuses(oracle_doc, m, p) for m, p, _ in operations(oracle_doc))
-    assert listed("get", s) == {401, 404, 409, 422, 429}  # a read: no budget, no body, no lock to wait for
-    assert listed("get", f"{s}/ledger") == listed("get", f"{s}/audit") == {401, 404, 422, 429}
+    # 503 and 507: the database's state (unreachable; full or read-only, to a write), on every route that uses it.
+    assert listed("get", s) == {401, 404, 409, 422, 429, 503}  # a read: no budget, no body, no lock to wait for
+    assert listed("get", f"{s}/ledger") == listed("get", f"{s}/audit") == {401, 404, 422, 429, 503}
     # No session token yet: an account's key (or none), its allowance, a rate per address.
-    assert listed("post", "/v1/sessions") == {401, 403, 409, 413, 422, 429, 503}
+    assert listed("post", "/v1/sessions") == {401, 403, 409, 413, 422, 429, 503, 507}
     for charging in ("observe", "observe/batch", "step"):
         # 403: the session's account was revoked (it draws nothing more)
-        assert listed("post", f"{s}/{charging}") == {401, 402, 403, 404, 409, 413, 422, 429, 503}
+        assert listed("post", f"{s}/{charging}") == {401, 402, 403, 404, 409, 413, 422, 429, 503, 507}
+    assert "database_unavailable" in oracle_doc["paths"][f"{s}/observe"]["post"]["responses"]["503"]["description"]
+    assert listed("get", "/healthz") == {429}
     assert 402 in listed("post", f"{s}/next") and 413 not in listed("post", f"{s}/next")
     for free in ("predict", "moments"):
         assert 402 not in listed("post", f"{s}/{free}") and 503 in listed("post", f"{s}/{free}")
@@ -310,7 +313,10 @@ def test_the_learner_lists_bad_gateway_and_unavailable_where_it_calls_the_oracle
             assert op.get("security") == [{"LearnerToken": []}], f"{method} {path}"
     for method, path in [("post", "/v1/runs"), ("get", "/v1/runs/{run_id}/audit")]:
         assert {502, 503} <= statuses(learner_doc, method, path), f"{method} {path}"
-    assert not {502, 503} & statuses(learner_doc, "get", "/v1/runs/{run_id}")  # answered from the learner's store
+    # Answered from the learner's store: no oracle refusal, only the store's state (503 database_unavailable).
+    run = learner_doc["paths"]["/v1/runs/{run_id}"]["get"]["responses"]
+    assert 502 not in statuses(learner_doc, "get", "/v1/runs/{run_id}")
+    assert run["503"]["description"].startswith("database_unavailable") and "oracle" not in run["503"]["description"]
 
 
 def _times(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
