@@ -69,6 +69,14 @@ class SessionBusy(OracleError):
         super().__init__(Code.BUSY.status, error, detail, retry_after=retry_after)
 
 
+class RateLimited(SessionBusy):
+    """HTTP 429 with Retry-After: past the oracle's request rate for this address or key; nothing was done, so a retry
+    after the wait it names is safe (the SDK's session requests retry it as they retry ``busy``)."""
+
+    def __init__(self, detail: str, retry_after: float = 1.0) -> None:
+        OracleError.__init__(self, Code.RATE_LIMITED.status, Code.RATE_LIMITED.value, detail, retry_after=retry_after)
+
+
 class LearnerError(Refused):
     """The learner service refused the request (4xx)."""
 
@@ -217,6 +225,8 @@ def oracle_refusal(status: int, error: str, detail: str, remaining: Remaining | 
         return StreamExhausted(detail)
     if status == Code.BUSY.status:  # busy or database_unavailable: nothing was done, a retry is safe
         return SessionBusy(detail, retry_after if retry_after is not None else 1.0, error)
+    if error == Code.RATE_LIMITED:  # nothing was done either
+        return RateLimited(detail, retry_after if retry_after is not None else 1.0)
     return OracleError(status, error, detail, remaining)
 
 

@@ -43,9 +43,9 @@ from budgetlab.service_client import AsyncServiceClient, Call, M, Service, Servi
 from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_async_stream, open_stream
 
 # A session request refused with a 503 (``busy``: its lock was not free within the oracle's lock timeout;
-# ``database_unavailable``: the oracle's database is restarting; nothing was done either way) is sent again this many
-# times, after the Retry-After the oracle gave (1 s for a database), capped: a run survives a burst of contention and
-# a database restart of about ten seconds.
+# ``database_unavailable``: the oracle's database is restarting) or a 429 (``rate_limited``: past the oracle's request
+# rate), nothing done either way, is sent again this many times, after the Retry-After the oracle gave (1 s for a
+# database), capped: a run survives a burst of contention, a rate limit and a database restart of about ten seconds.
 BUSY_RETRIES = 12
 MAX_BUSY_WAIT = 5.0
 DEFAULT_ORACLE_URL = "http://127.0.0.1:8000"

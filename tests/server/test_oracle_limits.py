@@ -18,7 +18,7 @@ from websockets.sync.client import connect
 from budgetlab.datasets.base import Dataset
 from budgetlab.datasets.powerlaw import PowerLaw
 from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits, load_dataset
-from budgetlab.errors import OracleError
+from budgetlab.errors import OracleError, RateLimited
 from budgetlab.local_session import LocalSession
 from budgetlab.oracle_client import OracleClient
 from budgetlab.session_stream import stream_url
@@ -315,3 +315,31 @@ def test_requests_past_the_rate_of_one_key_or_one_address_get_429_with_retry_aft
         assert there.get("/v1/dashboard/sessions", headers={}).json()["counts"]["sessions"] == 1
         here.close()
         there.close()
+
+
+SMALL = {"d": 10, "n_train": 20, "n_test": 5, "s_plus": 2, "s_minus": 2}
+
+
+def test_the_sdk_waits_out_a_rate_limit_and_sends_again_having_paid_once(sqlite_url: str) -> None:
+    """A 429 charged nothing, so the SDK's session requests send it again after its Retry-After, as they do a busy
+    session; with no retries left the refusal is the caller's, ``RateLimited`` (a 429)."""
+    settings = Settings(database_url=sqlite_url, key_requests_per_second=4, key_requests_burst=2)
+    with serve_in_thread(create_app(settings)) as url:
+        with OracleClient(url, stream=False) as client:
+            session = client.open_session("sparse-gaussian", dataset_params=SMALL, order="pool",
+                                          budget={"per_example": 2})
+            for example in range(6):  # three times the key's burst, back to back
+                assert session.observe(example, [0, 1]).charged == 2.0
+            assert session.get().spent.attributes == 12
+        with OracleClient(url, stream=False, busy_retries=0) as impatient:
+            other = impatient.open_session("sparse-gaussian", dataset_params=SMALL, order="pool",
+                                          budget={"per_example": 2})
+            paid = 0
+            with pytest.raises(RateLimited) as refused:
+                for example in range(6):
+                    other.observe(example, [0])
+                    paid += 1
+            assert refused.value.status == 429 and refused.value.error == "rate_limited"
+        with OracleClient(url, stream=False) as client:
+            spent = client.session(other.id, other.token).get().spent.attributes
+        assert 2 <= paid < 6 and spent == paid  # the refused observe charged nothing
