@@ -18,6 +18,9 @@ MAX_UPLOAD_BYTES = 1 << 30
 # unlimited oracle opened about 340 a second for one anonymous client.
 SESSIONS_PER_SECOND = 20.0
 SESSIONS_BURST = 500.0
+# Anonymous sessions open at once, all strangers together: far above what the sandbox's comparisons keep open (a few
+# dozen), far below what the opening rate alone lets strangers pile up in a day.
+ANONYMOUS_SESSIONS = 10_000
 # Every request of one address, and of one key (bearer token): sized above what one worker serves over plain HTTP
 # on a small machine, so that a heavy client there is not slowed; a shared deployment on big machines lowers them.
 # A session's stream carries its requests as messages, not counted here.
@@ -33,9 +36,9 @@ def _env_int(name: str, default: int) -> int:
     return int(os.environ.get(name) or default)
 
 
-def _env_count(name: str) -> int | None:
+def _env_count(name: str, default: int | None = None) -> int | None:
     text = os.environ.get(name)
-    return None if not text else int(text)
+    return default if not text else int(text)
 
 
 def _env_amount(name: str) -> float | None:
@@ -103,9 +106,9 @@ class Settings:
         default_factory=lambda: _env_names("BUDGETLAB_ANONYMOUS_DATASETS"))
     # Whether anonymous sessions may open test splits (0 shields them: only evaluation results leave a test split).
     anonymous_test: bool = field(default_factory=lambda: _env_switch("BUDGETLAB_ANONYMOUS_TEST", True))
-    # Anonymous sessions open at once, all anonymous clients together; None: no limit.
+    # Anonymous sessions open at once, all anonymous clients together (0: no limit).
     anonymous_sessions: int | None = field(
-        default_factory=lambda: _env_count("BUDGETLAB_ANONYMOUS_SESSIONS"))
+        default_factory=lambda: _env_count("BUDGETLAB_ANONYMOUS_SESSIONS", ANONYMOUS_SESSIONS) or None)
     # Datasets whose test split no session opens, whoever asks ("*": every dataset); only evaluation results leave
     # them.
     shielded_datasets: tuple[str, ...] = field(

@@ -13,6 +13,7 @@ import pytest
 from budgetlab.audit import audit_ndjson
 from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.oracle_client import OracleClient
+from server.config import ANONYMOUS_SESSIONS, Settings
 from tests.helpers import ADMIN, bearer
 from tests.servers import oracle_server
 
@@ -112,6 +113,17 @@ def test_a_revoked_account_opens_nothing_and_its_sessions_are_closed(oracle_url:
     close = list(session.iter_ledger())[-1]
     assert close.kind == "close" and close.payload == {"reason": "the account was revoked"}
     refused(httpx.get(f"{oracle_url}/v1/accounts", headers=bearer(key)), 403, "forbidden")
+
+
+def test_anonymous_sessions_open_at_once_are_bounded_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strangers together hold at most ANONYMOUS_SESSIONS open (the cap itself is exercised below with a cap of 1);
+    the setting moves it, 0 lifts it."""
+    monkeypatch.delenv("BUDGETLAB_ANONYMOUS_SESSIONS", raising=False)
+    assert Settings().anonymous_allowance().sessions == ANONYMOUS_SESSIONS == 10_000
+    monkeypatch.setenv("BUDGETLAB_ANONYMOUS_SESSIONS", "3")
+    assert Settings().anonymous_allowance().sessions == 3
+    monkeypatch.setenv("BUDGETLAB_ANONYMOUS_SESSIONS", "0")
+    assert Settings().anonymous_allowance().sessions is None
 
 
 def test_anonymous_sessions_can_be_refused_limited_and_shielded(tmp_path: Path) -> None:
