@@ -30,7 +30,7 @@ from server.steps import Caps
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
 from web.openapi_refusals import add_refusals, database_refusals
-from web.rates import Rate, RateLimits
+from web.rates import Rate, RateLimits, limited_keys
 
 # A worker's small requests wait on the GIL behind a big request's Python work (parsing, hashing) as well as on
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that
@@ -91,7 +91,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                  "BUDGETLAB_REQUESTS_PER_SECOND, BUDGETLAB_REQUESTS_BURST")
     keyed = Rate(settings.key_requests_per_second, settings.key_requests_burst,
                  "BUDGETLAB_KEY_REQUESTS_PER_SECOND, BUDGETLAB_KEY_REQUESTS_BURST")
-    app.add_middleware(RateLimits, limits={("POST", "/v1/sessions"): opening}, per_address=every, per_key=keyed)
+    # The keys' buckets are the streams' too: a stream's messages are requests of its session's token.
+    app.state.key_rates = limited_keys(keyed)
+    app.add_middleware(RateLimits, limits={("POST", "/v1/sessions"): opening}, per_address=every,
+                       per_key=app.state.key_rates)
     limited = every.per_second > 0 or keyed.per_second > 0
 
     def refusals(method: str, path: str) -> list[Code]:

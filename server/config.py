@@ -23,7 +23,7 @@ SESSIONS_BURST = 500.0
 ANONYMOUS_SESSIONS = 10_000
 # Every request of one address, and of one key (bearer token): sized above what one worker serves over plain HTTP
 # on a small machine, so that a heavy client there is not slowed; a shared deployment on big machines lowers them.
-# A session's stream carries its requests as messages, not counted here.
+# A session's stream counts once per address; each of its messages takes a token of its session token's rate.
 REQUESTS_PER_SECOND, REQUESTS_BURST = 2000.0, 4000.0
 KEY_REQUESTS_PER_SECOND, KEY_REQUESTS_BURST = 1000.0, 2000.0
 

@@ -1,8 +1,9 @@
 """Request rates a stranger may not pass, as token buckets: per client address for the requests that create something
 (an oracle session, a learner caller), and for every request per client address and per key (the bearer token it
 carries: an account's API key, a session's token, the admin's). Past one a request is answered 429 ``rate_limited``
-with Retry-After (the seconds until a token is back) before the app sees it, so nothing is done. A session's stream
-is one request however many messages it carries (they are bounded by the session's budget, not by time).
+with Retry-After (the seconds until a token is back) before the app sees it, so nothing is done. Each message of a
+session's stream takes a token of its key's bucket too (the same bucket as its HTTP requests), so a stream is no
+way around the rate: past it the message is answered 429 on the stream, nothing done.
 
 Each worker process counts for itself (N workers: up to N times the rate), and an address behind a proxy is the
 proxy's. The buckets of one address or key are forgotten once ``MAX_ADDRESSES`` others are newer.
@@ -57,14 +58,34 @@ class Buckets:
         return wait
 
 
+    def refusal(self, who: str, what: str, of: str) -> tuple[float, str] | None:
+        """None when ``who`` took a token; else the seconds until one is back and the refusal's detail."""
+        wait = self.take(who)
+        if wait <= 0:
+            return None
+        rate = self.rate
+        return wait, (f"more than {rate.per_second:g} {what} a second from this {of} (bursts of {rate.burst:g}; "
+                      f"{rate.setting}): nothing was done, retry after Retry-After")
+
+
+def key_of(token: bytes) -> str:
+    """The bucket of a bearer token: its digest (the token itself is not kept)."""
+    return hashlib.blake2b(token, digest_size=16).hexdigest()
+
+
 def _key(scope: Scope) -> str | None:
-    """The digest of the request's bearer token, if it carries one (the token itself is not kept)."""
+    """The bucket of the request's bearer token, if it carries one."""
     for name, value in scope["headers"]:
         if name == b"authorization":
             scheme, _, token = value.partition(b" ")
             if scheme.lower() == b"bearer" and token.strip():
-                return hashlib.blake2b(token.strip(), digest_size=16).hexdigest()
+                return key_of(token.strip())
     return None
+
+
+def limited_keys(rate: Rate) -> Buckets | None:
+    """The buckets of every key at ``rate`` (None: no limit), shared by the HTTP middleware and the streams."""
+    return Buckets(rate) if rate.per_second > 0 else None
 
 
 class RateLimits:
@@ -72,11 +93,11 @@ class RateLimits:
     ``per_address`` and ``per_key`` bound every request (None: no such bound)."""
 
     def __init__(self, app: ASGIApp, limits: dict[tuple[str, str], Rate], per_address: Rate | None = None,
-                 per_key: Rate | None = None) -> None:
+                 per_key: Buckets | None = None) -> None:
         self.app = app
         self.buckets = {route: Buckets(rate) for route, rate in limits.items() if rate.per_second > 0}
         self.per_address = Buckets(per_address) if per_address and per_address.per_second > 0 else None
-        self.per_key = Buckets(per_key) if per_key and per_key.per_second > 0 else None
+        self.per_key = per_key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -89,13 +110,9 @@ class RateLimits:
                 if key is not None:
                     checks.append((self.per_key, key, "requests", "key"))
             for buckets, who, what, of in checks:
-                if buckets is None:
-                    continue
-                wait = buckets.take(who)
-                if wait > 0:
-                    rate = buckets.rate
-                    detail = (f"more than {rate.per_second:g} {what} a second from this {of} (bursts of "
-                              f"{rate.burst:g}; {rate.setting}): nothing was done, retry after Retry-After")
+                refused = buckets.refusal(who, what, of) if buckets is not None else None
+                if refused is not None:
+                    wait, detail = refused
                     await refuse_http(send, Code.RATE_LIMITED.status, error_body(Code.RATE_LIMITED.value, detail),
                                       retry_after=wait)
                     return

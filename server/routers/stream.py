@@ -12,7 +12,9 @@ service, exactly as over HTTP: the transport is all that differs.
 Nothing a client sends ends the connection: a binary frame, a message that is not JSON or nested too deep to
 parse, or an ``op`` that is not an operation's name is answered ``400 {"error": "invalid_message" | "unknown_op"}``,
 and the stream stays open. The one exception is the WebSocket protocol's own: a text frame that is not UTF-8 is
-closed by the server with code 1007 (RFC 6455), before the application sees it.
+closed by the server with code 1007 (RFC 6455), before the application sees it. Each message takes a token of its
+session token's request rate, as an HTTP request carrying it does (``web.rates``): past it the message is answered
+``429 {"error": "rate_limited", "retry_after": SECONDS}``, nothing done, and the stream stays open.
 
 ``OPS`` are the operations of the table (``budgetlab.operations``) offered on the stream (``Operation.stream``:
 all but ``close`` and the reads of the recorded ledger). Single queries by hand stay plain HTTP (curl).
@@ -35,6 +37,7 @@ from budgetlab.errors import Code, Refused, error_body, invalid_request
 from budgetlab.operations import OPERATIONS, Operation, SessionOperations
 from server.scheduling import promptly
 from server.sessions import SessionService
+from web.rates import Buckets, key_of
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +157,8 @@ async def stream(websocket: WebSocket, session_id: str) -> None:
         await _deny(websocket, exc.status, exc.error, exc.detail)
         return
     await websocket.accept()
+    keys: Buckets | None = websocket.app.state.key_rates
+    key = key_of(token.encode())
     while True:
         try:
             message = await websocket.receive()
@@ -162,7 +167,12 @@ async def stream(websocket: WebSocket, session_id: str) -> None:
         if message["type"] == "websocket.disconnect":
             return
         text = message.get("text")
-        if text is None:
+        limited = keys.refusal(key, "requests", "key") if keys is not None else None
+        if limited is not None:
+            wait, detail = limited
+            reply = _error(Code.RATE_LIMITED.status, {**error_body(Code.RATE_LIMITED.value, detail),
+                                                      "retry_after": wait})
+        elif text is None:
             reply = _invalid_message("send each request as a text frame, not a binary one")
         else:
             try:

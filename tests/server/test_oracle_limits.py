@@ -343,3 +343,37 @@ def test_the_sdk_waits_out_a_rate_limit_and_sends_again_having_paid_once(sqlite_
         with OracleClient(url, stream=False) as client:
             spent = client.session(other.id, other.token).get().spent.attributes
         assert 2 <= paid < 6 and spent == paid  # the refused observe charged nothing
+
+
+def test_a_streams_messages_take_their_tokens_rate_as_its_http_requests_do(sqlite_url: str) -> None:
+    """A stream is no way around the per-key rate: each message takes a token of its session token's bucket (the one
+    its HTTP requests take too); past it the message is answered 429 with retry_after, nothing done, the stream
+    open. The SDK over the stream waits and sends again, paying once."""
+    # A token back every 20 s: nothing comes back while the raw part runs, however loaded the machine.
+    settings = Settings(database_url=sqlite_url, key_requests_per_second=0.05, key_requests_burst=3)
+    with serve_in_thread(create_app(settings)) as url:
+        created = httpx.post(f"{url}/v1/sessions", json=POOL).json()
+        auth = session_auth(created)
+        assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=auth).status_code == 200  # 1 of 3
+        with connect(stream_url(url, created["id"]), additional_headers=auth, legacy=True) as ws:
+            answers = []
+            for attribute in range(3):
+                ws.send(json.dumps({"op": "observe", "body": {"example": 0, "attributes": [attribute]}}))
+                code, _, body = ws.recv(timeout=10).partition(" ")
+                answers.append((code, json.loads(body)))
+        assert [code for code, _ in answers] == ["200", "200", "429"]
+        refused = answers[2][1]
+        assert refused["error"] == "rate_limited" and "from this key" in refused["detail"]
+        assert 1 < refused["retry_after"] <= 20
+        # The key is spent for its HTTP requests too: one bucket.
+        assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=auth).status_code == 429
+    with serve_in_thread(create_app(Settings(database_url=sqlite_url, key_requests_per_second=4,
+                                             key_requests_burst=2))) as url:
+        with OracleClient(url) as client:
+            session = client.open_session("sparse-gaussian", dataset_params=SMALL, order="pool",
+                                          budget={"per_example": 2})
+            for example in range(6):  # three times the key's burst, back to back, over the stream
+                assert session.observe(example, [0, 1]).charged == 2.0
+            assert session.transport == "websocket"
+        with OracleClient(url, stream=False) as client:
+            assert client.session(session.id, session.token).get().spent.attributes == 12
