@@ -25,10 +25,8 @@ def _keep(acknowledged: Acknowledged, errors: list[str], example: int, attribute
             errors.append(f"cell {example},{attribute} answered {seen}, then {value}")
 
 
-class Client(threading.Thread):
-    """Observes fresh examples of its own session over plain HTTP, one request at a time, sending a request again
-    until it gets an answer; keeps every value it was answered with a 200. Any answer but 200 and 503 (refused,
-    nothing done: sent again) is an error, and ends it."""
+class Observer(threading.Thread):
+    """A client observing fresh examples of its own session until ``stop``; what it was answered and what went wrong."""
 
     def __init__(self, url: str, session: dict, seed: int, stop: threading.Event, d: int = 20,
                  pause: float = 0.0) -> None:
@@ -38,9 +36,19 @@ class Client(threading.Thread):
         self.rng = random.Random(seed)
         self.acknowledged: Acknowledged = {}
         self.answers = 0
-        self.refused = 0  # 503s
-        self.lost = 0  # requests with no answer (the oracle was down, or died mid-request)
+        self.lost = 0  # requests with no answer, or whose stream dropped (sent again)
         self.errors: list[str] = []
+
+
+class Client(Observer):
+    """Observes fresh examples of its own session over plain HTTP, one request at a time, sending a request again
+    until it gets an answer; keeps every value it was answered with a 200. Any answer but 200 and 503 (refused,
+    nothing done: sent again) is an error, and ends it."""
+
+    def __init__(self, url: str, session: dict, seed: int, stop: threading.Event, d: int = 20,
+                 pause: float = 0.0) -> None:
+        super().__init__(url, session, seed, stop, d, pause)
+        self.refused = 0  # 503s
 
     def request(self, example: int) -> tuple[str, dict]:
         attributes = self.rng.sample(range(self.d), 3)
@@ -77,21 +85,14 @@ class Client(threading.Thread):
                 time.sleep(self.pause)
 
 
-class StreamClient(threading.Thread):
+class StreamClient(Observer):
     """Observes fresh examples of its own session through the SDK over the session's stream (which sends a refused
     request again itself, and reconnects after a dropped stream); keeps every value it was answered. Any other
     failure is an error, and ends it."""
 
     def __init__(self, url: str, session: dict, seed: int, stop: threading.Event, d: int = 20,
                  pause: float = 0.0) -> None:
-        super().__init__(daemon=True)
-        self.url, self.session, self.stop, self.d = url, session, stop, d
-        self.pause = pause  # between two requests: a lighter load
-        self.rng = random.Random(seed)
-        self.acknowledged: Acknowledged = {}
-        self.answers = 0
-        self.lost = 0  # requests whose stream dropped (sent again on a new one)
-        self.errors: list[str] = []
+        super().__init__(url, session, seed, stop, d, pause)
         self.transport = ""
 
     def run(self) -> None:
