@@ -7,14 +7,14 @@ API key (``--api-key`` or ``BUDGETLAB_API_KEY``), which ``create`` prints once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from client.console import App, UsageError, console, err
+from client.console import App, UsageError, call, console, err
 
 if TYPE_CHECKING:
     from budgetlab.contract.accounts import AccountInfo, AccountView, Allowance
@@ -39,18 +39,6 @@ def admin_client(oracle: str, admin_token: str | None) -> OracleClient:
     if not admin_token:
         raise UsageError("accounts are the admin's: give --admin-token or set BUDGETLAB_ADMIN_TOKEN")
     return OracleClient(oracle, admin_token=admin_token)
-
-
-def call(fn: Any) -> Any:
-    """``fn()``, with the oracle's refusals and its absence as one-line errors."""
-    from budgetlab.errors import OracleError, OracleUnavailable
-
-    try:
-        return fn()
-    except OracleError as exc:
-        raise UsageError(f"{exc.error}: {exc.detail}") from None
-    except OracleUnavailable as exc:
-        raise UsageError(str(exc)) from None
 
 
 def limit_text(value: float | int | None) -> str:

@@ -28,6 +28,19 @@ class UsageError(Exception):
         self.code = code
 
 
+def call(fn: Callable[[], Any]) -> Any:
+    """``fn()``, a request to a service: its refusal (``error: detail``) or its absence as the one line a command
+    ends with."""
+    from budgetlab.errors import Refused, Unavailable  # a command's start imports no SDK it does not use
+
+    try:
+        return fn()
+    except Refused as exc:
+        raise UsageError(f"{exc.error}: {exc.detail}") from None
+    except Unavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _ending(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:

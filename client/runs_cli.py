@@ -14,7 +14,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from client.console import App, UsageError, console, err
+from client.console import App, UsageError, call, console, err
 
 if TYPE_CHECKING:
     from budgetlab.contract.runs import RunInfo, RunSummary
@@ -37,18 +37,6 @@ def client(learner: str, token: str | None) -> LearnerClient:
     if not token:
         raise UsageError("give --token or set BUDGETLAB_LEARNER_TOKEN ('budgetlab runs token' issues one)")
     return LearnerClient(learner, token=token)
-
-
-def call(fn):
-    """``fn()``, with the learner's refusals and its absence as one-line errors."""
-    from budgetlab.errors import LearnerError, LearnerUnavailable
-
-    try:
-        return fn()
-    except LearnerError as exc:
-        raise UsageError(f"{exc.error}: {exc.detail}") from None
-    except LearnerUnavailable as exc:
-        raise UsageError(str(exc)) from None
 
 
 def status_text(status: str) -> str:
