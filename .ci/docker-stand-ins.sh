@@ -20,10 +20,19 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 if ! docker info >/dev/null 2>&1; then
+  # A machine restored from a snapshot keeps the pid files of a dockerd (and its containerd) that no longer runs,
+  # and dockerd then refuses to start ("pid file found"): a pid file whose process is gone is removed first.
+  for pidfile in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+    pid=$(cat "$pidfile" 2>/dev/null || true)
+    if [ -f "$pidfile" ] && ! ps -o stat=,comm= -p "$pid" 2>/dev/null | grep -qE '^[^Z]\S*\s+(dockerd|containerd)$'; then
+      echo "removing the stale $pidfile (no live dockerd or containerd is process $pid)"
+      rm -f "$pidfile"
+    fi
+  done
   echo "starting dockerd (log: /tmp/dockerd.log)"
   (nohup dockerd >/tmp/dockerd.log 2>&1 &)
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
-  docker info >/dev/null 2>&1 || { echo "dockerd did not start: see /tmp/dockerd.log" >&2; exit 1; }
+  docker info >/dev/null 2>&1 || { echo "dockerd did not start; the end of /tmp/dockerd.log:" >&2; tail -20 /tmp/dockerd.log >&2; exit 1; }
 fi
 if docker image inspect python:3.11-slim-bookworm python:3.11-slim postgres:16 >/dev/null 2>&1; then
   echo "base images present: python:3.11-slim(-bookworm), postgres:16"; exit 0
