@@ -23,6 +23,12 @@ from __future__ import annotations
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunResult
 
 NEAR_ZERO = 0.95
+
+
+class NearZeroPredictor(UserWarning):
+    """Warned by ``BudgetedRegressor.fit`` with the line of ``diagnose``: the fitted model is about the zero
+    predictor (filter it as any warning: ``warnings.simplefilter("ignore", NearZeroPredictor)``)."""
+
 DIVERGED = 1.05
 FEW_OBSERVATIONS = 10.0
 

@@ -2,14 +2,17 @@
 
 ``fit`` serves ``(X, y)`` through a ``LocalOracle`` under the chosen budget and runs the algorithm with
 the same runner the CLI and the learner service use, so the algorithm still sees only the attributes
-it paid for. The learning curve is measured on the training rows (there is no held-out split here);
-use ``score`` on data of your own for a test error. With ``tune`` (a grid), the parameters are first chosen on
+it paid for, in its own protocol (an online learner predicts each example before its label is revealed). The
+learning curve is measured on the training rows (there is no held-out split here); use ``score`` on data of your
+own for a test error. A fit that ends near the zero predictor on them warns (``NearZeroPredictor``) with the line
+``budgetlab run`` prints: why, and what to try. With ``tune`` (a grid), the parameters are first chosen on
 held-out training rows as ``budgetlab run --tune`` and ``compare`` choose them (``learner.tuning``), in sessions of
 their own, each under the same budget; what they paid is counted in ``n_attributes_paid_``.
 """
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -21,6 +24,8 @@ from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunCreate, RunResult
 from budgetlab.datasets import Dataset
+from learner.algorithms import get_algorithm
+from learner.diagnosis import NearZeroPredictor
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 from learner.tuning import tune_run
@@ -74,7 +79,7 @@ class BudgetedRegressor(RegressorMixin, BaseEstimator):
             tuning = tune_run(request, dict(self.tune), partial(LocalOracle, dataset, seed=self.seed), len(y),
                               folds=self.tune_folds)
             params = tuning.params()
-        oracle = LocalOracle(dataset, budget=budget, seed=self.seed)
+        oracle = LocalOracle(dataset, budget=budget, seed=self.seed, protocol=get_algorithm(self.algorithm).protocol)
         result: RunResult = run_algorithm(self.algorithm, oracle, params=params, seed=self.seed,
                                           max_examples=self.max_examples, dataset="fit", defaults=self.defaults)
         if result.status not in COMPLETED_RUN_STATUSES:
@@ -85,6 +90,8 @@ class BudgetedRegressor(RegressorMixin, BaseEstimator):
         self.intercept_ = result.bias
         self.result_ = result
         self.n_attributes_paid_ = result.attributes + (result.tuning.attributes if result.tuning else 0)
+        if result.diagnosis:
+            warnings.warn(result.diagnosis, NearZeroPredictor, stacklevel=2)
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -9,6 +11,7 @@ from sklearn.model_selection import cross_val_score
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets import Dataset
+from learner.diagnosis import NearZeroPredictor
 from learner.estimator import BudgetedRegressor
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
@@ -60,3 +63,23 @@ def test_a_global_budget_stops_fitting_early() -> None:
     X, y = sparse_regression(n=1000)
     model = BudgetedRegressor("aerr", per_example=5, total=500).fit(X, y)
     assert model.result_.status == "budget_exhausted" and model.n_attributes_paid_ <= 500
+
+
+@pytest.mark.parametrize("algorithm", ["ito1", "ito2"])
+def test_an_online_protocol_algorithm_fits_predicting_before_each_label(algorithm: str) -> None:
+    X, y = sparse_regression(n=1500)
+    model = BudgetedRegressor(algorithm, per_example=6, seed=0).fit(X, y)
+    assert model.result_.status == "finished" and model.result_.cumulative_loss is not None
+    X_test, y_test = sparse_regression(seed=9)
+    assert model.score(X_test, y_test) > 0.2
+
+
+def test_a_fit_near_the_zero_predictor_warns_why_and_what_to_try() -> None:
+    X, y = sparse_regression(n=200)
+    with pytest.warns(NearZeroPredictor, match=r"aerr ended at 0\.\d+ of the zero predictor's test MSE: the "
+                                               r"theorems' constants"):
+        model = BudgetedRegressor("aerr", per_example=2, defaults="theory").fit(X, y)
+    assert model.result_.diagnosis is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NearZeroPredictor)
+        assert BudgetedRegressor("aerr", per_example=5).fit(*sparse_regression(n=500)).result_.diagnosis is None
