@@ -204,6 +204,20 @@ def execute(key: str, request: RunCreate, session: OpenSession | None, topic: st
 # --- on the caller's side -------------------------------------------------------------------------------
 
 
+# Dask's own monitoring at its defaults keeps an idle LocalCluster busy: two workers doing nothing took 4.8 CPU s in
+# 30 s (a statistical profiler sampling each worker thread every 10 ms, event-loop ticks every 20 ms, memory and system
+# monitors), where a learner service or a comparison waits for minutes. What they measure is shown only on Dask's
+# dashboard, which ours does not have (bokeh is not a dependency). A cluster of a lab's (``--scheduler``) keeps its
+# own settings.
+QUIET_LOCAL_CLUSTER = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
 def default_workers() -> int:
     return os.cpu_count() or 1
 
@@ -222,11 +236,15 @@ class RunPool:
             self.client = Client(scheduler, timeout="10s")
         else:
             # Single-threaded worker processes: a run holds the GIL. No dashboard (bokeh is not a dependency);
-            # distributed's own log stays quiet below errors, so that a comparison's terminal shows its bars.
-            self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                                        processes=True, dashboard_address="127.0.0.1:0",
-                                        worker_dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
-                                        preload=[__name__])
+            # distributed's own log stays quiet below errors, so that a comparison's terminal shows its bars. The
+            # workers' nannies hand them the configuration in effect here.
+            import dask
+
+            with dask.config.set(QUIET_LOCAL_CLUSTER):
+                self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                                            processes=True, dashboard_address="127.0.0.1:0",
+                                            worker_dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
+                                            preload=[__name__])
             self.client = Client(self.cluster)
         self.topic = f"{TOPIC}-{secrets.token_hex(4)}"
         self._queues: dict[str, queue.Queue[dict[str, Any]]] = {}

@@ -19,17 +19,6 @@ from tests.servers import close_shared_scheduler, learner_server, oracle_server,
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 threadpool_limits(1)
-# Dask's own monitoring at its defaults keeps an idle cluster busy: a LocalCluster of two workers doing nothing took
-# 9.2 CPU s a minute (a statistical profiler sampling each worker thread every 10 ms, event-loop ticks every 20 ms,
-# memory and system monitors), 1.4 with these, and the tests' clusters and learners live for minutes. Nothing here
-# reads what they measure. Dask's settings, read as distributed is imported (later: no test module imports it at the
-# top), here and in the processes tests start.
-for _name, _value in (("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False"),
-                      ("DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL", "1s"),
-                      ("DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL", "5s"),
-                      ("DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__GIL__ENABLED", "False"),
-                      ("DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL", "1s")):
-    os.environ.setdefault(_name, _value)
 
 
 @pytest.fixture(scope="session", autouse=True)

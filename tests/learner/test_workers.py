@@ -29,7 +29,7 @@ from client.config import CompareConfig, resolve_designs
 from client.console import UsageError
 from client.grid import NOT_STARTED, Interrupted, progress_bars, run_comparison, run_local
 from client.grid import jobs_for as grid_jobs
-from learner.cluster import RunPool
+from learner.cluster import QUIET_LOCAL_CLUSTER, RunPool
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.scoring import run_and_score, session_opener
@@ -227,6 +227,20 @@ def test_each_worker_process_uses_one_blas_thread(pool: RunPool) -> None:
         return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
 
     assert set().union(*pool.client.run(blas_threads).values()) == {1}
+
+
+def test_the_local_clusters_workers_run_without_dasks_profiler_and_fast_monitors(pool: RunPool) -> None:
+    """An idle LocalCluster of ours stays nearly idle: its workers were started with QUIET_LOCAL_CLUSTER (Dask's
+    defaults sample every worker thread every 10 ms), and the settings did not leak into this process."""
+    import dask
+
+    def settings() -> tuple[object, ...]:
+        import dask
+
+        return tuple(dask.config.get(key) for key in QUIET_LOCAL_CLUSTER)
+
+    assert set(pool.client.run(settings).values()) == {tuple(QUIET_LOCAL_CLUSTER.values())}
+    assert dask.config.get("distributed.worker.profile.enabled") is True
 
 
 def test_a_learner_on_a_cluster_keeps_as_many_runs_going_as_its_workers_have_threads_as_they_come(
