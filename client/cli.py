@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from client.accounts_cli import accounts_app
-from client.console import App, UsageError, console, err
+from client.console import App, UsageError, call, console, err
 from client.runs_cli import runs_app
 
 if TYPE_CHECKING:
@@ -310,15 +310,6 @@ def _session(oracle: str, session_id: str, token: str):
     return OracleClient(oracle).session(session_id, token)
 
 
-def _call(fn: Any) -> Any:
-    from budgetlab.errors import OracleError, OracleUnavailable
-
-    try:
-        return fn()
-    except (OracleError, OracleUnavailable) as exc:
-        raise UsageError(str(exc)) from None
-
-
 @session_app.command("open")
 def session_open(
     dataset: Annotated[str, typer.Argument(help="name or name:key=value,...")],
@@ -344,7 +335,7 @@ def session_open(
     # typed as the contract's literals; the SDK refuses any other value (invalid_request), which ends in a UsageError
     split_, protocol_, order_ = cast(Split, split), cast(Protocol, protocol), cast(Order, order)
     with OracleClient(oracle, api_key=api_key) as c:
-        s = _call(lambda: c.open_session(name, dataset_params=params, split=split_, protocol=protocol_,
+        s = call(lambda: c.open_session(name, dataset_params=params, split=split_, protocol=protocol_,
                                          order=order_, budget=Budget(per_example=per_example, total=total),
                                          seed=seed))
     print_json({"id": s.id, "token": s.token, "session": s.info.model_dump(mode="json")})
@@ -353,7 +344,7 @@ def session_open(
 @session_app.command("next")
 def session_next(session_id: str, token: TokenOpt, oracle: OracleOpt = ORACLE_URL) -> None:
     """Issue the next example of the stream."""
-    print_json(_call(lambda: _session(oracle, session_id, token).next()).model_dump())
+    print_json(call(lambda: _session(oracle, session_id, token).next()).model_dump())
 
 
 @session_app.command("observe")
@@ -365,27 +356,27 @@ def session_observe(
     oracle: OracleOpt = ORACLE_URL,
 ) -> None:
     """Pay for attributes of one example; prints the values, the charge and what remains."""
-    print_json(_call(lambda: _session(oracle, session_id, token).observe(example, attributes)).model_dump())
+    print_json(call(lambda: _session(oracle, session_id, token).observe(example, attributes)).model_dump())
 
 
 @session_app.command("info")
 def session_info(session_id: str, token: TokenOpt, oracle: OracleOpt = ORACLE_URL) -> None:
     """Configuration, spend and what remains."""
-    print_json(_call(lambda: _session(oracle, session_id, token).get()).model_dump(mode="json"))
+    print_json(call(lambda: _session(oracle, session_id, token).get()).model_dump(mode="json"))
 
 
 @session_app.command("export")
 def session_export(session_id: str, out: Path, token: TokenOpt, oracle: OracleOpt = ORACLE_URL,
                    format: str = "ndjson") -> None:
     """Export the session's ledger (NDJSON with its head line, or CSV)."""
-    _call(lambda: _session(oracle, session_id, token).export_ledger(out, format))
+    call(lambda: _session(oracle, session_id, token).export_ledger(out, format))
     console.print(f"ledger written to {out}")
 
 
 @session_app.command("close")
 def session_close(session_id: str, token: TokenOpt, oracle: OracleOpt = ORACLE_URL) -> None:
     """Close the session; later calls answer 409."""
-    print_json(_call(lambda: _session(oracle, session_id, token).close()).model_dump(mode="json"))
+    print_json(call(lambda: _session(oracle, session_id, token).close()).model_dump(mode="json"))
 
 
 # --- audit ---------------------------------------------------------------------------------------
@@ -417,7 +408,7 @@ def audit(
     elif receipts:
         raise UsageError("receipts are checked against an exported ledger: export it first (budgetlab session export)")
     elif token:
-        report = _call(lambda: _session(oracle, source, token).audit())
+        report = call(lambda: _session(oracle, source, token).audit())
     else:
         raise UsageError(f"{source} is not a file; to audit a live session pass its --token")
     if as_json:

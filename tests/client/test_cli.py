@@ -86,7 +86,7 @@ def test_single_queries_export_and_offline_audit(served, tmp_path: Path) -> None
     assert not report["compliant"] and report["first_bad_seq"] == row["seq"]
 
     cli("session", "close", sid, "--oracle", url, token=token)
-    assert "409" in cli("session", "next", sid, "--oracle", url, token=token, code=1)
+    assert "error: session_closed: " in cli("session", "next", sid, "--oracle", url, token=token, code=1)
 
 
 def test_added_csv_dataset_is_served_with_its_values(served, tmp_path: Path) -> None:
