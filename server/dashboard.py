@@ -77,7 +77,8 @@ class SessionsView(BaseModel):
     """The dashboard's list: counts for anyone, every session for the admin, the sessions whose tokens were sent."""
 
     admin: bool = Field(..., description="whether the request carried the admin token", examples=[False])
-    counts: SessionCounts = Field(description="how many sessions the oracle holds", examples=[COUNTS_EXAMPLE])
+    counts: SessionCounts = Field(description="how many sessions the oracle holds (those of ``account`` when the admin "
+                                  "lists one)", examples=[COUNTS_EXAMPLE])
     sessions: list[SessionSummary] = Field(..., description="the admin's newest sessions and the held ones; no value",
                                            examples=[[SUMMARY_EXAMPLE]])
     held: dict[str, SessionInfo] = Field(..., description="the sessions whose tokens were sent, by id, in full",
@@ -155,8 +156,8 @@ def sessions_view(overview: Overview, service: SessionService, who: Viewer, limi
     seen = {s.id for s in listed}
     listed += overview.of([i for i in held if i not in seen])
     accounts = overview.accounts(ACCOUNTS_SHOWN) if who.admin else []
-    return SessionsView(admin=who.admin, counts=overview.counts(), sessions=overview.with_verdicts(listed), held=held,
-                        unknown=unknown, accounts=accounts, account=account)
+    return SessionsView(admin=who.admin, counts=overview.counts(account), sessions=overview.with_verdicts(listed),
+                        held=held, unknown=unknown, accounts=accounts, account=account)
 
 
 class Feed:

@@ -106,7 +106,9 @@ class Overview:
         self._newest = f"{listed} ORDER BY ledger_key DESC LIMIT {p}"
         self._newest_of = f"{listed} WHERE account_id = {p} ORDER BY ledger_key DESC LIMIT {p}"
         self._with_ids = listed + " WHERE id IN ({marks})"
-        self._counts = f"SELECT status, COUNT(*), COALESCE(SUM(ledger_rows), 0) FROM {s} GROUP BY status"
+        counted = f"SELECT status, COUNT(*), COALESCE(SUM(ledger_rows), 0) FROM {s}"
+        self._counts = f"{counted} GROUP BY status"
+        self._counts_of = f"{counted} WHERE account_id = {p} GROUP BY status"
         self._key = f"SELECT ledger_key FROM {s} WHERE id = {p}"
         self._links_after = (f"SELECT seq, kind, n, cost FROM {links} WHERE session_key = {p} AND seq > {p} "
                              f"ORDER BY seq LIMIT {p}")
@@ -120,10 +122,14 @@ class Overview:
         with self.db.read() as cursor:
             return self.service.accounts.infos(cursor, limit)
 
-    def counts(self) -> SessionCounts:
+    def counts(self, account: str | None = None) -> SessionCounts:
+        """How many sessions the oracle holds (open, closed, their ledger rows), or ``account`` holds."""
         counts = SessionCounts()
         with self.db.read() as cursor:
-            cursor.execute(self._counts)
+            if account is None:
+                cursor.execute(self._counts)
+            else:
+                cursor.execute(self._counts_of, (account,))
             for status, n, rows in cursor.fetchall():
                 setattr(counts, status, int(n))
                 counts.sessions += int(n)

@@ -163,7 +163,9 @@ function renderSessions(view) {
       .map(([label, n]) => h("div", {}, h("b", {}, fmt(n)), h("span", {}, label))));
   const listed = view.account ? (state.accounts[view.account] || { name: view.account }).name : null;
   $("sessions-sub").textContent = !view.admin ? "the sessions you hold tokens for"
-    : listed ? `the sessions of the account ${listed}, newest first (admin)` : "every session, newest first (admin)";
+    : listed ? `the sessions of the account ${listed}, newest first (admin)`
+      + (view.sessions.some((s) => s.account !== view.account) ? ", and those this page holds tokens for" : "")
+    : "every session, newest first (admin)";
   $("all-sessions").hidden = !listed;
   for (const [id, detail] of Object.entries(view.unknown)) {
     $("held-state").textContent = `session ${short(id, 12)}: ${detail}`;

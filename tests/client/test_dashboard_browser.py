@@ -242,7 +242,13 @@ def the_admin_sees_the_accounts_their_allowances_and_sessions_live(
     wait(lambda: opened["id"] in js(browser, listed) and len(js(browser, listed)) == 2, "clicked, its sessions")
     owners = "return [...document.querySelectorAll('#sessions tbody tr [data-account]')].map(d => d.dataset.account)"
     assert sorted(js(browser, owners)) == ["", a_id]
-    assert "the sessions of the account student-a" in text("#sessions-sub")
+    assert "the sessions of the account student-a, newest first (admin), and those this page holds tokens for" in text(
+        "#sessions-sub")
+    # The figures follow the filter: the account's one open session and its 10 rows (its opening, 9 values), not the
+    # oracle's.
+    figures = "return [...document.querySelectorAll('#counts div')].map(d => d.innerText.replace(/\\s+/g, ' '))"
+    wait(lambda: js(browser, figures) == ["1 sessions", "1 open", "0 closed", "10 ledger rows"],
+         "the account's figures")
     session_row = text(f"#sessions tr[data-session='{opened['id']}']")
     assert "account student-a" in session_row and "9 spent · its account's 11 left" in session_row
     shoot(browser, shots, "oracle-accounts.png")
