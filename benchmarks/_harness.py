@@ -115,9 +115,10 @@ class OracleProcess:
 
 
 @contextmanager
-def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | None = None) -> Iterator[OracleProcess]:
-    """``budgetlab serve oracle`` on a free loopback port, its ledger (SQLite unless ``database_url`` names another
-    database) and data directory under ``workdir``."""
+def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | None = None,
+                   workers: int = 1) -> Iterator[OracleProcess]:
+    """``budgetlab serve oracle`` (``--workers``) on a free loopback port, its ledger (SQLite unless ``database_url``
+    names another database) and data directory under ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     database = workdir / "ledger.db"
     data_dir = workdir / "data"
@@ -126,7 +127,7 @@ def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | Non
     log_path = workdir / "oracle.log"
     log = log_path.open("wb")
     # On a port the oracle picks and announces itself: no window for another process to take it.
-    args = ["serve", "oracle", "--port", "0"]
+    args = ["serve", "oracle", "--port", "0", "--workers", str(workers)]
     process = subprocess.Popen([*budgetlab_command(), *args], env=env, cwd=workdir, stdout=log,
                                stderr=subprocess.STDOUT)
     try:

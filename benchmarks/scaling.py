@@ -36,6 +36,7 @@ from learner.cluster import WORKERS_ENV, RunPool
 
 FULL = {"d": 500, "n_train": 10_000, "n_test": 2_000}
 SMOKE = {"d": 50, "n_train": 400, "n_test": 100}
+ORACLE_WORKERS = int(os.environ.get("SCALING_ORACLE_WORKERS", "1"))
 
 
 def grid(smoke: bool) -> CompareConfig:
@@ -89,7 +90,7 @@ def learner_process(workdir: Path, env: dict[str, str], timeout: float = 90.0) -
 
 def timed_services(config: CompareConfig, workers: int, report: Report, figures: dict[str, float],
                    workdir: Path) -> None:
-    with oracle_process(workdir / f"oracle-{workers}") as oracle:
+    with oracle_process(workdir / f"oracle-{workers}", workers=ORACLE_WORKERS) as oracle:
         env = {"ORACLE_URL": oracle.url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / f'runs-{workers}.db'}",
                WORKERS_ENV: str(workers)}
         with learner_process(workdir / f"learner-{workers}", env) as (learner, learner_pid):
@@ -126,19 +127,23 @@ def _quiet():  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    args = arguments("runs per minute of one grid, sequentially and on 2 worker processes")
+    args = arguments("runs per minute of one grid, sequentially and on 2 worker processes",
+                     {"local-only": "measure --local only", "services-only": "measure through the services only"})
     report = Report("scaling", "smoke" if args.smoke else "full")
     config = grid(args.smoke)
     figures: dict[str, float] = {}
     report.note(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start")
-    for workers in (1, 2):
-        timed_local(config, workers, report, figures)
-    with tempfile.TemporaryDirectory(prefix="budgetlab-scaling-") as tmp:
+    if not args.services_only:
         for workers in (1, 2):
-            timed_services(config, workers, report, figures, Path(tmp))
-    local, services = figures["local_2"] / figures["local_1"], figures["services_2"] / figures["services_1"]
-    report.add("local_speedup_2_workers", local, "x", ">= 1.8x", local >= 1.8)
-    report.add("services_speedup_2_workers", services, "x", ">= 1.6x", services >= 1.6)
+            timed_local(config, workers, report, figures)
+        local = figures["local_2"] / figures["local_1"]
+        report.add("local_speedup_2_workers", local, "x", ">= 1.8x", local >= 1.8)
+    if not args.local_only:
+        with tempfile.TemporaryDirectory(prefix="budgetlab-scaling-") as tmp:
+            for workers in (1, 2):
+                timed_services(config, workers, report, figures, Path(tmp))
+        services = figures["services_2"] / figures["services_1"]
+        report.add("services_speedup_2_workers", services, "x", ">= 1.6x", services >= 1.6)
     report.note(f"load average {os.getloadavg()[0]:.1f} at the end (the cores are shared: figures vary with it)")
     report.emit(args.json)
 
