@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from budgetlab.allowance import Draw, draw_of
-from budgetlab.contract.calls import Receipted
+from budgetlab.contract.calls import carries_receipt
 from budgetlab.contract.ledger import Receipt
 from budgetlab.contract.sessions import SessionInfo
 from budgetlab.datasets import DatasetError
@@ -180,7 +180,7 @@ class SessionSteps:
                     if draw:
                         self.accounts.draw(cursor, account, draw)
             db.append(cursor, session_id, chain, counter_values(c), now=now())
-        if recorded and isinstance(answer, Receipted):
+        if recorded and carries_receipt(answer):
             answer.receipt = Receipt(rows=chain.seq, head=chain.head)
         after = Loaded(session_id, loaded.key, c, chain.seq, chain.head, loaded.row)
         return answer, after, rt
