@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,12 @@ CELLS_FIELDS = ("session_key", "example", "seq", "cells")
 # The fields of a row as the API pages and the NDJSON export show it.
 ROW_FIELDS = ("seq", "kind", "example", "attribute", "value", "cost", "payload", "link", "n", "hash", "tag")
 
-_M1, _M2, _M3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+M1, M2, M3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_M1, _M2, _M3 = np.uint64(M1), np.uint64(M2), np.uint64(M3)
+_U64 = (1 << 64) - 1
+# Up to this many values, a link's tags and packed bytes are made with Python ints and ``struct``: numpy's
+# per-call cost (a dozen calls for the tags alone) is most of the work of a per-example step's few values.
+SMALL_OBSERVATIONS = 32
 
 
 def chain_name(session_id: str, account: str | None, format: int = FORMAT) -> str:
@@ -85,8 +91,22 @@ def link_digest(prev: bytes, header: bytes, attributes: np.ndarray | None = None
     return h.digest()
 
 
+def value_tag(seq: int, example: int, attribute: int, value: float) -> int:
+    """A value row's 32-bit tag (a splitmix64 finaliser over its fields), as a signed int32; ``value_tags`` is the
+    same for arrays of rows."""
+    bits: int = struct.unpack("<Q", struct.pack("<d", value))[0]
+    h = ((seq * M1) ^ (example * M2) ^ (attribute * M3) ^ bits) & _U64
+    h ^= h >> 30
+    h = (h * M2) & _U64
+    h ^= h >> 27
+    h = (h * M3) & _U64
+    h ^= h >> 31
+    tag = h & 0xFFFFFFFF
+    return tag - (1 << 32) if tag >= 1 << 31 else tag
+
+
 def value_tags(seqs: np.ndarray, examples: np.ndarray, attributes: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Each value row's 32-bit tag (a splitmix64 finaliser over its fields), as signed int32."""
+    """Each value row's ``value_tag``, as signed int32: the rule vectorised, for the batches and the audit."""
     with np.errstate(over="ignore"):
         h = (np.asarray(seqs, dtype=np.int64).astype(np.uint64) * _M1
              ^ np.asarray(examples, dtype=np.int64).astype(np.uint64) * _M2
@@ -146,20 +166,29 @@ class Chain:
 
     def _observations(self, prev: bytes, event: Observations) -> bytes:
         """One link per example, in request order (the engine lists an example's cells together)."""
-        examples = np.asarray(event.examples, dtype=np.int64)
-        attributes = np.asarray(event.attributes, dtype=np.int64)
-        values = np.asarray(event.values, dtype=np.float64)
         first = self.seq
-        seqs = np.arange(first, first + len(examples), dtype=np.int64)
-        tags = value_tags(seqs, examples, attributes, values)
-        starts = [0, *(np.flatnonzero(examples[1:] != examples[:-1]) + 1).tolist(), len(examples)]
-        key, sid = self.key, self.name
+        n = len(event.examples)
         # ``link_digest`` and ``pack_cells`` per link, from byte slices of four arrays packed once: a batch of a
         # thousand examples is a thousand links, and numpy's per-call cost would dominate.
-        a64 = memoryview(np.ascontiguousarray(attributes, dtype="<i8").tobytes())
-        v64 = np.ascontiguousarray(values, dtype="<f8").tobytes()
-        a32 = np.ascontiguousarray(attributes, dtype="<i4").tobytes()
-        t32 = np.ascontiguousarray(tags, dtype="<i4").tobytes()
+        if n <= SMALL_OBSERVATIONS:
+            a64 = memoryview(struct.pack(f"<{n}q", *event.attributes))
+            v64 = struct.pack(f"<{n}d", *event.values)
+            a32 = struct.pack(f"<{n}i", *event.attributes)
+            t32 = struct.pack(f"<{n}i", *(value_tag(first + i, e, a, v) for i, (e, a, v) in
+                                          enumerate(zip(event.examples, event.attributes, event.values, strict=True))))
+            ex = event.examples
+            starts = [0, *(i for i in range(1, n) if ex[i] != ex[i - 1]), n]
+        else:
+            examples = np.asarray(event.examples, dtype=np.int64)
+            attributes = np.asarray(event.attributes, dtype=np.int64)
+            values = np.asarray(event.values, dtype=np.float64)
+            tags = value_tags(np.arange(first, first + n, dtype=np.int64), examples, attributes, values)
+            starts = [0, *(np.flatnonzero(examples[1:] != examples[:-1]) + 1).tolist(), n]
+            a64 = memoryview(np.ascontiguousarray(attributes, dtype="<i8").tobytes())
+            v64 = np.ascontiguousarray(values, dtype="<f8").tobytes()
+            a32 = np.ascontiguousarray(attributes, dtype="<i4").tobytes()
+            t32 = np.ascontiguousarray(tags, dtype="<i4").tobytes()
+        key, sid = self.key, self.name
         sha256 = hashlib.sha256
         for lo, hi in zip(starts[:-1], starts[1:], strict=True):
             example = event.examples[lo]
@@ -173,8 +202,8 @@ class Chain:
             self.links.append((key, seq, "observe", example, None, float(sum(event.costs[lo:hi])), hi - lo, None,
                                prev))
             self.cells.append((key, example, seq, a32[4 * lo : 4 * hi] + v64[8 * lo : 8 * hi] + t32[4 * lo : 4 * hi]))
-        self.values += len(examples)
-        self.seq = first + len(examples)
+        self.values += n
+        self.seq = first + n
         return prev
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pytest
+
 from budgetlab.engine import Event, Observations
 from budgetlab.ledger import (
     GENESIS,
@@ -13,6 +16,7 @@ from budgetlab.ledger import (
     observe_header,
     pack_cells,
     rows_of_links,
+    value_tag,
     value_tags,
     verify_chain,
 )
@@ -94,15 +98,37 @@ def test_a_receipt_is_found_only_at_its_own_link() -> None:
     assert not contains_receipt(rows, 8, rows[2]["hash"])
 
 
-def test_the_bulk_path_writes_what_link_digest_and_pack_cells_define() -> None:
-    chain = Chain("s3", 1, 10, "ab" * 32).record([Observations(EXAMPLES, ATTRIBUTES, VALUES, COSTS)])
+def _many() -> tuple[list[int], list[int], list[float], list[float]]:
+    """300 values of 60 examples: above ``SMALL_OBSERVATIONS``, so recorded through numpy."""
+    rng = np.random.default_rng(3)
+    examples = np.repeat(rng.integers(0, 2**40, 60), 5).tolist()
+    attributes = rng.integers(0, 10**6, 300).tolist()
+    values = [*VALUES, *rng.standard_normal(295).tolist()]
+    return examples, attributes, values, [1.0] * 300
+
+
+@pytest.mark.parametrize("cells", [(EXAMPLES, ATTRIBUTES, VALUES, COSTS), _many()], ids=["few", "many"])
+def test_both_paths_write_what_link_digest_and_pack_cells_define(
+        cells: tuple[list[int], list[int], list[float], list[float]]) -> None:
+    examples, attributes_of, values_of, _ = cells
+    chain = Chain("s3", 1, 10, "ab" * 32).record([Observations(*cells)])
     prev = bytes.fromhex("ab" * 32)
     first = 0
+    assert len(chain.links) == len({*examples}) and chain.values == len(examples)
     for link, cells in zip(chain.links, chain.cells, strict=True):
         n = link[6]
-        attributes, values = ATTRIBUTES[first : first + n], VALUES[first : first + n]
+        assert examples[first : first + n] == [link[3]] * n
+        attributes, values = attributes_of[first : first + n], values_of[first : first + n]
         seqs = list(range(10 + first, 10 + first + n))
         digest = link_digest(prev, observe_header("s3", link[1], link[3], n), attributes, values)
         tags = value_tags(seqs, [link[3]] * n, attributes, values)
         assert link[-1] == digest and cells[-1] == pack_cells(attributes, values, tags)
         prev, first = digest, first + n
+
+
+def test_a_tag_of_one_row_is_the_vectorised_rule_of_its_row() -> None:
+    examples, attributes, values, _ = _many()
+    seqs = list(range(2**33, 2**33 + len(values)))
+    tags = value_tags(seqs, examples, attributes, values).tolist()
+    assert [value_tag(*row) for row in zip(seqs, examples, attributes, values, strict=True)] == tags
+    assert any(t < 0 for t in tags) and any(t > 0 for t in tags)  # both halves of the int32 range
