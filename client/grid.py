@@ -29,6 +29,7 @@ from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
 from budgetlab.learner_client import POLL_SECONDS, LearnerClient
 from budgetlab.service_client import Call, M
 from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
+from client.placement import Placement, dataset_key
 from learner.cluster import Ended, RunPool, default_workers
 from learner.regret import best_sparse, stream_arrays
 
@@ -156,10 +157,13 @@ def gather(cells: list[Future[RunOutcome]], jobs: list[Job], stop: Callable[[], 
 
 def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel: int,
               bars: GridBars) -> list[RunOutcome]:
-    """Every job on a LocalOracle of a worker of ``pool``, ``parallel`` at a time."""
+    """Every job on a LocalOracle of a worker of ``pool``, ``parallel`` at a time, a freed worker taking a job of a
+    dataset it holds first (``client.placement``)."""
     cancel = threading.Event()
+    placement = Placement(jobs, lambda job: dataset_key(job.request))
+    cells: list[Future[RunOutcome]] = [Future() for _ in jobs]
 
-    def one(job: Job) -> RunOutcome:
+    def one(job: Job) -> tuple[RunOutcome, str]:
         label = _label(job, designs)
         task = bars.start(label, job.request.max_examples)
         ended = pool.run(job.request, cancel=cancel,
@@ -167,10 +171,33 @@ def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel
         result = local_result(job.request, ended)
         bars.end(task, label, result)
         return RunOutcome(job.design, job.entry, job.seed, result,
-                          audit="local (no ledger)" if ended.started else "no session (the run did not start)")
+                          audit="local (no ledger)" if ended.started else "no session (the run did not start)"
+                          ), ended.worker
 
-    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool_threads:
-        return gather([pool_threads.submit(one, job) for job in jobs], jobs, cancel.set)
+    def runner() -> None:
+        worker: str | None = None
+        while not cancel.is_set() and (i := placement.take(worker)) is not None:
+            if not cells[i].set_running_or_notify_cancel():  # cancelled by Ctrl-C meanwhile
+                continue
+            try:
+                outcome, worker = one(jobs[i])
+            except BaseException as exc:  # the cell's, as a thread pool's future would hold it
+                cells[i].set_exception(exc)
+                continue
+            placement.ran(i, worker)
+            cells[i].set_result(outcome)
+
+    threads = [threading.Thread(target=runner, name=f"grid-{n}", daemon=True) for n in range(max(1, parallel))]
+    for thread in threads:
+        thread.start()
+    try:
+        return gather(cells, jobs, cancel.set)
+    finally:
+        cancel.set()  # no thread starts another run
+        for i in placement.drop():
+            cells[i].cancel()
+        for thread in threads:
+            thread.join()
 
 
 def local_result(request: RunCreate, ended: Ended) -> RunResult:

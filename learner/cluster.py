@@ -53,6 +53,8 @@ TOPIC = "budgetlab-runs"
 PROGRESS_SECONDS = 0.25
 # How long a caller's thread waits for an event before it looks at its run's future and its cancel again.
 WAIT_SECONDS = 0.1
+# Put in a run's queue of events when its future is done.
+_ENDED: dict[str, Any] = {}
 # Runs cancelled before they started, remembered by every worker (the marks of runs that never come are dropped).
 CANCEL_MARKS = 10_000
 
@@ -70,6 +72,7 @@ class Ended:
     unavailable: bool = False  # the oracle was out of reach
     refused: bool = False  # an OracleError or ValueError: the request's fault, said without the class name
     opened: list[OpenSession] = field(default_factory=list)
+    worker: str = ""  # the address of the worker it ran on (it now holds the run's dataset)
 
 
 # --- on the worker --------------------------------------------------------------------------------------
@@ -148,6 +151,14 @@ def _rss_here() -> int:
 
 def execute(key: str, request: RunCreate, session: OpenSession | None, topic: str) -> Ended:
     """The task: run ``request`` on this worker, in ``session`` over HTTP, or in-process when it is None."""
+    from distributed import get_worker
+
+    ended = _execute(key, request, session, topic)
+    ended.worker = get_worker().address
+    return ended
+
+
+def _execute(key: str, request: RunCreate, session: OpenSession | None, topic: str) -> Ended:
     from distributed import get_worker
 
     cancel = _MARKS.start(key)
@@ -309,6 +320,8 @@ class RunPool:
         with self._lock:
             self._queues[key] = events
         future = self.client.submit(execute, key, request, session, self.topic, key=key, pure=False, retries=0)
+        # Woken the moment the run ends, not at the next look: a worker waits for its next run meanwhile.
+        future.add_done_callback(lambda _: events.put(_ENDED))
         cancelled = False
         try:
             while True:
@@ -319,7 +332,8 @@ class RunPool:
                     if done:
                         break
                 else:
-                    self._hand_over(msg, progress, started, opened)
+                    if msg is not _ENDED:
+                        self._hand_over(msg, progress, started, opened)
                 if cancel is not None and cancel.is_set() and not cancelled:
                     cancelled = True
                     self.cancel(key)
