@@ -102,15 +102,27 @@ def failed_result(request: RunCreate, message: str, status: str = "failed") -> R
                      message=message)
 
 
+# Where the output is not a terminal (a log file, a batch job), rich draws no bar until the end: a line saying how
+# many runs are done comes instead, at most this often.
+PLAIN_EVERY_SECONDS = 10.0
+
+
 class GridBars:
     """A grid's progress: one bar for all its runs, and one for each run while it goes.
 
     A run's bar goes when the run ends (one that did not complete leaves a line saying how it ended): rich draws
-    every bar again on each update, so a grid of 1,880 runs that kept a bar each spent its time drawing them."""
+    every bar again on each update, so a grid of 1,880 runs that kept a bar each spent its time drawing them. On an
+    output that is not a terminal, a line ``runs: N of M done ...`` every ``PLAIN_EVERY_SECONDS`` and at the last."""
 
     def __init__(self, bars: Progress, runs: int) -> None:
         self.bars = bars
         self.all = bars.add_task("all runs", total=runs, info="")
+        self.runs = runs
+        self.done = 0
+        self.incomplete = 0
+        self.began = self.said = time.monotonic()
+        self.plain = not bars.disable and not bars.console.is_terminal
+        self._lock = threading.Lock()
 
     def start(self, label: str, total: int | None) -> TaskID:
         return self.bars.add_task(label, total=total, info="")
@@ -121,9 +133,20 @@ class GridBars:
     def end(self, task: TaskID, label: str, result: RunResult) -> None:
         self.bars.remove_task(task)
         self.bars.advance(self.all)
-        if result.status not in COMPLETED_RUN_STATUSES:
+        completed = result.status in COMPLETED_RUN_STATUSES
+        if not completed:
             self.bars.console.print(f"{escape(label)}: {result.status} {escape(result.message[:100])}",
                                     soft_wrap=True)
+        with self._lock:
+            self.done += 1
+            self.incomplete += not completed
+            now = time.monotonic()
+            if self.plain and (now - self.said >= PLAIN_EVERY_SECONDS or self.done == self.runs):
+                self.said = now
+                minutes, seconds = divmod(int(now - self.began), 60)
+                others = f", {self.incomplete} did not complete" if self.incomplete else ""
+                self.bars.console.print(f"runs: {self.done} of {self.runs} done{others}, {minutes}:{seconds:02d} "
+                                        "elapsed", soft_wrap=True)
 
 
 @contextmanager

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from rich.console import Console
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunCreate, RunResult
 from budgetlab.learner_client import LearnerClient
+from client import grid
 from client.cli import app
 from client.compare import INTERRUPTED, RUNS_FAILED
 from client.grid import NOT_STARTED, progress_bars
@@ -63,6 +65,8 @@ def compare(tmp_path: Path, name: str, *args: str) -> dict:
     result = RUNNER.invoke(app, ["compare", str(config), "--out", str(out), *args])
     assert result.exit_code == 0, result.output
     assert "report:" in result.output
+    # Not a terminal: no bar is drawn, a line says how far the grid is.
+    assert re.search(r"^runs: (\d+) of \1 done, \d+:\d\d elapsed$", result.output, re.MULTILINE), result.output
     return json.loads((out / "results.json").read_text())
 
 
@@ -270,3 +274,19 @@ def test_a_grid_keeps_a_bar_for_the_runs_going_only_and_says_how_failed_ones_end
         assert bars.bars.tasks[0].completed == 300
     assert "run 7: failed oracle said no" in out.getvalue()
     assert "run 8:" not in out.getvalue()
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_grid_on_an_output_that_is_not_a_terminal_says_how_far_it_is(terminal: bool,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log file or a batch job gets no bar from rich until the end: a line every PLAIN_EVERY_SECONDS instead."""
+    monkeypatch.setattr(grid, "PLAIN_EVERY_SECONDS", 0.0)
+    out = io.StringIO()
+    with progress_bars(Console(file=out, width=200, force_terminal=terminal), enabled=True, runs=3) as bars:
+        for i in range(3):
+            task = bars.start(f"run {i}", 10)
+            bars.end(task, f"run {i}", RunResult(algorithm="aer", dataset="d", seed=i,
+                                                 status="failed" if i == 1 else "finished"))
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("runs: ")]
+    assert [line.rsplit(",", 1)[0] for line in lines] == ([] if terminal else [
+        "runs: 1 of 3 done", "runs: 2 of 3 done, 1 did not complete", "runs: 3 of 3 done, 1 did not complete"])
