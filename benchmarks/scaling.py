@@ -4,8 +4,16 @@ The grid: AERR and DDAERR on ``powerlaw`` (d = 500, 10,000 training examples, 2,
 example, seeds 0-3: 8 runs, each on its own session (``--smoke``: 4 runs of 400 examples on d = 50). It runs
 
 - ``--local``: on LocalOracles in the workers of a Dask LocalCluster of 1 process (one run at a time), then of 2;
-- through the services: a real oracle (``budgetlab serve oracle``) and a real learner (``budgetlab serve learner``)
-  whose LocalCluster has 1 worker process, then 2 (``BUDGETLAB_WORKERS``), the comparison keeping as many runs going.
+- through the services: a real oracle (``budgetlab serve oracle --workers 2``, in both cases) and a real learner
+  (``budgetlab serve learner``) whose LocalCluster has 1 worker process, then 2 (``BUDGETLAB_WORKERS``), the
+  comparison keeping as many runs going.
+
+Why the oracle has 2 worker processes in both cases: every run steps its session once per example over the session's
+stream (80,000 steps), and one oracle process answers them on one event loop, one core: with 2 learner workers it
+was the bottleneck (2.89 then 3.99 runs/min, 1.38x, the learner's workers waiting on it). An oracle scales out as
+``docs/guide/scale-out.md`` says, worker processes on one database; the sequential case gets the same oracle, so the
+speed-up is the learner's. Each stream stays on the worker that accepted it, and the kernel, not the oracle, picks
+that worker: two runs' streams may land on one (the note says how the oracle's workers shared the CPU).
 
 Each figure is the grid's wall time once its workers are up (their start is timed apart: a LocalCluster takes
 seconds, once per comparison or learner), as runs per minute, and the speed-up of 2 processes over 1. Targets on
@@ -36,7 +44,8 @@ from learner.cluster import WORKERS_ENV, RunPool
 
 FULL = {"d": 500, "n_train": 10_000, "n_test": 2_000}
 SMOKE = {"d": 50, "n_train": 400, "n_test": 100}
-ORACLE_WORKERS = int(os.environ.get("SCALING_ORACLE_WORKERS", "1"))
+# The oracle's worker processes in both cases through the services (see the docstring).
+ORACLE_WORKERS = 2
 
 
 def grid(smoke: bool) -> CompareConfig:
@@ -100,7 +109,9 @@ def timed_services(config: CompareConfig, workers: int, report: Report, figures:
             run_comparison(warm, local=False, learner_url=learner, oracle_url=oracle.url, parallel=1,
                            console=_quiet(), show_progress=False)
             report.add(f"services_{workers}_workers_start_seconds", time.perf_counter() - started, "s")
-            progress(f"through the services, learner on {workers} worker process(es) ...")
+            progress(f"through the services, learner on {workers} worker process(es), oracle on {ORACLE_WORKERS} ...")
+            oracle_workers = [p for p in descendants(oracle.process.pid) if _is_worker(p)]
+            cpu_before = {p: _cpu_seconds(p) for p in oracle_workers}
             began = time.perf_counter()
             _, outcomes = run_comparison(config, local=False, learner_url=learner, oracle_url=oracle.url,
                                          parallel=workers, console=_quiet(), show_progress=False)
@@ -109,8 +120,22 @@ def timed_services(config: CompareConfig, workers: int, report: Report, figures:
             assert all(o.audit == "compliant" for o in outcomes), [o.audit for o in outcomes]
             figures[f"services_{workers}"] = len(outcomes) / wall * 60
             report.add(f"services_{workers}_workers_runs_per_minute", figures[f"services_{workers}"], "runs/min")
+            shares = [_cpu_seconds(p) - cpu_before[p] for p in oracle_workers]
+            for i, share in enumerate(shares):
+                report.add(f"services_{workers}_workers_oracle{i}_cpu_seconds", share, "s")
+            report.note(f"through the services, {workers} learner worker(s): the oracle's {len(shares)} worker "
+                        f"processes used {', '.join(f'{c:.1f}' for c in shares)} CPU-s of the {wall:.0f} s")
             for i, pid in enumerate(p for p in descendants(learner_pid) if _is_worker(p)):
                 report.add(f"services_{workers}_workers_worker{i}_rss", process_memory(pid)["VmRSS"], "MB")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _is_worker(pid: int) -> bool:
