@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,24 @@ MIGRATION_LOCK = 0x62756467_65746C62  # "budgetlb"
 
 # How long a request waits for a session's lock before it is answered 503 (seconds).
 DEFAULT_LOCK_TIMEOUT = 5.0
+
+
+class _BrokenConnectionReset(logging.Filter):
+    """SQLAlchemy's pool logs a connection it could not reset on its return (a rollback on a connection the database
+    dropped: a restart, a failover) at ERROR with its traceback, several per restart, although the pool discards the
+    connection and the request that held it was already answered 503. One line at WARNING says the same."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith("Exception during reset"):
+            error = record.exc_info[1] if record.exc_info else None
+            record.msg, record.args = "a pooled database connection could not be reset and was discarded: %s", (
+                str(error).strip().splitlines()[0] if error is not None else "unknown error",)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info = record.exc_text = None
+        return True
+
+
+logging.getLogger("sqlalchemy.pool.impl.QueuePool").addFilter(_BrokenConnectionReset())
 
 
 def _driver(url: str) -> str:

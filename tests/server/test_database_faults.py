@@ -8,6 +8,7 @@ never of the team's shared server.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -246,7 +247,8 @@ def _held_sessions(app: Any) -> dict[str, Any]:
         return dict(conn.exec_driver_sql("select session_id, closed_at from learner_sessions").all())
 
 
-def test_clients_and_learner_runs_ride_through_a_postgresql_restart(cluster: Cluster, tmp_path: Path) -> None:
+def test_clients_and_learner_runs_ride_through_a_postgresql_restart(cluster: Cluster, tmp_path: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
     with serve_in_thread(create_app(Settings(database_url=cluster.url, batch_process=False))) as url, \
             learner_app(f"sqlite:///{tmp_path / 'runs.db'}", url) as (learner, app):
         auth = caller(learner)
@@ -293,6 +295,9 @@ def test_clients_and_learner_runs_ride_through_a_postgresql_restart(cluster: Clu
         for client, session in zip(clients, sessions, strict=True):
             assert_in_the_ledger_once(url, session, client.acknowledged)
         assert [i["status"] for i in loud] == ["finished"] * 2, [i["message"] for i in loud]
+        # The restart is an expected fault: the oracle's database log says so in lines, not tracebacks at ERROR.
+        assert not [r.getMessage() for r in caplog.records if r.name.startswith("sqlalchemy") and
+                    (r.levelno >= logging.ERROR or r.exc_info)]
         for a, b in zip(quiet, loud, strict=True):
             assert a["result"]["weights"] == b["result"]["weights"] and a["result"]["bias"] == b["result"]["bias"]
             scores = [{k: v for k, v in r["result"]["test_budget"].items() if k != "session"} for r in (a, b)]
@@ -303,3 +308,17 @@ def test_clients_and_learner_runs_ride_through_a_postgresql_restart(cluster: Clu
         while None in (held := _held_sessions(app)).values() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(held) == 8 and None not in held.values(), held
+
+
+def test_a_pooled_connection_that_cannot_be_reset_is_one_warning_line(caplog: pytest.LogCaptureFixture) -> None:
+    """SQLAlchemy's pool logs it at ERROR with a traceback; the oracle's filter (server.db) makes it one line."""
+    pool_log = logging.getLogger("sqlalchemy.pool.impl.QueuePool")
+    try:
+        raise OSError("consuming input failed: server closed the connection unexpectedly\n\tThis probably means ...")
+    except OSError:
+        with caplog.at_level(logging.WARNING, logger=pool_log.name):
+            pool_log.error("Exception during reset or similar", exc_info=True)
+    (record,) = caplog.records
+    assert (record.levelname, record.exc_info) == ("WARNING", None)
+    assert record.getMessage() == ("a pooled database connection could not be reset and was discarded: consuming input "
+                                   "failed: server closed the connection unexpectedly")
