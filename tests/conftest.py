@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,14 @@ from tests.servers import close_shared_scheduler, learner_server, oracle_server,
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 threadpool_limits(1)
+# Under PYTHONDONTWRITEBYTECODE (Docker images and CI runners set it) every process compiles the project's 23,000
+# lines from source again, and each xdist worker rewrites and compiles every test module again: the two workers and
+# the hundreds of processes the tests start (``budgetlab`` commands, services, Dask workers), 0.3-1 CPU s each.
+# The test run writes bytecode as Python does by default, in the __pycache__ directories (.gitignore), so that it is
+# compiled once. Set here, in the controller, before the xdist workers start (they and the processes the tests start
+# inherit the environment).
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
 
 
 @pytest.fixture(scope="session", autouse=True)
