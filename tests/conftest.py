@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import sys
 import uuid
@@ -10,7 +11,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from learner.cluster import SCHEDULER_ENV
-from tests.helpers import run_wide
+from tests.helpers import DATA, run_wide
 from tests.ito_runs import LongRun, shared_long_runs
 from tests.servers import close_shared_scheduler, learner_server, oracle_server, shared_scheduler
 
@@ -28,6 +29,18 @@ threadpool_limits(1)
 # inherit the environment).
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
+
+
+# Each file's seconds in a whole run (tests/data/file_seconds.json, from a run's -p tests.cpu_profile figures): the
+# xdist workers take tests in collection order, one at a time as they finish, so the longest files go first and the
+# run ends on short tests, not on a worker alone with a minute-long one while the other has nothing left. A file's
+# tests stay together and in their order (its module fixtures start once per worker); a file not listed keeps its
+# place after them.
+FILE_SECONDS: dict[str, float] = json.loads((DATA / "file_seconds.json").read_text())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: -FILE_SECONDS.get(item.nodeid.split("::")[0], 0))
 
 
 @pytest.fixture(scope="session", autouse=True)
