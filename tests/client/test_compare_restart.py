@@ -30,10 +30,10 @@ from tests.servers import cli_service
 CONFIG = """
 title = "a learner restarted mid-comparison"
 seeds = [0, 1]
-max_examples = 4000
+max_examples = 2000
 eval_every = 200
 budget = { per_example = 4 }
-dataset = { name = "sparse-gaussian", params = { d = 20, n_train = 4000, n_test = 50, s_plus = 3, s_minus = 2 } }
+dataset = { name = "sparse-gaussian", params = { d = 20, n_train = 2000, n_test = 50, s_plus = 3, s_minus = 2 } }
 
 [[algorithms]]
 id = "aerr"
@@ -123,7 +123,7 @@ def test_a_learner_restarted_mid_comparison_lists_every_run_and_the_comparison_g
     assert interrupted["audit"] == "compliant"
     others = [r for i, (_, r) in runs.items() if i != killed["id"]]
     assert [r["result"]["status"] for r in others] == ["finished"] * 3
-    assert all(r["audit"] == "compliant" and r["result"]["examples"] == 4000 for r in others)
+    assert all(r["audit"] == "compliant" and r["result"]["examples"] == 2000 for r in others)
     # The report's per-seed table shows where the interrupted run had got to: its curve's last point.
     last = result["curve"][-1]
     assert f"| aerr | 0 | interrupted | {last['test_mse']:.4g} |" in (out / "report.md").read_text()
