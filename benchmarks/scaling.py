@@ -22,7 +22,11 @@ seconds, once per comparison or learner), as runs per minute, and the speed-up o
 A dataset goes to no worker: each builds it from the run's dataset parameters, once per worker process (the
 datasets cache); the script prints how many each worker built against the runs it executed, and each worker's RSS.
 
-Usage: ``python benchmarks/scaling.py [--json] [--smoke]``.
+The cores are shared: on a busy machine the wall times, and so the speed-ups, say more about the others' load than
+about budgetlab (at a load average of 8 on 2 cores there is no second core to scale onto). Each case also prints
+its CPU-seconds per run, this process's and every process's below it, which the load moves far less.
+
+Usage: ``python benchmarks/scaling.py [--json] [--smoke] [--local-only | --services-only]``.
 """
 
 from __future__ import annotations
@@ -67,10 +71,12 @@ def timed_local(config: CompareConfig, workers: int, report: Report, figures: di
     with RunPool(workers=workers) as pool:
         report.add(f"local_{workers}_workers_start_seconds", time.perf_counter() - started, "s")
         progress(f"--local on {workers} worker process(es): {len(config.seeds) * 2} runs ...")
+        cpu = _tree_cpu_seconds()
         began = time.perf_counter()
         _, outcomes = run_comparison(config, local=True, learner_url=None, oracle_url=None, parallel=workers,
                                      console=_quiet(), show_progress=False, pool=pool)
         wall = time.perf_counter() - began
+        report.add(f"local_{workers}_workers_cpu_seconds_per_run", (_tree_cpu_seconds() - cpu) / len(outcomes), "s")
         assert all(o.result.status == "finished" for o in outcomes), [o.result.message for o in outcomes]
         figures[f"local_{workers}"] = len(outcomes) / wall * 60
         report.add(f"local_{workers}_workers_runs_per_minute", figures[f"local_{workers}"], "runs/min")
@@ -112,10 +118,13 @@ def timed_services(config: CompareConfig, workers: int, report: Report, figures:
             progress(f"through the services, learner on {workers} worker process(es), oracle on {ORACLE_WORKERS} ...")
             oracle_workers = [p for p in descendants(oracle.process.pid) if _is_worker(p)]
             cpu_before = {p: _cpu_seconds(p) for p in oracle_workers}
+            cpu = _tree_cpu_seconds()
             began = time.perf_counter()
             _, outcomes = run_comparison(config, local=False, learner_url=learner, oracle_url=oracle.url,
                                          parallel=workers, console=_quiet(), show_progress=False)
             wall = time.perf_counter() - began
+            report.add(f"services_{workers}_workers_cpu_seconds_per_run", (_tree_cpu_seconds() - cpu) / len(outcomes),
+                       "s")
             assert all(o.result.status == "finished" for o in outcomes), [o.result.message for o in outcomes]
             assert all(o.audit == "compliant" for o in outcomes), [o.audit for o in outcomes]
             figures[f"services_{workers}"] = len(outcomes) / wall * 60
@@ -136,6 +145,13 @@ def _cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_seconds() -> float:
+    """CPU time of this process and of every living process below it (the workers, the services): unlike wall time,
+    it hardly moves with the machine's load, so it shows what a second worker costs on a busy machine too."""
+    own = os.times()
+    return own.user + own.system + sum(_cpu_seconds(p) for p in descendants(os.getpid()))
 
 
 def _is_worker(pid: int) -> bool:
