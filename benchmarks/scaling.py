@@ -4,16 +4,15 @@ The grid: AERR and DDAERR on ``powerlaw`` (d = 500, 10,000 training examples, 2,
 example, seeds 0-3: 8 runs, each on its own session (``--smoke``: 4 runs of 400 examples on d = 50). It runs
 
 - ``--local``: on LocalOracles in the workers of a Dask LocalCluster of 1 process (one run at a time), then of 2;
-- through the services: a real oracle (``budgetlab serve oracle --workers 2``, in both cases) and a real learner
+- through the services: a real oracle (``budgetlab serve oracle``, one process) and a real learner
   (``budgetlab serve learner``) whose LocalCluster has 1 worker process, then 2 (``BUDGETLAB_WORKERS``), the
   comparison keeping as many runs going.
 
-Why the oracle has 2 worker processes in both cases: every run steps its session once per example over the session's
-stream (80,000 steps), and one oracle process answers them on one event loop, one core: with 2 learner workers it
-was the bottleneck (2.89 then 3.99 runs/min, 1.38x, the learner's workers waiting on it). An oracle scales out as
-``docs/guide/scale-out.md`` says, worker processes on one database; the sequential case gets the same oracle, so the
-speed-up is the learner's. Each stream stays on the worker that accepted it, and the kernel, not the oracle, picks
-that worker: two runs' streams may land on one (the note says how the oracle's workers shared the CPU).
+Every run steps its session once per example over the session's stream (80,000 steps), all answered by the one
+oracle process, which shares the 2 cores with the learner's workers; the script prints the oracle's CPU-seconds.
+An oracle of 2 worker processes on its SQLite ledger was measured too and did worse: the two processes taking
+turns at the database's write lock cost 27 % more CPU per run with 2 learner workers (18.2 against 14.3
+CPU-s; 4.05 then 4.95 runs/min, 1.22x, against 3.87 then 6.19, 1.60x, at a load average of 1.6-2.3).
 
 Each figure is the grid's wall time once its workers are up (their start is timed apart: a LocalCluster takes
 seconds, once per comparison or learner), as runs per minute, and the speed-up of 2 processes over 1. Targets on
@@ -48,8 +47,6 @@ from learner.cluster import WORKERS_ENV, RunPool
 
 FULL = {"d": 500, "n_train": 10_000, "n_test": 2_000}
 SMOKE = {"d": 50, "n_train": 400, "n_test": 100}
-# The oracle's worker processes in both cases through the services (see the docstring).
-ORACLE_WORKERS = 2
 
 
 def grid(smoke: bool) -> CompareConfig:
@@ -105,7 +102,7 @@ def learner_process(workdir: Path, env: dict[str, str], timeout: float = 90.0) -
 
 def timed_services(config: CompareConfig, workers: int, report: Report, figures: dict[str, float],
                    workdir: Path) -> None:
-    with oracle_process(workdir / f"oracle-{workers}", workers=ORACLE_WORKERS) as oracle:
+    with oracle_process(workdir / f"oracle-{workers}") as oracle:
         env = {"ORACLE_URL": oracle.url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / f'runs-{workers}.db'}",
                WORKERS_ENV: str(workers)}
         with learner_process(workdir / f"learner-{workers}", env) as (learner, learner_pid):
@@ -115,9 +112,8 @@ def timed_services(config: CompareConfig, workers: int, report: Report, figures:
             run_comparison(warm, local=False, learner_url=learner, oracle_url=oracle.url, parallel=1,
                            console=_quiet(), show_progress=False)
             report.add(f"services_{workers}_workers_start_seconds", time.perf_counter() - started, "s")
-            progress(f"through the services, learner on {workers} worker process(es), oracle on {ORACLE_WORKERS} ...")
-            oracle_workers = [p for p in descendants(oracle.process.pid) if _is_worker(p)]
-            cpu_before = {p: _cpu_seconds(p) for p in oracle_workers}
+            progress(f"through the services, learner on {workers} worker process(es) ...")
+            oracle_cpu = _cpu_seconds(oracle.process.pid)
             cpu = _tree_cpu_seconds()
             began = time.perf_counter()
             _, outcomes = run_comparison(config, local=False, learner_url=learner, oracle_url=oracle.url,
@@ -129,11 +125,8 @@ def timed_services(config: CompareConfig, workers: int, report: Report, figures:
             assert all(o.audit == "compliant" for o in outcomes), [o.audit for o in outcomes]
             figures[f"services_{workers}"] = len(outcomes) / wall * 60
             report.add(f"services_{workers}_workers_runs_per_minute", figures[f"services_{workers}"], "runs/min")
-            shares = [_cpu_seconds(p) - cpu_before[p] for p in oracle_workers]
-            for i, share in enumerate(shares):
-                report.add(f"services_{workers}_workers_oracle{i}_cpu_seconds", share, "s")
-            report.note(f"through the services, {workers} learner worker(s): the oracle's {len(shares)} worker "
-                        f"processes used {', '.join(f'{c:.1f}' for c in shares)} CPU-s of the {wall:.0f} s")
+            report.add(f"services_{workers}_workers_oracle_cpu_seconds", _cpu_seconds(oracle.process.pid) - oracle_cpu,
+                       "s")
             for i, pid in enumerate(p for p in descendants(learner_pid) if _is_worker(p)):
                 report.add(f"services_{workers}_workers_worker{i}_rss", process_memory(pid)["VmRSS"], "MB")
 
