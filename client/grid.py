@@ -205,6 +205,7 @@ def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel
             try:
                 outcome, worker = one(jobs[i])
             except BaseException as exc:  # the cell's, as a thread pool's future would hold it
+                placement.ran(i, "")  # its dataset is no longer being built for it
                 cells[i].set_exception(exc)
                 continue
             placement.ran(i, worker)
