@@ -53,6 +53,7 @@ def cases() -> list[dict[str, Any]]:
         "ddaerr-2phase": {"phase1": 0.2, "eta1": 0.002}, "ddaelr-2phase": {"phase1": 0.2, "eta1": 0.05},
         "ogd-ridge": {"eta": 0.001, "radius": 5.0}, "eg-lasso": {"eta": 0.01, "radius": 20.0},
         "ridge": {"alpha": 3.0}, "lasso": {"alpha": 0.1},
+        "screening": {"screen": 0.6, "s": 3, "lam": 0.01},
     }
     for algorithm, params in off.items():
         full = algorithm in ("ogd-ridge", "eg-lasso", "ridge", "lasso")

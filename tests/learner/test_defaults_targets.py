@@ -2,10 +2,11 @@
 oracle's ledger.
 
 Every run here has a fixed seed, so its figures are deterministic; each bound states the measured figure and the
-margin it leaves. The estimator's target (R² >= 0.5 with AERR) is not reached: AERR's one-draw estimate of <w, x>
-has a variance of about ||w||² Σ x_j², which halfway to w* is an order of magnitude above the labels' on that
-problem, and the best constant step of a grid reaches R² 0.27 (benchmarks/defaults_sweep.py's figures are in
-docs/internals/figures.md); what the test below pins is that the practical defaults learn where the theorem's do not.
+margin it leaves. The estimator's target (R² >= 0.5) is met by its default algorithm, ``screening``; AERR does not
+reach it on that problem: its one-draw estimate of <w, x> has a variance of about ||w||² Σ x_j², which halfway to
+w* is an order of magnitude above the labels', and the best constant step of a grid reaches R² 0.27
+(benchmarks/defaults_sweep.py's figures are in docs/internals/figures.md); what the AERR test pins is that the
+practical defaults learn where the theorem's do not.
 """
 
 from __future__ import annotations
@@ -56,11 +57,28 @@ def test_the_docs_aer_example_classifies_better_than_chance_and_says_why_not_mor
     assert "the theorems' constants (defaults = theory)" in theory["diagnosis"]
 
 
-def test_the_estimator_learns_with_the_defaults_where_the_theorem_does_not() -> None:
+def regression_problem() -> tuple[np.ndarray, ...]:
+    X, y = make_regression(n_samples=1000, n_features=50, n_informative=5, noise=1.0, random_state=0)
+    return tuple(train_test_split(X, y, random_state=0))
+
+
+def test_the_estimator_with_its_defaults_reaches_the_target() -> None:
+    # docs/guide/sdk.md's estimator with its default algorithm (screening). Measured R² over seeds 0-9: 0.86-0.96
+    # (0.96, 0.88, 0.96, 0.86, 0.88, ...); the issue's target is 0.5 on every seed.
+    X_train, X_test, y_train, y_test = regression_problem()
+    scores = []
+    for seed in range(5):
+        model = BudgetedRegressor(per_example=5, seed=seed).fit(X_train, y_train)
+        assert model.result_.algorithm == "screening"
+        assert model.n_attributes_paid_ <= 5 * len(y_train)
+        scores.append(model.score(X_test, y_test))
+    assert min(scores) >= 0.8, scores
+
+
+def test_aerr_in_the_estimator_learns_with_the_defaults_where_the_theorem_does_not() -> None:
     # docs/guide/sdk.md's estimator. Measured R² over seeds 0-2: 0.18, 0.22, 0.22 with the defaults, about 0.05 with
     # the theorem's η; the issue's 0.5 is not reached (see the module docstring).
-    X, y = make_regression(n_samples=1000, n_features=50, n_informative=5, noise=1.0, random_state=0)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    X_train, X_test, y_train, y_test = regression_problem()
     practical = [BudgetedRegressor("aerr", per_example=5, seed=s).fit(X_train, y_train).score(X_test, y_test)
                  for s in range(3)]
     theory = BudgetedRegressor("aerr", per_example=5, seed=0, defaults="theory").fit(X_train, y_train)
