@@ -15,7 +15,8 @@ The reason is the first that applies, from what the run itself records:
 - otherwise its parameters do not fit the data.
 
 What to try names the run's own parameters, as ``--tune ALGORITHM:PARAM=V1,V2,V3`` around the values it used
-(``Algorithm.tuning_hint``), and more budget or examples where they were the reason.
+(``Algorithm.tuning_hint``), and more budget or examples where they were the reason. For the estimator, whose users
+write Python, the same advice is in its words (``python=True``): ``tune={"PARAM": [V1, V2, V3]}``, ``per_example``.
 """
 
 from __future__ import annotations
@@ -37,15 +38,25 @@ def _values(values: list[float]) -> str:
     return ",".join(f"{v:.2g}" for v in values)
 
 
-def diagnose(result: RunResult, hint: dict[str, list[float]] | None = None) -> str | None:
-    """The line for a run near the zero predictor, or None when it learned (or did not complete)."""
+def _tune(algorithm: str, hint: dict[str, list[float]] | None, python: bool) -> str:
+    if not hint:
+        return "tuning its parameters (" + ("tune={...}" if python else "--tune") + ")"
+    if python:
+        grid = ", ".join(f'"{name}": [{", ".join(f"{v:.2g}" for v in values)}]' for name, values in hint.items())
+        return f"tune={{{grid}}}"
+    return "--tune " + " --tune ".join(f"{algorithm}:{name}={_values(values)}" for name, values in hint.items())
+
+
+def diagnose(result: RunResult, hint: dict[str, list[float]] | None = None, python: bool = False) -> str | None:
+    """The line for a run near the zero predictor, or None when it learned (or did not complete); ``python``: the
+    advice in the estimator's words rather than the CLI's."""
     final = result.final
     if final is None or result.status not in COMPLETED_RUN_STATUSES or final.normalized_mse < NEAR_ZERO:
         return None
     d = max(len(result.weights), 1)
     per_attribute = result.attributes / d
-    tune = ("--tune " + " --tune ".join(f"{result.algorithm}:{name}={_values(values)}" for name, values in hint.items())
-            if hint else "tuning its parameters (--tune)")
+    tune = _tune(result.algorithm, hint, python)
+    per_example_option = "per_example" if python else "--per-example"
     head = f"{result.algorithm} ended at {final.normalized_mse:.2f} of the zero predictor's test MSE: "
     if result.defaults == "theory":
         return (head + "the theorems' constants (defaults = theory) are worst-case choices that barely move w in "
@@ -54,7 +65,7 @@ def diagnose(result: RunResult, hint: dict[str, list[float]] | None = None) -> s
         per_example = result.attributes / max(result.examples, 1)
         return (head + f"with about {per_example:.3g} of d = {d:,} attributes per example over {result.examples:,} "
                 f"examples, each attribute was observed {per_attribute:.2g} times on average; try a larger "
-                f"--per-example, more examples or {tune}")
+                f"{per_example_option}, more examples or {tune}")
     if final.normalized_mse > DIVERGED:
         return head + f"it ended worse than predicting 0, its steps too large or too noisy for this data; try {tune}"
     return head + f"its parameters do not fit this data; try {tune}"

@@ -88,7 +88,8 @@ class BudgetedRegressor(RegressorMixin, BaseEstimator):
             params = tuning.params()
         oracle = LocalOracle(dataset, budget=budget, seed=self.seed, protocol=get_algorithm(self.algorithm).protocol)
         result: RunResult = run_algorithm(self.algorithm, oracle, params=params, seed=self.seed,
-                                          max_examples=self.max_examples, dataset="fit", defaults=self.defaults)
+                                          max_examples=self.max_examples, dataset="fit", defaults=self.defaults,
+                                          python_advice=True)
         if result.status not in COMPLETED_RUN_STATUSES:
             raise RuntimeError(f"{self.algorithm} ended {result.status}: {result.message}")
         result.tuning = tuning.report() if tuning is not None else None

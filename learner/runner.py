@@ -77,9 +77,11 @@ def run_algorithm(
     cancel: threading.Event | None = None,
     dataset: str = "",
     defaults: Defaults = "practical",
+    python_advice: bool = False,
 ) -> RunResult:
     """Run ``algorithm_id`` on ``oracle`` for at most ``max_examples`` examples (default: the whole split), the
-    parameters not in ``params`` taking the ``defaults`` named (practical or the theorems')."""
+    parameters not in ``params`` taking the ``defaults`` named (practical or the theorems'). ``python_advice``: the
+    diagnosis of a run near the zero predictor names what to try as the estimator's arguments, not the CLI's."""
     params = dict(params or {})
     started = time.perf_counter()
     horizon = run_horizon(max_examples, oracle.n_examples)
@@ -162,5 +164,5 @@ def run_algorithm(
     # Read at the end: some algorithms resolve a parameter only once they have seen data (a two-phase step size).
     result.resolved_params = {name: value.item() if isinstance(value, np.generic) else value
                               for name, value in algorithm.config.items()}
-    result.diagnosis = diagnose(result, algorithm.tuning_hint())
+    result.diagnosis = diagnose(result, algorithm.tuning_hint(), python=python_advice)
     return result

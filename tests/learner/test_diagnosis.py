@@ -52,6 +52,12 @@ def test_the_reason_is_the_first_that_applies() -> None:
                       "tuning its parameters (--tune)")
     for line in (theory, diverged, few, plenty):
         assert "\n" not in line
+    # the estimator's users write Python: the same advice in its arguments
+    python = diagnose(result(0.97, d=784, examples=900, attributes=3534), hint, python=True)
+    assert python is not None and python.endswith('try a larger per_example, more examples or '
+                                                  'tune={"lam": [2.5, 25, 2.5e+02]}')
+    assert "--" not in python
+    assert diagnose(result(0.97, d=10, attributes=1500), None, python=True).endswith("(tune={...})")  # type: ignore[union-attr]
 
 
 def test_run_prints_the_line_and_json_carries_it() -> None:

@@ -80,6 +80,7 @@ def test_a_fit_near_the_zero_predictor_warns_why_and_what_to_try() -> None:
                                                r"theorems' constants"):
         model = BudgetedRegressor("aerr", per_example=2, defaults="theory").fit(X, y)
     assert model.result_.diagnosis is not None
+    assert "tune={\"eta\": [" in model.result_.diagnosis and "--tune" not in model.result_.diagnosis  # Python's words
     with warnings.catch_warnings():
         warnings.simplefilter("error", NearZeroPredictor)
         assert BudgetedRegressor("aerr", per_example=5).fit(*sparse_regression(n=500)).result_.diagnosis is None
