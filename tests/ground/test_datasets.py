@@ -210,6 +210,20 @@ def test_digits_pairs() -> None:
     check_pair("digits-0v1", dataset.n("train"), dataset.n("test"), 64)
 
 
+def test_bundled_sets_are_read_as_scikit_learns_loaders_read_them() -> None:
+    # read straight from scikit-learn's bundled CSV files, to spare the seconds its loaders take to import
+    from sklearn.datasets import load_diabetes, load_digits
+
+    from budgetlab.datasets.sklearn_sets import load_diabetes_arrays, load_digits_arrays
+
+    digits, bunch = load_digits_arrays(), load_digits()
+    np.testing.assert_array_equal(digits["images"], bunch.data)
+    np.testing.assert_array_equal(digits["labels"], bunch.target)
+    diabetes, (X, y) = load_diabetes_arrays(), load_diabetes(return_X_y=True, scaled=False)
+    np.testing.assert_array_equal(diabetes["X"], X)
+    np.testing.assert_array_equal(diabetes["y"], y)
+
+
 def test_diabetes_is_standardized_with_training_statistics() -> None:
     dataset = load_dataset("diabetes", {}, 0)
     assert (dataset.n("train") + dataset.n("test"), dataset.d) == (442, 10)
