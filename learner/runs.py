@@ -165,13 +165,22 @@ class RunManager:
         """A cluster's workers come and go (``--scale worker=3``, a batch system's jobs): keep as many runs going as
         its threads, growing with them (a worker that leaves takes no thread away: its runs wait in the
         scheduler's queue for the others)."""
+        lost = False
         while not self.stopping:
             time.sleep(FOLLOW_SECONDS)
             try:
                 slots = pool.slots()
             except Exception as exc:  # the scheduler is out of reach: the runs say so when they fail
-                log.warning("the Dask scheduler %s: %s", self.scheduler, exc)
+                # Dask's client between two connections fails with whatever it half holds ("'NoneType' object has
+                # no attribute 'ncores'"), which says nothing to a reader: say what could not be done, once.
+                if not lost:
+                    log.warning("cannot count the workers of the Dask scheduler %s (restarting or out of reach?); "
+                                "retrying every %g s: %s: %s", self.scheduler, FOLLOW_SECONDS, type(exc).__name__, exc)
+                lost = True
                 continue
+            if lost:
+                log.warning("the Dask scheduler %s answers again: %d worker threads", self.scheduler, slots)
+                lost = False
             self._add_threads(slots)
 
     def _add_threads(self, total: int) -> None:

@@ -274,3 +274,34 @@ def test_a_learner_on_a_cluster_keeps_as_many_runs_going_as_its_workers_have_thr
         for run in (first, second):
             client.cancel(run.id)
         assert sum(cluster.executed().values()) == 2 and len(cluster.executed()) == 2
+
+
+def test_a_scheduler_out_of_reach_is_said_once_in_words_and_its_return_too(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # Dask's client between two connections fails with what it half holds; the learner's log says what it could
+    # not do, once, and when the scheduler answers again (the pool stands for Dask's client here, not our service).
+    import learner.runs as runs
+
+    class Reconnecting:
+        answers: list[int | Exception] = [AttributeError("'NoneType' object has no attribute 'ncores'")] * 3 + [4]
+
+        def slots(self) -> int:
+            answer = self.answers.pop(0) if self.answers else 4
+            if isinstance(answer, Exception):
+                raise answer
+            manager.stopping = True
+            return answer
+
+    monkeypatch.setattr(runs, "FOLLOW_SECONDS", 0.001)
+    manager = runs.RunManager.__new__(runs.RunManager)
+    manager.stopping, manager.scheduler = False, "tcp://lab:8786"
+    added: list[int] = []
+    monkeypatch.setattr(manager, "_add_threads", added.append)
+    with caplog.at_level("WARNING", logger=runs.log.name):
+        manager._follow(Reconnecting())  # type: ignore[arg-type]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2, said
+    assert said[0].startswith("cannot count the workers of the Dask scheduler tcp://lab:8786 (restarting or out of "
+                              "reach?); retrying every 0.001 s: AttributeError:")
+    assert said[1] == "the Dask scheduler tcp://lab:8786 answers again: 4 worker threads"
+    assert added == [4]
