@@ -296,7 +296,7 @@ def position(rt: Runtime, counters: Counters, example: int) -> int:
 
 
 def _label_value(rt: Runtime, row: int) -> float:
-    return float(rt.dataset.labels(rt.config.split, np.array([row]))[0])
+    return rt.dataset.label(rt.config.split, row)
 
 
 def _reveal(rt: Runtime, counters: Counters, example: int, row: int) -> tuple[float, Counters, Event]:
@@ -310,9 +310,9 @@ def _reveal(rt: Runtime, counters: Counters, example: int, row: int) -> tuple[fl
     return label, after, Event("label", example=example, value=label, cost=budget.label_cost)
 
 
-def next_example(rt: Runtime, counters: Counters, paid: Paid = NOTHING_PAID,
-                 request: None = None) -> Outcome[NextResponse]:
-    """Issue the next example of the stream; in the batch protocol its label comes with it (at the label cost)."""
+def _issue(rt: Runtime, counters: Counters) -> tuple[int, int, float | None, Counters, tuple[Event, ...]]:
+    """The rule of ``next``: the example it issues, its row in the split, its label (batch protocol), and the
+    counters and events after it."""
     require_open(counters)
     config = rt.config
     if rt.order is None:
@@ -320,14 +320,20 @@ def next_example(rt: Runtime, counters: Counters, paid: Paid = NOTHING_PAID,
     if counters.issued >= config.n_examples:
         raise StreamExhausted(f"all {config.n_examples} examples have been issued")
     example = counters.issued
+    row = int(rt.order[example])
     after = counters._replace(issued=example + 1)
-    label = None
-    events: tuple[Event, ...] = ()
-    if config.protocol == "batch":
-        label, after, event = _reveal(rt, after, example, int(rt.order[example]))
-        events = (event,)
-    answer = NextResponse.model_construct(example=example, label=label, position=example,
-                                          remaining=rules.remaining(config.budget, after.spent_cost, example, 0))
+    if config.protocol != "batch":
+        return example, row, None, after, ()
+    label, after, event = _reveal(rt, after, example, row)
+    return example, row, label, after, (event,)
+
+
+def next_example(rt: Runtime, counters: Counters, paid: Paid = NOTHING_PAID,
+                 request: None = None) -> Outcome[NextResponse]:
+    """Issue the next example of the stream; in the batch protocol its label comes with it (at the label cost)."""
+    example, _, label, after, events = _issue(rt, counters)
+    answer = NextResponse(example=example, label=label, position=example,
+                          remaining=rules.remaining(rt.config.budget, after.spent_cost, example, 0))
     return Outcome(answer, after, events)
 
 
@@ -348,25 +354,49 @@ def reveal_label(rt: Runtime, counters: Counters, paid: Paid, request: LabelRequ
 # --- observation ------------------------------------------------------------------------------------------
 
 
+def _check_cells(rt: Runtime, items: Sequence[tuple[int, Sequence[int]]]) -> None:
+    """The checks of an observe request's (example, attributes) items, in their order: the caps on one request,
+    then no example twice, no attribute of an example twice, every attribute within 0..d-1."""
+    cells = sum(len(attributes) for _, attributes in items)
+    if cells > rt.max_cells or len(items) > rt.max_examples:
+        raise refusal(Code.TOO_MANY_CELLS, f"this request asks for {cells} cells of {len(items)} examples; at "
+                      f"most {rt.max_cells} cells of {rt.max_examples} examples are served per request: split it")
+    if len(items) > 1 and len({example for example, _ in items}) != len(items):
+        raise refusal(Code.DUPLICATE_EXAMPLE, "an example appears twice; list all its attributes once")
+    for example, attributes in items:
+        if len(set(attributes)) != len(attributes):
+            raise refusal(Code.DUPLICATE_ATTRIBUTES, f"an attribute of example {example} is listed twice")
+    d = rt.config.d
+    for _, attributes in items:
+        if min(attributes) < 0 or max(attributes) >= d:  # builtins first: a batch has 100,000 cells
+            bad = [a for a in attributes if not 0 <= a < d]
+            raise refusal(Code.UNKNOWN_ATTRIBUTE, f"attribute {bad[0]} is not in 0..{d - 1}")
+
+
+def _prices(rt: Runtime, attributes: Sequence[int]) -> tuple[list[float], float]:
+    """What each of these fresh attributes costs, and their sum: the charge."""
+    if rt.unit_costs:
+        return [1.0] * len(attributes), float(len(attributes))
+    cost_array = rt.costs[np.asarray(attributes, dtype=np.int64)]
+    return cost_array.tolist(), float(cost_array.sum()) if len(attributes) else 0.0
+
+
+def _enforce(budget: Budget, spent_cost: float, charge: float, used: Mapping[int, int],
+             new: Mapping[int, int]) -> None:
+    """The budgets' verdict on an observation (``budget.enforce``), as the engine's refusal."""
+    try:
+        rules.enforce(budget, spent_cost, charge, used, new)
+    except rules.BudgetExceeded as exc:
+        raise BudgetExhausted(exc.detail, exc.remaining) from None
+
+
 def observe(rt: Runtime, counters: Counters, paid: Paid,
             items: Sequence[ObserveRequest]) -> Outcome[ObserveBatchResponse]:
     """All-or-nothing observation of several examples; cells already paid for are free and unchanged."""
     require_open(counters)
     config = rt.config
-    cells = sum(len(item.attributes) for item in items)
-    if cells > rt.max_cells or len(items) > rt.max_examples:
-        raise refusal(Code.TOO_MANY_CELLS, f"this request asks for {cells} cells of {len(items)} examples; at "
-                      f"most {rt.max_cells} cells of {rt.max_examples} examples are served per request: split it")
     examples = [item.example for item in items]
-    if len(set(examples)) != len(examples):
-        raise refusal(Code.DUPLICATE_EXAMPLE, "an example appears twice; list all its attributes once")
-    for item in items:
-        if len(set(item.attributes)) != len(item.attributes):
-            raise refusal(Code.DUPLICATE_ATTRIBUTES, f"an attribute of example {item.example} is listed twice")
-    for item in items:
-        if min(item.attributes) < 0 or max(item.attributes) >= config.d:  # builtins first: a batch has 100,000 cells
-            bad = [a for a in item.attributes if not 0 <= a < config.d]
-            raise refusal(Code.UNKNOWN_ATTRIBUTE, f"attribute {bad[0]} is not in 0..{config.d - 1}")
+    _check_cells(rt, [(item.example, item.attributes) for item in items])
     rows = [position(rt, counters, example) for example in examples]
 
     known = paid.cells(examples)
@@ -383,17 +413,8 @@ def observe(rt: Runtime, counters: Counters, paid: Paid,
         fresh_attr.extend(new)
         new_counts.append(len(new))
     new_by_example = dict(zip(examples, new_counts, strict=True))
-    if rt.unit_costs:
-        costs = [1.0] * len(fresh_attr)
-        charge = float(len(fresh_attr))
-    else:
-        cost_array = rt.costs[np.asarray(fresh_attr, dtype=np.int64)]
-        costs = cost_array.tolist()
-        charge = float(cost_array.sum()) if fresh_attr else 0.0
-    try:
-        rules.enforce(config.budget, counters.spent_cost, charge, used, new_by_example)
-    except rules.BudgetExceeded as exc:
-        raise BudgetExhausted(exc.detail, exc.remaining) from None
+    costs, charge = _prices(rt, fresh_attr)
+    _enforce(config.budget, counters.spent_cost, charge, used, new_by_example)
 
     values: list[float] = []
     events: tuple[Observations, ...] = ()
@@ -436,28 +457,29 @@ def step(rt: Runtime, counters: Counters, paid: Paid, request: StepRequest) -> O
     This is the whole round of the batch protocol. In the online protocol it is the first of a round's two
     requests, ``predict`` the second: the attributes of the next example may depend on the label ``predict``
     reveals, so two requests per round is the floor there. Nothing of a just-issued example can have been paid
-    for, so the step needs no lookup of paid cells.
+    for, so the step needs no lookup of paid cells: the rules of ``next`` and ``observe`` (``_issue``,
+    ``_check_cells``, the budgets) applied to one fresh example, without the batch's bookkeeping, since this is
+    the oracle's most frequent request.
     """
-    issued = next_example(rt, counters)
-    nxt = issued.answer
-    observed_attrs: list[int] = []
+    example, row, label, after, issued = _issue(rt, counters)
+    events: tuple[Event | Observations, ...] = issued
+    budget = rt.config.budget
+    charged = budget.label_cost if label is not None else 0.0
+    attributes = request.attributes
     values: list[float] = []
-    fresh = 0
-    charged = rt.config.budget.label_cost if nxt.label is not None else 0.0
-    after, events = issued.counters, issued.events
-    if request.attributes:
-        observed = observe(rt, after, NOTHING_PAID,
-                           [ObserveRequest.model_construct(example=nxt.example, attributes=request.attributes)])
-        batch = observed.answer
-        observed_attrs, values, fresh = request.attributes, batch.items[0].values, batch.fresh
-        charged += batch.charged
-        after, events = observed.counters, events + observed.events
-        left = batch.remaining
-    else:
-        left = nxt.remaining
-    answer = StepResponse.model_construct(
-        example=nxt.example, label=nxt.label, position=nxt.position, attributes=observed_attrs, values=values,
-        charged=charged, fresh=fresh, spent=after.spent_cost, remaining=left,
+    if attributes:
+        _check_cells(rt, ((example, attributes),))
+        n = len(attributes)
+        costs, charge = _prices(rt, attributes)
+        _enforce(budget, after.spent_cost, charge, {}, {example: n})
+        values = rt.dataset.example_values(rt.config.split, row, attributes)
+        events = (*events, Observations([example] * n, list(attributes), values, costs))
+        after = after._replace(spent_cost=after.spent_cost + charge, spent_attributes=after.spent_attributes + n)
+        charged += charge
+    answer = StepResponse(
+        example=example, label=label, position=example, attributes=attributes, values=values, charged=charged,
+        fresh=len(values), spent=after.spent_cost,
+        remaining=rules.remaining(budget, after.spent_cost, example, len(values)),
     )
     return Outcome(answer, after, events)
 

@@ -13,7 +13,7 @@ cache, shared by every worker, and the next read faults it back in for free.
 from __future__ import annotations
 
 import mmap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -126,6 +126,20 @@ class Dataset:
             self._gathered = 0
             release_pages(self.X)
         return cells
+
+    def example_values(self, split: Split, example: int, attributes: Sequence[int]) -> list[float]:
+        """``values`` of one example's attributes, as floats: a per-example step's read, without its index arrays."""
+        cells = self._scaled(self.X[self.rows(split)[example], attributes])
+        self._gathered += cells.size
+        if self._gathered >= RELEASE_EVERY_CELLS:
+            self._gathered = 0
+            release_pages(self.X)
+        values: list[float] = cells.tolist()
+        return values
+
+    def label(self, split: Split, example: int) -> float:
+        """``labels`` of one example (a position within the split), as a float."""
+        return float(self.y[self.rows(split)[example]])
 
     def labels(self, split: Split, examples: np.ndarray) -> np.ndarray:
         rows = self.rows(split)[np.asarray(examples, dtype=np.int64)]
