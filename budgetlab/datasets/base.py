@@ -129,7 +129,7 @@ class Dataset:
 
     def example_values(self, split: Split, example: int, attributes: Sequence[int]) -> list[float]:
         """``values`` of one example's attributes, as floats: a per-example step's read, without its index arrays."""
-        cells = self._scaled(self.X[self.rows(split)[example], attributes])
+        cells = self._scaled(self.X[self.rows(split)[example]].take(attributes))  # take: no fancy-index set-up
         self._gathered += cells.size
         if self._gathered >= RELEASE_EVERY_CELLS:
             self._gathered = 0
