@@ -9,7 +9,10 @@ example, seeds 0-3: 8 runs, each on its own session (``--smoke``: 4 runs of 400 
   comparison keeping as many runs going.
 
 Every run steps its session once per example over the session's stream (80,000 steps), all answered by the one
-oracle process, which shares the 2 cores with the learner's workers; the script prints the oracle's CPU-seconds.
+oracle process, which shares the 2 cores with the learner's workers; the script prints the oracle's CPU-seconds, and
+per step (``services_N_workers_oracle_cpu_ms_per_step``: all the oracle did over the grid, the sessions' opening,
+evaluations and audits included, divided by the steps). With 2 learner workers the oracle's core is the bound: the
+speed-up is about (oracle + learner CPU per step) / (oracle CPU per step), so the oracle's share decides it.
 An oracle of 2 worker processes on its SQLite ledger was measured too and did worse: the two processes taking
 turns at the database's write lock cost 27 % more CPU per run with 2 learner workers (18.2 against 14.3
 CPU-s; 4.05 then 4.95 runs/min, 1.22x, against 3.87 then 6.19, 1.60x, at a load average of 1.6-2.3).
@@ -129,8 +132,13 @@ def timed_services(config: CompareConfig, workers: int, report: Report, figures:
             assert all(o.audit == "compliant" for o in outcomes), [o.audit for o in outcomes]
             figures[f"services_{workers}"] = len(outcomes) / wall * 60
             report.add(f"services_{workers}_workers_runs_per_minute", figures[f"services_{workers}"], "runs/min")
-            report.add(f"services_{workers}_workers_oracle_cpu_seconds", _cpu_seconds(oracle.process.pid) - oracle_cpu,
-                       "s")
+            oracle_cpu = _cpu_seconds(oracle.process.pid) - oracle_cpu
+            report.add(f"services_{workers}_workers_oracle_cpu_seconds", oracle_cpu, "s")
+            # Per example step of the grid: what bounds the runs per minute once the oracle's one process has a core
+            # to itself and the learner's workers share the other.
+            assert config.dataset is not None
+            steps = len(outcomes) * int(config.dataset.params["n_train"])
+            report.add(f"services_{workers}_workers_oracle_cpu_ms_per_step", oracle_cpu / steps * 1e3, "ms")
             for i, pid in enumerate(p for p in descendants(learner_pid) if _is_worker(p)):
                 report.add(f"services_{workers}_workers_worker{i}_rss", process_memory(pid)["VmRSS"], "MB")
 

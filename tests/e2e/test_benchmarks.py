@@ -79,6 +79,8 @@ def test_scaling_bench_json_holds_both_speedups_and_the_workers_memory() -> None
             assert figures[f"{mode}_{workers}_workers_runs_per_minute"]["value"] > 0
         assert figures[f"{mode}_speedup_2_workers"]["result"] in ("PASS", "MISS")
         assert figures[f"{mode}_2_workers_worker1_rss"]["value"] > 0  # two worker processes, measured
+    for workers in (1, 2):  # the oracle's CPU over the grid, per example step
+        assert figures[f"services_{workers}_workers_oracle_cpu_ms_per_step"]["value"] > 0
     # What the machine's two cores give at all, beside the grid's speed-ups.
     assert all(figures[f"machine_speedup_2_processes_at_{when}"]["value"] > 0.5 for when in ("start", "end"))
     # The one worker met both seeds' datasets and built each once, for the two runs of each.
