@@ -38,7 +38,8 @@ class Checkpointer:
 
     def wrote(self) -> None:
         """Called after each committed write: there is log to copy back."""
-        self._written.set()
+        if not self._written.is_set():  # set() takes the event's lock and notifies, at every step otherwise
+            self._written.set()
 
     def close(self) -> None:
         self._stopping.set()
