@@ -244,7 +244,14 @@ def test_ctrl_c_cancels_the_runs_on_the_learner_and_writes_a_partial_report(watc
             time.sleep(0.1)
         assert len(running) == 2, "the two first runs did not start"
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=120)  # cancelling, then the partial report and its plots
+        try:
+            stdout, stderr = process.communicate(timeout=120)  # cancelling, then the partial report and its plots
+        except subprocess.TimeoutExpired:  # say where it stood (a CI run once saw this hang), then fail
+            process.kill()
+            stdout, stderr = process.communicate()
+            runs = [(r.id, r.status, r.progress_examples, r.message) for r in admin.list()]
+            pytest.fail(f"compare did not end within 120 s of Ctrl-C; the learner's runs: {runs}\n"
+                        f"stdout:\n{stdout}\nstderr:\n{stderr}")
         assert process.returncode == INTERRUPTED, stdout + stderr
         # Both runs that were going are cancelled on the learner; the two others never started there.
         assert sorted(r.status for r in admin.list()) == ["cancelled", "cancelled"]
