@@ -234,9 +234,12 @@ def test_ctrl_c_cancels_the_runs_on_the_learner_and_writes_a_partial_report(watc
     config, out = tmp_path / "long.toml", tmp_path / "out"
     config.write_text(LONG)
     budgetlab = Path(sys.executable).with_name("budgetlab")
+    # As from a terminal: Ctrl-C's default action, whatever this process had (a process started with SIGINT ignored,
+    # a background job of a script say, keeps it ignored, and Python then never raises KeyboardInterrupt).
     process = subprocess.Popen([str(budgetlab), "compare", str(config), "--out", str(out), "--parallel", "2",
                                 "--learner", watched_learner, "--oracle", shared_oracle_url],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     with LearnerClient(watched_learner, token="learner-admin") as admin:
         deadline = time.monotonic() + 120  # the learner's worker processes may still be starting
         while not (len(running := [r for r in admin.list() if r.status == "running" and r.progress_examples > 0])
