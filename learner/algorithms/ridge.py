@@ -26,7 +26,6 @@ Choices the papers leave open (they tune α by 10-fold cross-validation):
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from learner.algorithms._full_information import GramStatistics, OfflineReference
 from learner.algorithms._row_buffer import RowBuffer
@@ -66,6 +65,8 @@ def ridge_solution(stats: GramStatistics, alpha: float, rows: RowBuffer) -> np.n
     """argmin ||y − Xw||² + α||w||² from XᵀX and Xᵀy; least squares (minimum norm) from the rows when α = 0."""
     if alpha == 0:
         return np.linalg.lstsq(rows.X, rows.y, rcond=None)[0]
+    import scipy.linalg  # here, not at the top: it is 0.3-0.5 CPU-s of import for every process listing algorithms
+
     system = stats.gram + alpha * np.eye(stats.gram.shape[0])
     return scipy.linalg.solve(system, stats.xy, assume_a="pos")
 
