@@ -41,6 +41,7 @@ import numpy as np
 
 from budgetlab.contract.base import ParamValue
 from learner.algorithms._l1_projection import project_l1_ball
+from learner.algorithms._sampling import draw_with_replacement
 from learner.algorithms._step_sizes import ADAPTIVE
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
 
@@ -96,16 +97,19 @@ class AER(Algorithm):
         self.t = 0
         self._subset = np.empty(0, dtype=np.int64)
         self._draws = np.empty(0, dtype=np.int64)
+        self._norm = 0.0  # ||w||_1 when the draws were made, w unchanged until the update
 
     def select(self) -> Sequence[int]:
         d = self.problem.d
         self._subset = self.rng.choice(d, size=self.vector_draws, replace=False)
-        norm = np.abs(self.w).sum()
+        magnitude = np.abs(self.w)
+        norm = self._norm = magnitude.sum()
         if norm > 0:
-            self._draws = self.rng.choice(d, size=self.product_draws, replace=True, p=np.abs(self.w) / norm)
+            self._draws = draw_with_replacement(self.rng, magnitude / norm, self.product_draws)
         else:
             self._draws = np.empty(0, dtype=np.int64)
-        return np.union1d(self._subset, self._draws).tolist()
+        # The sorted distinct attributes, as np.union1d gives them, without its ~10 NumPy calls a step.
+        return sorted({*self._subset.tolist(), *self._draws.tolist()})
 
     def estimates(self, observed: Observed) -> tuple[np.ndarray, np.ndarray, float]:
         """(C, v restricted to C, ŷ) for the current draws: E[v] = x and E[ŷ] = <w, x> (Lemma 11)."""
@@ -115,7 +119,7 @@ class AER(Algorithm):
             return self._subset, v, 0.0
         w_draws = self.w[self._draws]
         x_draws = np.array([observed[j] for j in self._draws.tolist()])
-        y_hat = np.abs(self.w).sum() / self.product_draws * float(np.sign(w_draws) @ x_draws)
+        y_hat = self._norm / self.product_draws * float(np.sign(w_draws) @ x_draws)
         return self._subset, v, y_hat
 
     def update(self, observed: Observed, y: float) -> None:
