@@ -107,9 +107,16 @@ class SampledGradient:
         return list(dict.fromkeys(self._x + self._inner))
 
     def _draw_data_point(self, uniforms: list[float]) -> None:
+        sampler = self.sampler
+        if sampler.q is None:
+            # ``DataPointSampler.draw`` for uniform q, inlined: AELR draws 49 indices an example at s' = 50.
+            d = sampler.d
+            self._x = [min(int(u * d), d - 1) for u in uniforms]
+            self._inv_q = [float(d)] * len(uniforms)
+            return
         self._x, self._inv_q = [], []
         for u in uniforms:
-            i, inv_q = self.sampler.draw(u)
+            i, inv_q = sampler.draw(u)
             self._x.append(i)
             self._inv_q.append(inv_q)
 

@@ -36,6 +36,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
@@ -60,7 +61,7 @@ LAMBDA_PARAMS: dict[str, tuple[ParamValue | None, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # cached_property writes to __dict__, which a frozen dataclass allows
 class ObservePlan:
     """One draw of Observe(w, k', k1): the attributes of ``surely`` (U_t, a mask over [d]) are observed surely,
     ``n_random`` more are drawn uniformly without replacement from the rest; ``selected`` = S_t = U_t ∪ V_t."""
@@ -73,6 +74,7 @@ class ObservePlan:
     def d(self) -> int:
         return len(self.surely)
 
+    @cached_property
     def _probabilities(self) -> tuple[float, float]:
         """Prob[i ∈ S_t] and Prob[i, j ∈ S_t] for attributes i ≠ j outside U_t."""
         rest = self.d - int(self.surely.sum())
@@ -83,12 +85,12 @@ class ObservePlan:
 
     def inclusion(self, attributes: np.ndarray) -> np.ndarray:
         """p_i = Prob[i ∈ S_t] given U_t."""
-        single, _ = self._probabilities()
+        single, _ = self._probabilities
         return np.where(self.surely[attributes], 1.0, single)
 
     def pair_inclusion(self, attributes: np.ndarray) -> np.ndarray:
         """p_ij = Prob[i, j ∈ S_t] given U_t (p_ii = p_i on the diagonal)."""
-        single, double = self._probabilities()
+        single, double = self._probabilities
         random_part = (~self.surely[attributes]).astype(np.int64)
         pairs = np.array([1.0, single, double])[random_part[:, None] + random_part[None, :]]
         np.fill_diagonal(pairs, np.where(random_part, single, 1.0))
@@ -105,13 +107,14 @@ def largest(w: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
 def observe(w: np.ndarray, k_prime: int, k1: int, rng: np.random.Generator) -> ObservePlan:
     """Observe(w, k', k1) of §4: U_t = the k1 largest |w_i|, V_t = k' - k1 uniform draws from [d] \\ U_t."""
     surely = np.zeros(len(w), dtype=bool)
-    surely[largest(w, k1, rng)] = True
+    top = largest(w, k1, rng)
+    surely[top] = True
     rest = np.flatnonzero(~surely)
     n_random = min(k_prime - k1, len(rest))
     drawn = rng.choice(rest, size=n_random, replace=False)
-    surely_and_drawn = surely.copy()
-    surely_and_drawn[drawn] = True
-    return ObservePlan(surely=surely, n_random=n_random, selected=np.flatnonzero(surely_and_drawn))
+    # U_t and V_t are disjoint: S_t in increasing order is their sorted union.
+    selected = np.sort(np.concatenate((top, drawn))) if n_random else top
+    return ObservePlan(surely=surely, n_random=n_random, selected=selected)
 
 
 def pair_constant(d: int, k_prime: int, k1: int) -> float:
@@ -132,7 +135,7 @@ def estimate_gradient(w: np.ndarray, observed: Observed, y: float, plan: Observe
 def dual_averaging(h: np.ndarray, lam: float, radius: float, l1: float = 0.0) -> np.ndarray:
     """argmin_{||w|| <= radius} <h, w> + l1 ||w||_1 + lam/2 ||w||² = -u / max(lam, ||u|| / radius), u = soft(h, l1)."""
     u = np.sign(h) * np.maximum(np.abs(h) - l1, 0.0) if l1 > 0 else h
-    scale = max(lam, float(np.linalg.norm(u)) / radius)
+    scale = max(lam, math.sqrt(float(u @ u)) / radius)  # np.linalg.norm's own sqrt(u·u), without its checks
     # u = 0 (no gradient yet, or all of it thresholded away) has the minimiser 0 whatever λ is, λ = 0 included.
     return -u / scale if scale > 0 else np.zeros_like(h)
 
