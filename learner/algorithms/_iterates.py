@@ -48,6 +48,7 @@ class ScaledIterate:
         self._acc = np.zeros(self.d)
         self._C = 0.0
         self.count = 0
+        self._moved: dict[int, float] = {}  # leaf -> sampling weight, of the coordinates moved this step
 
     def _sampling_weights(self) -> np.ndarray:
         weights = np.abs(self.y) ** self.power
@@ -86,11 +87,19 @@ class ScaledIterate:
         self._C += self.scale
 
     def _move(self, i: int, new: float) -> None:
-        """Set y_i, keeping the running sum and the sampling tree right."""
+        """Set y_i, keeping the running sum right; its sampling weight waits for ``_commit`` (a step moves up to
+        k coordinates: the tree then recomputes each node above them once, not once per coordinate)."""
         self._u[i] -= self._C * (new - float(self.y[i]))
         self.y[i] = new
         weight = abs(new) ** self.power
-        self.tree.set(i, weight if self._c_list is None else weight * self._c_list[i])
+        self._moved[i] = weight if self._c_list is None else weight * self._c_list[i]
+
+    def _commit(self) -> None:
+        """The sampling tree after this step's moves (every node is recomputed from its children, so the tree is
+        the same whatever the order of the moves)."""
+        if self._moved:
+            self.tree.set_many(self._moved)
+            self._moved = {}
 
     def _flush(self) -> None:
         self._acc += self._u + self._C * self.y
@@ -128,6 +137,7 @@ class RidgeIterate(ScaledIterate):
         for i, g in gradient.items():
             if g != 0.0:
                 self._move(i, float(self.y[i]) - shift * g)
+        self._commit()
         norm = self.scale * math.sqrt(self._norm.total)
         if norm > self.B:
             self.scale *= self.B / norm
@@ -179,6 +189,7 @@ class LassoIterate(ScaledIterate):
             z_minus[i] = zm
             self._mass.set(i, zp + zm)
             self._move(i, zp - zm)
+        self._commit()
         total = self._mass.total
         self.scale = self.B / total
         self._maintain()

@@ -49,6 +49,23 @@ class SumTree:
             t[j] = t[2 * j] + t[2 * j + 1]
             j >>= 1
 
+    def set_many(self, weights: dict[int, float]) -> None:
+        """``set`` of several leaves: the same tree, each node above them recomputed once, level by level."""
+        t = self._t
+        size = self.size
+        parents = set()
+        for i, weight in weights.items():
+            j = size + i
+            t[j] = weight
+            parents.add(j >> 1)
+        while parents and size > 1:  # every leaf is at the same depth, so each set is one level of nodes
+            above = set()
+            for j in parents:
+                t[j] = t[2 * j] + t[2 * j + 1]
+                above.add(j >> 1)
+            above.discard(0)
+            parents = above
+
     def find(self, mass: float) -> int:
         """The leaf where the cumulative weight first exceeds ``mass`` (0 <= mass < total).
 
