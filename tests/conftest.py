@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from threadpoolctl import threadpool_limits
 
@@ -101,6 +102,14 @@ def shared_cluster(monkeypatch: pytest.MonkeyPatch) -> str:
 def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # User datasets go to a per-test directory, never the developer's working directory.
     monkeypatch.setenv("BUDGETLAB_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    """One HTTP client for a test's requests to the services, polls above all: every new client (``httpx.get`` makes
+    one a call) builds its TLS settings again, ~45 ms of CPU, ten times a request on loopback."""
+    with httpx.Client(timeout=60) as client:
+        yield client
 
 
 @pytest.fixture

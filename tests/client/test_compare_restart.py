@@ -62,7 +62,8 @@ def runs_cli(learner: str, token: str, *args: str) -> str:
 
 
 @pytest.mark.timeout(600)  # two learners start a Dask worker each; on busy shared cores that took past 300 s
-def test_a_learner_restarted_mid_comparison_lists_every_run_and_the_comparison_goes_on(tmp_path: Path) -> None:
+def test_a_learner_restarted_mid_comparison_lists_every_run_and_the_comparison_goes_on(tmp_path: Path,
+                                                                                        http: httpx.Client) -> None:
     config, out = tmp_path / "restart.toml", tmp_path / "report"
     config.write_text(CONFIG)
     with cli_service(["serve", "oracle", "--database-url", f"sqlite:///{tmp_path / 'ledger.db'}"],
@@ -80,7 +81,7 @@ def test_a_learner_restarted_mid_comparison_lists_every_run_and_the_comparison_g
             try:
                 deadline = time.monotonic() + 180  # the learner's worker processes start first
                 while True:  # the comparison's first run executes and has drawn part of its curve
-                    listed = httpx.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
+                    listed = http.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
                     going = [r for r in listed if r["status"] == "running" and r["progress_examples"] >= 400]
                     if going:
                         break

@@ -140,7 +140,8 @@ def gone(pid: int) -> bool:
     return state == "Z"
 
 
-def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(tmp_path: Path) -> None:
+def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(tmp_path: Path,
+                                                                                http: httpx.Client) -> None:
     budgetlab = Path(sys.executable).with_name("budgetlab")
     process = subprocess.Popen([str(budgetlab), "sandbox", "--oracle-port", "0", "--learner-port", "0", "--out",
                                 str(tmp_path / "demo"), "--examples", "20"], cwd=tmp_path, stdout=subprocess.PIPE,
@@ -156,22 +157,22 @@ def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(t
         urls = [found[1] for line in lines if (found := announced.match(line))]
         assert len(urls) == 2, "".join(lines)
         services = children(process.pid)
-        assert len(services) == 2 and all(httpx.get(f"{url}/healthz").status_code == 200 for url in urls)
-        pages = [httpx.get(f"{url}/").text for url in urls]  # each service's dashboard, from the top floor
+        assert len(services) == 2 and all(http.get(f"{url}/healthz").status_code == 200 for url in urls)
+        pages = [http.get(f"{url}/").text for url in urls]  # each service's dashboard, from the top floor
         assert 'src="/dashboard/oracle.js"' in pages[0] and 'src="/dashboard/learner.js"' in pages[1]
         # The tokens the printed page links carry: the oracle's admin token lists the demo's five sessions, the
         # caller token its five runs; without them, neither.
         text = "".join(lines)
         admin = re.search(r"oracle page: +\S+#admin=([\w-]+)", text)[1]  # type: ignore[index]
         caller = re.search(r"learner page: +\S+#token=([\w-]+)", text)[1]  # type: ignore[index]
-        sessions = httpx.get(f"{urls[0]}/v1/dashboard/sessions", headers={"Authorization": f"Bearer {admin}"}).json()
+        sessions = http.get(f"{urls[0]}/v1/dashboard/sessions", headers={"Authorization": f"Bearer {admin}"}).json()
         assert sessions["admin"] and len(sessions["sessions"]) == 5
-        assert httpx.get(f"{urls[0]}/v1/dashboard/sessions").json()["sessions"] == []
-        runs = httpx.get(f"{urls[1]}/v1/runs", headers={"Authorization": f"Bearer {caller}"}).json()["runs"]
+        assert http.get(f"{urls[0]}/v1/dashboard/sessions").json()["sessions"] == []
+        runs = http.get(f"{urls[1]}/v1/runs", headers={"Authorization": f"Bearer {caller}"}).json()["runs"]
         assert sorted(r["algorithm"] for r in runs) == ["aelr", "aerr", "ddaerr", "ogd-ridge", "ridge"]
         assert all(r["status"] in ("finished", "budget_exhausted") for r in runs)
         # The learner lists the demo's report among its comparisons.
-        reports = httpx.get(f"{urls[1]}/v1/dashboard/comparisons").json()["reports"]
+        reports = http.get(f"{urls[1]}/v1/dashboard/comparisons").json()["reports"]
         assert [r["name"] for r in reports] == ["demo"]
         if HAVE_CHROMIUM:
             headline = json.loads((tmp_path / "demo" / "results.json").read_text())["headline"]
@@ -184,7 +185,7 @@ def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(t
     assert all(gone(pid) for pid in services)
     for url in urls:
         with pytest.raises(httpx.TransportError):
-            httpx.get(f"{url}/healthz", timeout=2)
+            httpx.get(f"{url}/healthz", timeout=2)  # a new connection, not one the pool kept
 
 
 def the_printed_links_open_the_pages_on_the_demo(text: str, runs: list[dict], headline: list[str],

@@ -49,23 +49,23 @@ def session_status(ledger: Path, session_id: str) -> str:
         return db.execute("select status from sessions where id = ?", (session_id,)).fetchone()[0]
 
 
-def restart_mid_run(database_url: str, tmp_path: Path) -> None:
+def restart_mid_run(database_url: str, tmp_path: Path, http: httpx.Client) -> None:
     ledger = tmp_path / "ledger.db"
     with oracle_server(f"sqlite:///{ledger}") as oracle:
         env = {"LEARNER_DATABASE_URL": database_url, "ORACLE_URL": oracle, "BUDGETLAB_LEARNER_MAX_RUNNING": "1",
                "BUDGETLAB_WORKERS": "1", "BUDGETLAB_LEARNER_ADMIN_TOKEN": ADMIN}
         with learner_process(env, tmp_path / "learner-1.log") as (url, process):
-            token = httpx.post(f"{url}/v1/callers").json()["token"]
+            token = http.post(f"{url}/v1/callers").json()["token"]
             auth = {"Authorization": f"Bearer {token}"}
 
             def get(run_id: str) -> dict:
-                return httpx.get(f"{url}/v1/runs/{run_id}", headers=auth, timeout=60).json()
+                return http.get(f"{url}/v1/runs/{run_id}", headers=auth, timeout=60).json()
 
-            done = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth, timeout=60).json()["id"]
+            done = http.post(f"{url}/v1/runs", json=RUN, headers=auth, timeout=60).json()["id"]
             poll(lambda: get(done), lambda info: info["status"] == "finished")
             long = {**RUN, "dataset_params": {**TINY, "n_train": 50_000}, "seed": 1}
-            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth, timeout=60).json()["id"]
-            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 2}, headers=auth, timeout=60).json()["id"]
+            executing = http.post(f"{url}/v1/runs", json=long, headers=auth, timeout=60).json()["id"]
+            queued = http.post(f"{url}/v1/runs", json={**long, "seed": 2}, headers=auth, timeout=60).json()["id"]
             poll(lambda: get(executing), lambda info: len(info["curve"]) >= 2)
             assert get(queued)["status"] == "queued"
             before = {i: get(i) for i in (done, executing, queued)}
@@ -73,18 +73,18 @@ def restart_mid_run(database_url: str, tmp_path: Path) -> None:
             process.wait(timeout=10)
 
         with learner_process(env, tmp_path / "learner-2.log") as (url, _):
-            listed = httpx.get(f"{url}/v1/runs", headers=auth, timeout=60).json()["runs"]
+            listed = http.get(f"{url}/v1/runs", headers=auth, timeout=60).json()["runs"]
             assert [r["id"] for r in listed] == [queued, executing, done]
             status = {r["id"]: r["status"] for r in listed}
             assert status == {done: "finished", executing: "interrupted", queued: "interrupted"}
-            admin = httpx.get(f"{url}/v1/runs", headers={"Authorization": f"Bearer {ADMIN}"}).json()["runs"]
+            admin = http.get(f"{url}/v1/runs", headers={"Authorization": f"Bearer {ADMIN}"}).json()["runs"]
             assert {r["id"] for r in admin} == set(status)
 
-            finished = httpx.get(f"{url}/v1/runs/{done}", headers=auth, timeout=60).json()
+            finished = http.get(f"{url}/v1/runs/{done}", headers=auth, timeout=60).json()
             assert finished["curve"] == before[done]["curve"] and finished["result"] == before[done]["result"]
-            assert httpx.get(f"{url}/v1/runs/{done}/audit", headers=auth, timeout=60).json()["compliant"]
+            assert http.get(f"{url}/v1/runs/{done}/audit", headers=auth, timeout=60).json()["compliant"]
 
-            interrupted = httpx.get(f"{url}/v1/runs/{executing}", headers=auth, timeout=60).json()
+            interrupted = http.get(f"{url}/v1/runs/{executing}", headers=auth, timeout=60).json()
             assert interrupted["message"] and interrupted["result"] is None
             # Every curve point the run reached before the kill was written as it was reached.
             assert len(interrupted["curve"]) >= len(before[executing]["curve"]) >= 2
@@ -94,19 +94,20 @@ def restart_mid_run(database_url: str, tmp_path: Path) -> None:
                 session = before[run_id]["session"]
                 assert poll(lambda s=session: session_status(ledger, s), lambda s: s == "closed") == "closed"
             # A restarted learner still serves: a new run on the same database.
-            again = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth, timeout=60).json()["id"]
-            assert poll(lambda: httpx.get(f"{url}/v1/runs/{again}", headers=auth, timeout=60).json(),
+            again = http.post(f"{url}/v1/runs", json=RUN, headers=auth, timeout=60).json()["id"]
+            assert poll(lambda: http.get(f"{url}/v1/runs/{again}", headers=auth, timeout=60).json(),
                         lambda info: info["status"] == "finished")["progress_examples"] == 60
 
 
-def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_sqlite(tmp_path: Path) -> None:
-    restart_mid_run(f"sqlite:///{tmp_path / 'runs.db'}", tmp_path)
+def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_sqlite(tmp_path: Path,
+                                                                           http: httpx.Client) -> None:
+    restart_mid_run(f"sqlite:///{tmp_path / 'runs.db'}", tmp_path, http)
 
 
 @pytest.mark.postgres
-def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_postgresql(postgres_url: str,
-                                                                               tmp_path: Path) -> None:
-    restart_mid_run(postgres_url, tmp_path)
+def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_postgresql(postgres_url: str, tmp_path: Path,
+                                                                               http: httpx.Client) -> None:
+    restart_mid_run(postgres_url, tmp_path, http)
     import psycopg
 
     with psycopg.connect(postgres_url) as conn:
@@ -116,24 +117,25 @@ def test_a_learner_killed_mid_run_lists_every_run_after_a_restart_on_postgresql(
     assert version == ("0002",)
 
 
-def test_a_learner_stopped_with_sigterm_ends_its_runs_as_interrupted_and_closes_their_sessions(tmp_path: Path) -> None:
+def test_a_learner_stopped_with_sigterm_ends_its_runs_as_interrupted_and_closes_their_sessions(
+        tmp_path: Path, http: httpx.Client) -> None:
     ledger = tmp_path / "ledger.db"
     with oracle_server(f"sqlite:///{ledger}") as oracle:
         env = {"LEARNER_DATABASE_URL": f"sqlite:///{tmp_path / 'runs.db'}", "ORACLE_URL": oracle,
                "BUDGETLAB_LEARNER_MAX_RUNNING": "1", "BUDGETLAB_WORKERS": "1"}
         with learner_process(env, tmp_path / "learner-1.log") as (url, process):
-            auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
+            auth = {"Authorization": f"Bearer {http.post(f'{url}/v1/callers').json()['token']}"}
             long = {**RUN, "dataset_params": {**TINY, "n_train": 50_000}}
-            executing = httpx.post(f"{url}/v1/runs", json=long, headers=auth, timeout=60).json()
-            queued = httpx.post(f"{url}/v1/runs", json={**long, "seed": 1}, headers=auth, timeout=60).json()
-            poll(lambda: httpx.get(f"{url}/v1/runs/{executing['id']}", headers=auth, timeout=60).json(),
+            executing = http.post(f"{url}/v1/runs", json=long, headers=auth, timeout=60).json()
+            queued = http.post(f"{url}/v1/runs", json={**long, "seed": 1}, headers=auth, timeout=60).json()
+            poll(lambda: http.get(f"{url}/v1/runs/{executing['id']}", headers=auth, timeout=60).json(),
                  lambda info: info["progress_examples"] >= 20)
             process.terminate()
             assert process.wait(timeout=60) is not None  # a hang guard, not a speed target
         # The stopping learner itself closed the sessions and recorded the runs' end.
         assert session_status(ledger, executing["session"]) == session_status(ledger, queued["session"]) == "closed"
         with learner_process(env, tmp_path / "learner-2.log") as (url, _):
-            listed = {r["id"]: r for r in httpx.get(f"{url}/v1/runs", headers=auth, timeout=60).json()["runs"]}
+            listed = {r["id"]: r for r in http.get(f"{url}/v1/runs", headers=auth, timeout=60).json()["runs"]}
     assert {i: r["status"] for i, r in listed.items()} == {executing["id"]: "interrupted", queued["id"]: "interrupted"}
     assert listed[executing["id"]]["progress_examples"] >= 20 and listed[queued["id"]]["progress_examples"] == 0
 
@@ -149,15 +151,16 @@ def held_sessions(runs: Path) -> dict[str, str | None]:
         return dict(db.execute("select session_id, closed_at from learner_sessions").fetchall())
 
 
-def test_a_learner_killed_while_scoring_closes_the_test_session_when_it_starts_again(tmp_path: Path) -> None:
+def test_a_learner_killed_while_scoring_closes_the_test_session_when_it_starts_again(tmp_path: Path,
+                                                                                    http: httpx.Client) -> None:
     ledger, runs = tmp_path / "ledger.db", tmp_path / "runs.db"
     with oracle_server(f"sqlite:///{ledger}") as oracle:
         env = {"LEARNER_DATABASE_URL": f"sqlite:///{runs}", "ORACLE_URL": oracle, "BUDGETLAB_WORKERS": "1"}
         # A long test split: the scoring (K attributes, then a prediction, of each test example) takes a while.
         scored = {**RUN, "dataset_params": {**TINY, "n_test": 50_000}, "test_budget": 3}
         with learner_process(env, tmp_path / "learner-1.log") as (url, process):
-            auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
-            run = httpx.post(f"{url}/v1/runs", json=scored, headers=auth, timeout=60).json()
+            auth = {"Authorization": f"Bearer {http.post(f'{url}/v1/callers').json()['token']}"}
+            run = http.post(f"{url}/v1/runs", json=scored, headers=auth, timeout=60).json()
             # The test session is recorded as the run opens it, before its first prediction.
             held = poll(lambda: held_sessions(runs), lambda h: len(h) == 2)
             (test,) = set(held) - {run["session"]}

@@ -54,59 +54,62 @@ def _back_to_normal(app: Any, listener: Any) -> None:
     db._close_idle()
 
 
-def _spent(url: str, created: dict[str, Any]) -> float:
-    info = httpx.get(f"{url}/v1/sessions/{created['id']}", headers=session_auth(created)).json()
+def _spent(http: httpx.Client, url: str, created: dict[str, Any]) -> float:
+    info = http.get(f"{url}/v1/sessions/{created['id']}", headers=session_auth(created)).json()
     return info["spent"]["cost"]
 
 
-def _observe(url: str, created: dict[str, Any], example: int, attributes: list[int]) -> httpx.Response:
-    return httpx.post(f"{url}/v1/sessions/{created['id']}/observe", headers=session_auth(created),
-                      json={"example": example, "attributes": attributes})
+def _observe(http: httpx.Client, url: str, created: dict[str, Any], example: int,
+             attributes: list[int]) -> httpx.Response:
+    return http.post(f"{url}/v1/sessions/{created['id']}/observe", headers=session_auth(created),
+                     json={"example": example, "attributes": attributes})
 
 
-def test_a_full_disk_is_a_507_that_charges_nothing_and_the_oracle_goes_on_once_there_is_room(sqlite_url: str) -> None:
+def test_a_full_disk_is_a_507_that_charges_nothing_and_the_oracle_goes_on_once_there_is_room(
+        sqlite_url: str, http: httpx.Client) -> None:
     app = create_app(Settings(database_url=sqlite_url, batch_process=False))
     with serve_in_thread(app) as url:
-        created = httpx.post(f"{url}/v1/sessions", json=POOL).json()
-        assert _observe(url, created, 0, [0, 1]).status_code == 200
+        created = http.post(f"{url}/v1/sessions", json=POOL).json()
+        assert _observe(http, url, created, 0, [0, 1]).status_code == 200
         # SQLite's page limit is what a full disk is to it: SQLITE_FULL on the first page it cannot add (the
         # limit cannot go below the file's size: it stays at that size, and the next pages the ledger needs fail).
         full = _on_every_new_connection(app, "PRAGMA max_page_count = 1")
         paid = 0
         for example in range(1, 200):
-            answer = _observe(url, created, example, list(range(10)))
+            answer = _observe(http, url, created, example, list(range(10)))
             if answer.status_code != 200:
                 break
             paid += 10
-        refused = [answer, _observe(url, created, example, list(range(10)))]
+        refused = [answer, _observe(http, url, created, example, list(range(10)))]
         assert [r.status_code for r in refused] == [507, 507], [r.text for r in refused]
         assert {r.json()["error"] for r in refused} == {"storage_full"}
         assert all("no space left" in r.json()["detail"] for r in refused)
         assert all(r.headers["content-type"] == "application/json" for r in refused)
         _back_to_normal(app, full)
-        assert _spent(url, created) == 2 + paid, "a refused request charged nothing"
-        assert _observe(url, created, example, [0, 1]).status_code == 200
-        assert _spent(url, created) == 2 + paid + 2
-        audit = httpx.get(f"{url}/v1/sessions/{created['id']}/audit", headers=session_auth(created)).json()
+        assert _spent(http, url, created) == 2 + paid, "a refused request charged nothing"
+        assert _observe(http, url, created, example, [0, 1]).status_code == 200
+        assert _spent(http, url, created) == 2 + paid + 2
+        audit = http.get(f"{url}/v1/sessions/{created['id']}/audit", headers=session_auth(created)).json()
         assert audit["compliant"], audit
 
 
-def test_a_read_only_ledger_is_a_507_for_writes_reads_go_on_and_readiness_says_so(sqlite_url: str) -> None:
+def test_a_read_only_ledger_is_a_507_for_writes_reads_go_on_and_readiness_says_so(sqlite_url: str,
+                                                                                  http: httpx.Client) -> None:
     app = create_app(Settings(database_url=sqlite_url, batch_process=False))
     with serve_in_thread(app) as url:
-        created = httpx.post(f"{url}/v1/sessions", json=POOL).json()
-        assert httpx.get(f"{url}/readyz").json() == {"status": "ready", "database": "ok"}
+        created = http.post(f"{url}/v1/sessions", json=POOL).json()
+        assert http.get(f"{url}/readyz").json() == {"status": "ready", "database": "ok"}
         read_only = _on_every_new_connection(app, "PRAGMA query_only = 1")
-        refused = [_observe(url, created, 0, [0]), httpx.post(f"{url}/v1/sessions", json=POOL),
-                   httpx.get(f"{url}/readyz")]
+        refused = [_observe(http, url, created, 0, [0]), http.post(f"{url}/v1/sessions", json=POOL),
+                   http.get(f"{url}/readyz")]
         assert [r.status_code for r in refused] == [507, 507, 507], [r.text for r in refused]
         assert {r.json()["error"] for r in refused} == {"read_only"}
         assert all(r.headers["content-type"] == "application/json" for r in refused)
-        assert httpx.get(f"{url}/healthz").status_code == 200, "liveness is not readiness"
-        assert _spent(url, created) == 0, "reads go on"
+        assert http.get(f"{url}/healthz").status_code == 200, "liveness is not readiness"
+        assert _spent(http, url, created) == 0, "reads go on"
         _back_to_normal(app, read_only)
-        assert httpx.get(f"{url}/readyz").status_code == 200
-        assert _observe(url, created, 0, [0]).status_code == 200
+        assert http.get(f"{url}/readyz").status_code == 200
+        assert _observe(http, url, created, 0, [0]).status_code == 200
 
 
 def test_the_oracle_refuses_to_start_on_a_ledger_it_cannot_write(sqlite_url: str, tmp_path: Path) -> None:
@@ -180,30 +183,30 @@ def cluster() -> Iterator[Cluster]:
 
 
 def test_postgresql_down_is_a_503_with_retry_after_and_the_first_requests_after_it_is_back_succeed(
-        cluster: Cluster) -> None:
+        cluster: Cluster, http: httpx.Client) -> None:
     with serve_in_thread(create_app(Settings(database_url=cluster.url, batch_process=False))) as url:
-        created = httpx.post(f"{url}/v1/sessions", json=POOL).json()
+        created = http.post(f"{url}/v1/sessions", json=POOL).json()
         # Requests at once, so that several connections are idle when the server goes away.
         with ThreadPoolExecutor(8) as pool:
-            answers = list(pool.map(lambda e: _observe(url, created, e, [0]).status_code, range(40)))
+            answers = list(pool.map(lambda e: _observe(http, url, created, e, [0]).status_code, range(40)))
         assert answers == [200] * 40
         cluster.ctl("stop", "-m", "immediate", "-w")
         cluster.start()
         # Every connection the oracle held died with the server; none of them may fail a request now.
-        after = [_observe(url, created, e, [1]) for e in range(12)]
+        after = [_observe(http, url, created, e, [1]) for e in range(12)]
         assert [r.status_code for r in after] == [200] * 12, [r.text for r in after]
         cluster.ctl("stop", "-m", "immediate", "-w")
-        down = [_observe(url, created, 10, [0]), httpx.post(f"{url}/v1/sessions", json=POOL),
-                httpx.get(f"{url}/v1/sessions/{created['id']}", headers=session_auth(created)),
-                httpx.get(f"{url}/readyz")]
+        down = [_observe(http, url, created, 10, [0]), http.post(f"{url}/v1/sessions", json=POOL),
+                http.get(f"{url}/v1/sessions/{created['id']}", headers=session_auth(created)),
+                http.get(f"{url}/readyz")]
         assert [r.status_code for r in down] == [503] * 4, [r.text for r in down]
         assert {r.json()["error"] for r in down} == {"database_unavailable"}
         assert all(r.headers["Retry-After"] == "1" for r in down)
-        assert httpx.get(f"{url}/healthz").status_code == 200
+        assert http.get(f"{url}/healthz").status_code == 200
         cluster.start()
-        assert httpx.get(f"{url}/readyz").status_code == 200
-        assert _observe(url, created, 10, [2]).status_code == 200
-        assert _spent(url, created) == 40 + 12 + 1
+        assert http.get(f"{url}/readyz").status_code == 200
+        assert _observe(http, url, created, 10, [2]).status_code == 200
+        assert _spent(http, url, created) == 40 + 12 + 1
 
 
 def test_an_sdk_client_rides_through_a_postgresql_restart(cluster: Cluster) -> None:
@@ -231,10 +234,10 @@ RUNS = [{**RUN, "algorithm": "aerr", "seed": 1}, {**RUN, "algorithm": "aelr", "s
 LOAD = {**POOL, "dataset_params": {**POOL["dataset_params"], "n_train": 100_000}}
 
 
-def _runs_to_the_end(url: str, auth: dict[str, str], ids: list[str]) -> list[dict[str, Any]]:
+def _runs_to_the_end(http: httpx.Client, url: str, auth: dict[str, str], ids: list[str]) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 300
     while True:
-        infos = [httpx.get(f"{url}/v1/runs/{i}", headers=auth, timeout=30).json() for i in ids]
+        infos = [http.get(f"{url}/v1/runs/{i}", headers=auth, timeout=30).json() for i in ids]
         if all(info["status"] not in ("pending", "queued", "running") for info in infos):
             return infos
         assert time.monotonic() < deadline, [(i["status"], i["progress_examples"]) for i in infos]
@@ -248,18 +251,19 @@ def _held_sessions(app: Any) -> dict[str, Any]:
 
 
 def test_clients_and_learner_runs_ride_through_a_postgresql_restart(cluster: Cluster, tmp_path: Path,
-                                                                    caplog: pytest.LogCaptureFixture) -> None:
+                                                                    caplog: pytest.LogCaptureFixture,
+                                                                    http: httpx.Client) -> None:
     with serve_in_thread(create_app(Settings(database_url=cluster.url, batch_process=False))) as url, \
             learner_app(f"sqlite:///{tmp_path / 'runs.db'}", url) as (learner, app):
         auth = caller(learner)
 
         def start_runs() -> list[str]:
-            return [httpx.post(f"{learner}/v1/runs", json=run, headers=auth, timeout=30).json()["id"] for run in RUNS]
+            return [http.post(f"{learner}/v1/runs", json=run, headers=auth, timeout=30).json()["id"] for run in RUNS]
 
-        quiet = _runs_to_the_end(learner, auth, start_runs())
+        quiet = _runs_to_the_end(http, learner, auth, start_runs())
         assert [info["status"] for info in quiet] == ["finished"] * 2, [info["message"] for info in quiet]
 
-        sessions = [httpx.post(f"{url}/v1/sessions", json=LOAD).json() for _ in range(4)]
+        sessions = [http.post(f"{url}/v1/sessions", json=LOAD).json() for _ in range(4)]
         stop = threading.Event()
         clients = [kind(url, session, seed, stop, pause=0.01) for seed, (kind, session)
                    in enumerate(zip([Client, Client, StreamClient, StreamClient], sessions, strict=True))]
@@ -269,13 +273,13 @@ def test_clients_and_learner_runs_ride_through_a_postgresql_restart(cluster: Clu
         try:
             deadline = time.monotonic() + 120
             while True:  # the runs well under way, and every client answered
-                infos = [httpx.get(f"{learner}/v1/runs/{i}", headers=auth).json() for i in ids]
+                infos = [http.get(f"{learner}/v1/runs/{i}", headers=auth).json() for i in ids]
                 if all(i["progress_examples"] >= 50 for i in infos) and all(c.answers >= 10 for c in clients):
                     break
                 assert time.monotonic() < deadline, [(i["status"], i["progress_examples"]) for i in infos]
                 time.sleep(0.05)
             cluster.ctl("restart", "-m", "immediate", "-w", "-l", str(cluster.log), "-o", cluster.options)
-            during = [httpx.get(f"{learner}/v1/runs/{i}", headers=auth).json() for i in ids]
+            during = [http.get(f"{learner}/v1/runs/{i}", headers=auth).json() for i in ids]
             answered = sum(c.answers for c in clients)
             deadline = time.monotonic() + 60
             while sum(c.answers for c in clients) < answered + 40:
@@ -285,7 +289,7 @@ def test_clients_and_learner_runs_ride_through_a_postgresql_restart(cluster: Clu
             stop.set()
             for client in clients:
                 client.join(timeout=30)
-        loud = _runs_to_the_end(learner, auth, ids)
+        loud = _runs_to_the_end(http, learner, auth, ids)
 
         assert [i["status"] for i in during] == ["running"] * 2, "the restart came after the runs"
         assert all(i["progress_examples"] < i["max_examples"] for i in during)
