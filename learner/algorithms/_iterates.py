@@ -48,7 +48,6 @@ class ScaledIterate:
         self._acc = np.zeros(self.d)
         self._C = 0.0
         self.count = 0
-        self._moved: dict[int, float] = {}  # leaf -> sampling weight, of the coordinates moved this step
 
     def _sampling_weights(self) -> np.ndarray:
         weights = np.abs(self.y) ** self.power
@@ -86,20 +85,18 @@ class ScaledIterate:
         self.count += 1
         self._C += self.scale
 
-    def _move(self, i: int, new: float) -> None:
-        """Set y_i, keeping the running sum right; its sampling weight waits for ``_commit`` (a step moves up to
-        k coordinates: the tree then recomputes each node above them once, not once per coordinate)."""
-        self._u[i] -= self._C * (new - float(self.y[i]))
-        self.y[i] = new
-        weight = abs(new) ** self.power
-        self._moved[i] = weight if self._c_list is None else weight * self._c_list[i]
-
-    def _commit(self) -> None:
-        """The sampling tree after this step's moves (every node is recomputed from its children, so the tree is
-        the same whatever the order of the moves)."""
-        if self._moved:
-            self.tree.set_many(self._moved)
-            self._moved = {}
+    def _move(self, moved: list[int], at: np.ndarray, new: np.ndarray) -> list[float]:
+        """Set y at the distinct coordinates ``moved`` (``at``, as an index array) to ``new``, keeping the running
+        sum and the sampling tree right; ``new`` is returned as floats. Each element goes through the operations a
+        coordinate-at-a-time loop gives it (the same IEEE results), and each node of the tree above the moved leaves
+        is recomputed once (``SumTree.set_many``: the same tree whatever the order)."""
+        self._u[at] -= self._C * (new - self.y[at])
+        self.y[at] = new
+        values: list[float] = new.tolist()
+        power, c = self.power, self._c_list
+        self.tree.set_many({i: abs(v) ** power if c is None else abs(v) ** power * c[i]
+                            for i, v in zip(moved, values, strict=True)})
+        return values
 
     def _flush(self) -> None:
         self._acc += self._u + self._C * self.y
@@ -125,19 +122,17 @@ class RidgeIterate(ScaledIterate):
         # p ∝ w² already sums y²; other sampling weights need their own running Σ y² for ||w||_2.
         self._norm = self.tree if power == 2 and c is None else RunningTotal(self.y**2)
 
-    def _move(self, i: int, new: float) -> None:
-        super()._move(i, new)
-        if self._norm is not self.tree:
-            self._norm.set(i, new * new)
-
     def step(self, gradient: Mapping[int, float], eta: float) -> None:
         """v = w - η g̃, then w = v · B / max(||v||_2, B) (H&K Alg. 1 lines 11-12)."""
         self._advance()
         shift = eta / self.scale
-        for i, g in gradient.items():
-            if g != 0.0:
-                self._move(i, float(self.y[i]) - shift * g)
-        self._commit()
+        moved = [i for i, g in gradient.items() if g != 0.0]
+        if moved:
+            at = np.array(moved, dtype=np.int64)
+            values = self._move(moved, at, self.y[at] - shift * np.array([gradient[i] for i in moved]))
+            if self._norm is not self.tree:
+                for i, v in zip(moved, values, strict=True):
+                    self._norm.set(i, v * v)
         norm = self.scale * math.sqrt(self._norm.total)
         if norm > self.B:
             self.scale *= self.B / norm
@@ -178,18 +173,18 @@ class LassoIterate(ScaledIterate):
         """ḡ = clip(g̃, 1/η); z+ *= exp(-η ḡ), z- *= exp(η ḡ) (H&K Alg. 2 lines 12-16), then renormalise w."""
         self._advance()
         limit = 1.0 / eta if eta > 0 else math.inf  # η = 0: an adaptive step before any non-zero gradient
-        z_plus, z_minus = self.z_plus, self.z_minus
-        for i, g in gradient.items():
-            if g == 0.0:
-                continue
-            factor = math.exp(-eta * max(-limit, min(limit, g)))
-            zp = float(z_plus[i]) * factor
-            zm = float(z_minus[i]) / factor
-            z_plus[i] = zp
-            z_minus[i] = zm
-            self._mass.set(i, zp + zm)
-            self._move(i, zp - zm)
-        self._commit()
+        moved = [i for i, g in gradient.items() if g != 0.0]
+        if moved:
+            # math.exp per coordinate, as before: NumPy's vectorised exp may round differently in the last bit.
+            factors = np.array([math.exp(-eta * max(-limit, min(limit, gradient[i]))) for i in moved])
+            at = np.array(moved, dtype=np.int64)
+            zp = self.z_plus[at] * factors
+            zm = self.z_minus[at] / factors
+            self.z_plus[at] = zp
+            self.z_minus[at] = zm
+            for i, mass in zip(moved, (zp + zm).tolist(), strict=True):
+                self._mass.set(i, mass)
+            self._move(moved, at, zp - zm)
         total = self._mass.total
         self.scale = self.B / total
         self._maintain()
