@@ -37,22 +37,25 @@ def auth(learner_url: str) -> dict[str, str]:
     return caller(learner_url)
 
 
+# The waits look through one client each: httpx.get makes a new one a call, ~45-60 ms of CPU (its TLS settings).
 def wait_run(learner_url: str, run_id: str, auth: dict[str, str], timeout: float = 120.0) -> dict:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        info = httpx.get(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()
-        if info["status"] not in ("queued", "running"):
-            return info
-        time.sleep(0.05)
+    with httpx.Client(timeout=60) as http:
+        while time.monotonic() < deadline:
+            info = http.get(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()
+            if info["status"] not in ("queued", "running"):
+                return info
+            time.sleep(0.05)
     raise TimeoutError(f"run {run_id} did not end")
 
 
 def wait_progress(learner_url: str, run_id: str, examples: int, auth: dict[str, str], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while httpx.get(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()["progress_examples"] < examples:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"run {run_id} did not reach {examples} examples in {timeout} s")
-        time.sleep(0.05)
+    with httpx.Client(timeout=60) as http:
+        while http.get(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()["progress_examples"] < examples:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id} did not reach {examples} examples in {timeout} s")
+            time.sleep(0.05)
 
 
 def audit(learner_url: str, run_id: str, auth: dict[str, str]) -> dict:
