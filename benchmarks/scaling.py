@@ -1,7 +1,7 @@
 """Scaling benchmark (issue 22): runs per minute of one fixed grid, sequentially and on 2 worker processes.
 
 The grid: AERR and DDAERR on ``powerlaw`` (d = 500, 10,000 training examples, 2,000 test), 4 attributes per
-example, seeds 0-3: 8 runs, each on its own session (``--smoke``: 4 runs of 400 examples on d = 50). It runs
+example, seeds 0-3: 8 runs, each on its own session (``--smoke``: 4 runs of 200 examples on d = 50). It runs
 
 - ``--local``: on LocalOracles in the workers of a Dask LocalCluster of 1 process (one run at a time), then of 2;
 - through the services: a real oracle (``budgetlab serve oracle``, one process) and a real learner
@@ -53,7 +53,7 @@ from client.services import running
 from learner.cluster import WORKERS_ENV, RunPool
 
 FULL = {"d": 500, "n_train": 10_000, "n_test": 2_000}
-SMOKE = {"d": 50, "n_train": 400, "n_test": 100}
+SMOKE = {"d": 50, "n_train": 200, "n_test": 100}
 
 
 def grid(smoke: bool) -> CompareConfig:
