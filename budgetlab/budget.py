@@ -41,7 +41,8 @@ def remaining(budget: Budget, spent_cost: float, example: int | None = None, use
     example_left = None
     if example is not None and budget.per_example is not None:
         example_left = max(budget.per_example - (used or 0), 0)
-    return Remaining(
+    # The budget is validated and the counters are the engine's: nothing left to validate, on every step's answer.
+    return Remaining.model_construct(
         total=total_left,
         per_example=budget.per_example,
         example=example,

@@ -332,8 +332,8 @@ def next_example(rt: Runtime, counters: Counters, paid: Paid = NOTHING_PAID,
                  request: None = None) -> Outcome[NextResponse]:
     """Issue the next example of the stream; in the batch protocol its label comes with it (at the label cost)."""
     example, _, label, after, events = _issue(rt, counters)
-    answer = NextResponse(example=example, label=label, position=example,
-                          remaining=rules.remaining(rt.config.budget, after.spent_cost, example, 0))
+    answer = NextResponse.model_construct(example=example, label=label, position=example,
+                                          remaining=rules.remaining(rt.config.budget, after.spent_cost, example, 0))
     return Outcome(answer, after, events)
 
 
@@ -476,7 +476,8 @@ def step(rt: Runtime, counters: Counters, paid: Paid, request: StepRequest) -> O
         events = (*events, Observations([example] * n, list(attributes), values, costs))
         after = after._replace(spent_cost=after.spent_cost + charge, spent_attributes=after.spent_attributes + n)
         charged += charge
-    answer = StepResponse(
+    # Built from a validated request, stored floats and the counters: nothing left to validate (as observe's).
+    answer = StepResponse.model_construct(
         example=example, label=label, position=example, attributes=attributes, values=values, charged=charged,
         fresh=len(values), spent=after.spent_cost,
         remaining=rules.remaining(budget, after.spent_cost, example, len(values)),
