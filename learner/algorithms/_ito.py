@@ -35,8 +35,7 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -61,36 +60,36 @@ LAMBDA_PARAMS: dict[str, tuple[ParamValue | None, str]] = {
 }
 
 
-@dataclass(frozen=True)  # cached_property writes to __dict__, which a frozen dataclass allows
+@dataclass(frozen=True)
 class ObservePlan:
     """One draw of Observe(w, k', k1): the attributes of ``surely`` (U_t, a mask over [d]) are observed surely,
-    ``n_random`` more are drawn uniformly without replacement from the rest; ``selected`` = S_t = U_t ∪ V_t."""
+    ``n_random`` more are drawn uniformly without replacement from the rest; ``selected`` = S_t = U_t ∪ V_t.
+    ``single`` and ``double`` are Prob[i ∈ S_t] and Prob[i, j ∈ S_t] for attributes i ≠ j outside U_t."""
 
     surely: np.ndarray
     n_random: int
     selected: np.ndarray
+    single: float = field(init=False)
+    double: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        rest = self.d - int(self.surely.sum())
+        m = self.n_random
+        # Set once here, not on each use: the estimate (6) reads them twice a round.
+        object.__setattr__(self, "single", m / rest if rest else 1.0)
+        object.__setattr__(self, "double", m * (m - 1) / (rest * (rest - 1)) if rest > 1 else 1.0)
 
     @property
     def d(self) -> int:
         return len(self.surely)
 
-    @cached_property
-    def _probabilities(self) -> tuple[float, float]:
-        """Prob[i ∈ S_t] and Prob[i, j ∈ S_t] for attributes i ≠ j outside U_t."""
-        rest = self.d - int(self.surely.sum())
-        m = self.n_random
-        single = m / rest if rest else 1.0
-        double = m * (m - 1) / (rest * (rest - 1)) if rest > 1 else 1.0
-        return single, double
-
     def inclusion(self, attributes: np.ndarray) -> np.ndarray:
         """p_i = Prob[i ∈ S_t] given U_t."""
-        single, _ = self._probabilities
-        return np.where(self.surely[attributes], 1.0, single)
+        return np.where(self.surely[attributes], 1.0, self.single)
 
     def pair_inclusion(self, attributes: np.ndarray) -> np.ndarray:
         """p_ij = Prob[i, j ∈ S_t] given U_t (p_ii = p_i on the diagonal)."""
-        single, double = self._probabilities
+        single, double = self.single, self.double
         random_part = (~self.surely[attributes]).astype(np.int64)
         pairs = np.array([1.0, single, double])[random_part[:, None] + random_part[None, :]]
         np.fill_diagonal(pairs, np.where(random_part, single, 1.0))
