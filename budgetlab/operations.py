@@ -47,8 +47,10 @@ from budgetlab.contract.calls import (
 )
 from budgetlab.contract.ledger import AuditReport, LedgerPage, LedgerQuery
 from budgetlab.contract.sessions import Order, Protocol, SessionCreate, SessionInfo, Split
-from budgetlab.engine import Step
 from budgetlab.errors import Code, invalid_request
+
+if TYPE_CHECKING:
+    from budgetlab.engine import Step
 
 P = ParamSpec("P")
 A = TypeVar("A", bound=BaseModel)
@@ -100,8 +102,9 @@ class Operation(Generic[P, A]):
     request: type[BaseModel] | None
     doc: str
     kind: Kind = Kind.STEP
-    # The engine's rule. A step answering None (close) answers the session as it is after it.
-    step: Step | None = None
+    # The name of the engine's rule (a function of ``budgetlab.engine``), imported when a session first applies it:
+    # the SDK's remote sessions and the commands built on them never do, and so never import the engine (numpy).
+    rule: str | None = None
     refusals: tuple[Code, ...] = ()  # the step's own; those every operation of its kind may give are added
     # A small per-example step: the oracle answers it in place on its event loop when it needs no wait.
     small: bool = False
@@ -115,6 +118,16 @@ class Operation(Generic[P, A]):
 
     def __repr__(self) -> str:
         return f"<operation {self.method} {self.url}: {self.name}{self.signature}>"
+
+    @cached_property
+    def step(self) -> Step | None:
+        """The engine's rule. A step answering None (close) answers the session as it is after it."""
+        if self.rule is None:
+            return None
+        from budgetlab import engine
+
+        rule: Step = getattr(engine, self.rule)
+        return rule
 
     @property
     def url(self) -> str:
@@ -225,40 +238,40 @@ class SessionOperations:
         "GET", "", SessionInfo, _nothing, None, kind=Kind.READ,
         doc="The session's configuration, what it spent and what remains of its budgets (never a value).")
     close = Operation(
-        "DELETE", "", SessionInfo, _nothing, None, step=engine.close, stream=False,
+        "DELETE", "", SessionInfo, _nothing, None, rule="close", stream=False,
         doc="Close the session: its ledger stays readable and auditable; every later charging request is a 409.")
     next = Operation(
-        "POST", "/next", NextResponse, _nothing, None, step=engine.next_example, small=True,
+        "POST", "/next", NextResponse, _nothing, None, rule="next_example", small=True,
         refusals=(Code.BUDGET_EXCEEDED, *_DRAW, *_STREAM),
         doc="Issue the next example of the stream (with its label in the batch protocol).")
     step = Operation(
-        "POST", "/step", StepResponse, _step, StepRequest, step=engine.step, small=True,
+        "POST", "/step", StepResponse, _step, StepRequest, rule="step", small=True,
         refusals=(*_STREAM, *_CELLS),
         doc="``next`` and ``observe`` of the issued example in one all-or-nothing request: a round of the batch "
             "protocol in one round trip (in the online protocol, ``predict`` completes the round).")
     observe = Operation(
-        "POST", "/observe", ObserveResponse, _observe, ObserveRequest, step=engine.observe_one, small=True,
+        "POST", "/observe", ObserveResponse, _observe, ObserveRequest, rule="observe_one", small=True,
         refusals=(*_EXAMPLE, *_CELLS),
         doc="Pay for attributes of one example; already-paid ones are free. All or nothing (402 on any budget).")
     observe_batch = Operation(
         "POST", "/observe/batch", ObserveBatchResponse, _observe_batch, ObserveBatchRequest,
-        step=engine.observe_batch, refusals=(*_EXAMPLE, *_CELLS, Code.DUPLICATE_EXAMPLE),
+        rule="observe_batch", refusals=(*_EXAMPLE, *_CELLS, Code.DUPLICATE_EXAMPLE),
         doc="Pay for attributes of many examples in one all-or-nothing request.")
     label = Operation(
-        "POST", "/label", LabelResponse, _label, LabelRequest, step=engine.reveal_label, small=True,
+        "POST", "/label", LabelResponse, _label, LabelRequest, rule="reveal_label", small=True,
         refusals=(*_EXAMPLE, Code.BUDGET_EXCEEDED, *_DRAW, Code.ONLINE_PROTOCOL),
         doc="Reveal a training label (batch protocol); a second reveal of the same label is free.")
     predict = Operation(
-        "POST", "/predict", PredictResponse, _predict, PredictRequest, step=engine.predict, small=True,
+        "POST", "/predict", PredictResponse, _predict, PredictRequest, rule="predict", small=True,
         refusals=(*_EXAMPLE, Code.BATCH_PROTOCOL, Code.ALREADY_PREDICTED, Code.INVALID_PREDICTION),
         doc="Commit a prediction for an example, then learn its label (online protocol and test sessions).")
     evaluate = Operation(
-        "POST", "/evaluate", EvaluateResponse, _evaluate, EvaluateRequest, kind=Kind.OFF_LOCK, step=engine.evaluate,
+        "POST", "/evaluate", EvaluateResponse, _evaluate, EvaluateRequest, kind=Kind.OFF_LOCK, rule="evaluate",
         refusals=(Code.INVALID_WEIGHTS, *_DRAW),
         doc="Full-information test error of a linear predictor: free, but recorded in the ledger (and counted "
             "against the evaluations of the session's account).")
     moments = Operation(
-        "POST", "/moments", MomentsResponse, _nothing, None, step=engine.moments, refusals=(Code.TEST_SESSION,),
+        "POST", "/moments", MomentsResponse, _nothing, None, rule="moments", refusals=(Code.TEST_SESSION,),
         doc="Declared prior knowledge: E[x_i^2] over the training split (recorded in the ledger).")
     ledger = Operation(
         "GET", "/ledger", LedgerPage, _ledger, LedgerQuery, kind=Kind.LEDGER, stream=False,

@@ -5,6 +5,9 @@ and every one it declares is in its OpenAPI responses; the error codes are one c
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -91,6 +94,21 @@ def test_a_session_in_memory_has_every_operation_but_the_ledgers() -> None:
     local = LocalSession.open(DATASET, dataset_params=PARAMS)
     for name, op in OPERATIONS.items():
         assert hasattr(local, name) == (op.kind is not Kind.LEDGER), name
+
+
+def test_every_rule_is_an_engine_function_and_the_remote_sdk_never_imports_the_engine() -> None:
+    from budgetlab import engine
+
+    ruled = [op for op in OPERATIONS.values() if op.rule is not None]
+    assert len(ruled) == len([op for op in OPERATIONS.values() if op.kind in (Kind.STEP, Kind.OFF_LOCK)])
+    for op in ruled:
+        assert op.rule is not None and op.step is getattr(engine, op.rule) and callable(op.step), op.name
+    # The rules are imported when a session first applies one: a remote session (and every ``budgetlab`` command
+    # on it) does without the engine and numpy, a quarter of such a command's start.
+    script = ("import json, sys; import budgetlab.oracle_client, budgetlab.learner_client; "
+              "print(json.dumps(sorted(m for m in ('numpy', 'budgetlab.engine') if m in sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == []
 
 
 def test_the_routes_and_the_stream_are_the_tables(tmp_path: Path) -> None:
