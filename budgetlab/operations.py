@@ -22,11 +22,10 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
-from typing import Any, Generic, Literal, ParamSpec, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Self, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from budgetlab import engine
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.calls import (
