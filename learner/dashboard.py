@@ -73,7 +73,7 @@ class RunFeed:
             self.listed = listed
             events.append(("runs", listed))
         for run in page.runs:
-            if run.id in live:
+            if run.id in live and live[run.id].status not in FINAL_RUN_STATUSES:  # executing: its curve grows
                 curve = live[run.id].curve
                 start = self.sent.get(run.id, 0)
                 if len(curve) > start:

@@ -246,9 +246,15 @@ class RunManager:
         return self.store.load(run_id)
 
     def progress_of(self, run_ids: Iterable[str]) -> dict[str, RunInfo]:
-        """The in-memory state of those runs that are queued or executing (fresher than the database's)."""
+        """The in-memory state of those runs that are queued or executing, or ended lately: fresher than the
+        database's, and one snapshot. A listing's rows, read a moment before, may still say 'running' of a run that
+        has ended since (its end is written first) while the run after it already runs: without the ended ones
+        here, a pool of one showed two runs executing at once."""
+        ids = list(run_ids)
         with self.lock:
-            return {i: self.live[i].info() for i in run_ids if i in self.live}
+            fresh = {i: self.live[i].info() for i in ids if i in self.live}
+            fresh.update((i, self.recent[i][1]) for i in ids if i not in fresh and i in self.recent)
+            return fresh
 
     def cancel(self, run_id: str) -> None:
         """Stop a run: a queued one at once, an executing one at its next example (waited for, up to 10 s)."""
