@@ -170,19 +170,23 @@ def announced_url(args: Sequence[str], process: subprocess.Popen[bytes], log: Pa
         time.sleep(0.02)
 
 
-def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, deadline: float) -> None:
+def wait_healthy(url: str, process: subprocess.Popen[bytes] | None, log: Path | None, deadline: float) -> None:
+    """Return once ``url`` answers /healthz; raise ``ServiceError`` if ``process`` (None: one served in a thread)
+    exits first or ``deadline`` passes."""
+    where = "" if log is None else f" (log: {log})"
     # One client for every look (a new one each time builds its TLS settings again: ~45 ms of CPU a look).
     with httpx.Client(timeout=2, verify=tls_context()) as http:
         while True:
-            if process.poll() is not None:
-                raise ServiceError(f"{url} exited with code {process.returncode}: {_last_line(log)} (log: {log})")
+            if process is not None and process.poll() is not None:
+                said = "" if log is None else f": {_last_line(log)}"
+                raise ServiceError(f"{url} exited with code {process.returncode}{said}{where}")
             try:
                 if http.get(f"{url}/healthz").status_code == 200:
                     return
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise ServiceError(f"{url} did not answer /healthz in time (log: {log})")
+                raise ServiceError(f"{url} did not answer /healthz in time{where}")
             time.sleep(0.05)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -13,11 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import uvicorn
 
-from budgetlab.service_client import tls_context
-from client.services import listen, service
+from client.services import listen, service, wait_healthy
 from tests.helpers import ADMIN_TOKEN
 from web.http_protocol import JsonHttpProtocol
 
@@ -27,21 +24,6 @@ def bound_socket() -> socket.socket:
     asyncio sets TCP_NODELAY only on connections accepted from such a socket; without it every small answer
     waits ~40 ms for the client's delayed ACK)."""
     return listen("127.0.0.1", 0)
-
-
-def wait_healthy(url: str, timeout: float = 60.0, process: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    with httpx.Client(timeout=2, verify=tls_context()) as http:  # one client: ~45 ms of CPU each (its TLS settings)
-        while time.monotonic() < deadline:
-            if process is not None and process.poll() is not None:
-                raise RuntimeError(f"the service at {url} exited with {process.returncode}")
-            try:
-                if http.get(f"{url}/healthz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-    raise TimeoutError(f"{url} did not become healthy")
 
 
 @contextmanager
@@ -56,7 +38,7 @@ def serve_in_thread(app, port: int = 0, **options: Any) -> Iterator[str]:
     thread.start()
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(url)
+        wait_healthy(url, None, None, time.monotonic() + 60)
         yield url
     finally:
         server.should_exit = True
