@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from budgetlab.errors import OracleError, OracleUnavailable, SessionBusy
 from budgetlab.oracle_client import OracleClient
-from learner.store import OpenSession
+from learner.held import OpenSession
 
 log = logging.getLogger(__name__)
 

@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunResult
 from budgetlab.errors import OracleError, OracleUnavailable
 from learner.algorithms import get_algorithm
+from learner.held import OpenSession
 from learner.http_oracle import HttpOracle
 from learner.oracle import Oracle
 from learner.runner import Progress
 from learner.scoring import run_and_score, session_opener
-from learner.store import OpenSession
 
 if TYPE_CHECKING:
     from distributed import LocalCluster

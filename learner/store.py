@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, func, insert, select, tuple_, update
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunPage, RunResult, RunSummary
+from learner.held import OpenSession
 from learner.tables import Base, CallerRecord, CurvePointRecord, HeldSessionRecord, RunRecord
 
 CALLERS, RUNS, POINTS, HELD = (Base.metadata.tables[t.__tablename__]
@@ -25,15 +26,6 @@ UNENDED = ("pending", "queued", "running")
 
 def now() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class OpenSession:
-    """An oracle session the learner holds for a run, by which it can audit or close it."""
-
-    oracle_url: str
-    id: str
-    token: str
 
 
 @dataclass(frozen=True)

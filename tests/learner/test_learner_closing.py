@@ -10,7 +10,7 @@ import httpx
 
 from budgetlab.oracle_client import OracleClient
 from learner.closing import SessionCloser
-from learner.store import OpenSession
+from learner.held import OpenSession
 from server.app import create_app
 from server.config import Settings
 from tests.servers import serve_in_thread

@@ -9,6 +9,8 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -305,3 +307,12 @@ def test_a_scheduler_out_of_reach_is_said_once_in_words_and_its_return_too(
                               "reach?); retrying every 0.001 s: AttributeError:")
     assert said[1] == "the Dask scheduler tcp://lab:8786 answers again: 4 worker threads"
     assert added == [4]
+
+
+def test_a_worker_process_imports_no_database_layer() -> None:
+    # What a Dask worker imports to execute runs (the cluster's preload, ``learner.cluster``) is paid by every worker
+    # process at its start: the run store's SQLAlchemy tables were 0.3-0.6 CPU-s of it, for nothing a run uses.
+    script = ("import json, sys; import learner.cluster; "
+              "print(json.dumps(sorted(m for m in ('sqlalchemy', 'learner.store', 'psycopg') if m in sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == []
