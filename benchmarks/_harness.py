@@ -138,11 +138,26 @@ def oracle_process(workdir: Path, timeout: float = 90.0, database_url: str | Non
 
 
 @contextmanager
-def learner_process(workdir: Path, oracle_url: str, timeout: float = 90.0) -> Iterator[str]:
-    """``budgetlab serve learner`` on a free loopback port, using ``oracle_url``, its runs in SQLite under ``workdir``;
-    yields its URL."""
+def fresh_oracle(workdir: Path, name: str, shared: OracleProcess | None) -> Iterator[OracleProcess]:
+    """A fresh oracle process under ``workdir / name`` for a part whose figures are the oracle's own, or ``shared``,
+    the one oracle of a --smoke run: there the figures mean nothing, and each start costs seconds of CPU."""
+    if shared is not None:
+        yield shared
+        return
+    with oracle_process(workdir / name) as oracle:
+        yield oracle
+
+
+@contextmanager
+def learner_process(workdir: Path, oracle_url: str, timeout: float = 90.0, workers: int | None = None) -> Iterator[str]:
+    """``budgetlab serve learner`` on a free loopback port, using ``oracle_url``, its runs in SQLite under ``workdir``,
+    on ``workers`` worker processes (default: the learner's, one per core); yields its URL."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = {"ORACLE_URL": oracle_url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / 'runs.db'}"}
+    if workers is not None:
+        from learner.cluster import WORKERS_ENV  # here: the learner's imports take seconds, and only this needs them
+
+        env[WORKERS_ENV] = str(workers)
     with service(["serve", "learner"], workdir / "learner.log", env=env, cwd=workdir, program=budgetlab_command(),
                  timeout=timeout) as url:
         yield url

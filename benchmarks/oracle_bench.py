@@ -40,11 +40,16 @@ hash-chained ledger rows:
   (verdicts cached while a ledger does not change). Target: no GET costs more than twice one session's audit
   (each request audits a bounded number of rows, however many sessions it lists).
 
+``--smoke`` (tiny sizes: it checks that every part runs and prints its figures, which mean nothing at that size)
+serves the memory parts from the oracle of the first parts, where the full run starts a fresh one for each (the
+ledger size is measured on a fresh ledger in both), and its learner runs 2 runs on 1 worker process.
+
 Usage: ``python benchmarks/oracle_bench.py [--json] [--smoke] [--dashboard]`` (``--dashboard``: that part alone).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import multiprocessing
 import os
@@ -60,10 +65,12 @@ import httpx
 import numpy as np
 from _harness import (
     ADMIN_TOKEN,
+    OracleProcess,
     Report,
     arguments,
     descendants,
     free_disk,
+    fresh_oracle,
     learner_process,
     oracle_process,
     progress,
@@ -441,7 +448,7 @@ def write_npy(path: Path, rows: int, attributes: int) -> None:
     del out
 
 
-def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report) -> None:
+def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report, shared: OracleProcess | None) -> None:
     rows = fitting_rows(sizes, workdir, report)
     if rows < 1000:
         report.note("not enough free disk for the memory-mapped dataset part; skipped")
@@ -452,7 +459,7 @@ def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report) -> None:
     write_npy(source, rows, sizes.big_attributes)
     progress(f"  {source.stat().st_size / 2**30:.2f} GB in {time.perf_counter() - start:.0f} s")
 
-    with oracle_process(workdir / "mapped") as oracle, OracleClient(oracle.url, timeout=3600,
+    with fresh_oracle(workdir, "mapped", shared) as oracle, OracleClient(oracle.url, timeout=3600,
                                                                     admin_token=ADMIN_TOKEN) as sdk:
         pid = oracle.process.pid
         idle = tree_memory(pid)
@@ -500,6 +507,8 @@ class AttackSizes:
     seed_params: dict[str, int]
     learner_runs: int
     run_examples: int
+    # The learner's worker processes (None: its default, one per core).
+    learner_workers: int | None
 
 
 # The issue's attacks: a 50 MB body, one observe/batch of 10,000 x 500 cells, 16 sessions on distinct seeds of a
@@ -507,9 +516,10 @@ class AttackSizes:
 # seeds of that dataset.
 ATTACK_FULL = AttackSizes(body_bytes=50_000_000, batch_examples=10_000, batch_attributes=500, seeds=16,
                           seed_params={"d": 500, "n_train": 198_000, "n_test": 2_000}, learner_runs=50,
-                          run_examples=500)
+                          run_examples=500, learner_workers=None)
 ATTACK_SMOKE = AttackSizes(body_bytes=5_000_000, batch_examples=5_001, batch_attributes=20, seeds=3,
-                           seed_params={"d": 50, "n_train": 2_000, "n_test": 100}, learner_runs=4, run_examples=50)
+                           seed_params={"d": 50, "n_train": 2_000, "n_test": 100}, learner_runs=2, run_examples=50,
+                           learner_workers=1)
 
 
 def _opened(response: httpx.Response) -> dict:
@@ -523,14 +533,14 @@ def _refused(response: httpx.Response, status: int, error: str) -> None:
         raise RuntimeError(f"expected {status} {error}, got {response.status_code}: {response.text[:300]}")
 
 
-def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
+def attack_memory(workdir: Path, smoke: bool, report: Report, shared: OracleProcess | None) -> None:
     """The oracle's peak RSS (VmHWM) under each attack of issue 14, each in a fresh oracle process with the default
     limits: bodies past the body limit, the largest observe/batch requests, sessions on many big datasets."""
     sizes = ATTACK_SMOKE if smoke else ATTACK_FULL
     progress(f"memory under a {sizes.body_bytes / 1e6:g} MB body ...")
     item = b'{"example": 1, "attributes": [1, 2, 3]}'
     body = b'{"items": [' + b",".join([item] * (sizes.body_bytes // (len(item) + 1))) + b"]}"
-    with oracle_process(workdir / "attack-body") as oracle, httpx.Client(base_url=oracle.url, timeout=600) as http:
+    with fresh_oracle(workdir, "attack-body", shared) as oracle, httpx.Client(base_url=oracle.url, timeout=600) as http:
         created = _opened(http.post("/v1/sessions", json={"dataset": "sparse-gaussian", "order": "pool",
                                                           "dataset_params": small_dataset(SMOKE)}))
         path, headers = f"/v1/sessions/{created['id']}/observe/batch", auth(created["token"])
@@ -545,7 +555,8 @@ def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
     progress(f"memory under observe/batch of {sizes.batch_examples:,} x {sizes.batch_attributes} and at the caps ...")
     d = sizes.batch_attributes
     params = {"d": d, "n_train": sizes.batch_examples + MAX_EXAMPLES, "n_test": 10}
-    with oracle_process(workdir / "attack-batch") as oracle, httpx.Client(base_url=oracle.url, timeout=600) as http:
+    with fresh_oracle(workdir, "attack-batch", shared) as oracle, \
+            httpx.Client(base_url=oracle.url, timeout=600) as http:
         created = _opened(http.post("/v1/sessions", json={"dataset": "powerlaw", "dataset_params": params,
                                                           "order": "pool"}))
         path, headers = f"/v1/sessions/{created['id']}/observe/batch", auth(created["token"])
@@ -572,7 +583,7 @@ def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
 
     cells = sizes.seed_params["d"] * (sizes.seed_params["n_train"] + sizes.seed_params["n_test"])
     progress(f"memory of {sizes.seeds} sessions on distinct seeds of a {cells:,}-cell power-law dataset ...")
-    with oracle_process(workdir / "attack-seeds") as oracle, OracleClient(oracle.url, timeout=600) as sdk:
+    with fresh_oracle(workdir, "attack-seeds", shared) as oracle, OracleClient(oracle.url, timeout=600) as sdk:
         for seed in range(sizes.seeds):
             session = sdk.open_session("powerlaw", dataset_params=sizes.seed_params, order="pool", seed=seed)
             session.observe(0, [0, 1, 2])
@@ -582,8 +593,9 @@ def attack_memory(workdir: Path, smoke: bool, report: Report) -> None:
     report.add("attack_seeds_rss_after", memory["VmRSS"], "MB")
 
     progress(f"memory of {sizes.learner_runs} learner runs on distinct seeds of that dataset ...")
-    with oracle_process(workdir / "attack-runs") as oracle, \
-            learner_process(workdir / "attack-runs-learner", oracle.url) as learner_url, \
+    with fresh_oracle(workdir, "attack-runs", shared) as oracle, \
+            learner_process(workdir / "attack-runs-learner", oracle.url,
+                            workers=sizes.learner_workers) as learner_url, \
             LearnerClient(learner_url, timeout=600) as learner:
         runs = [learner.start(RunCreate(dataset="powerlaw", dataset_params=sizes.seed_params, algorithm="aerr",
                                         budget=Budget(per_example=4), seed=seed, max_examples=sizes.run_examples,
@@ -612,12 +624,12 @@ def cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def dashboard_attack(workdir: Path, smoke: bool, report: Report) -> None:
+def dashboard_attack(workdir: Path, smoke: bool, report: Report, shared: OracleProcess | None = None) -> None:
     """The oracle's CPU per ``GET /v1/dashboard/sessions`` that sends the tokens of many big sessions."""
     sessions, examples, d = (3, 200, 10) if smoke else (20, 9_500, 20)
     progress(f"the dashboard's audits of {sessions} sessions of {examples * d:,} rows ...")
     params = {"d": d, "n_train": examples, "n_test": 10, "s_plus": 2, "s_minus": 2}
-    with oracle_process(workdir / "attack-dashboard") as oracle, \
+    with fresh_oracle(workdir, "attack-dashboard", shared) as oracle, \
             httpx.Client(base_url=oracle.url, timeout=600) as http:
         held = []
         for seed in range(sessions):
@@ -665,16 +677,26 @@ def main() -> None:
             observe_latency(oracle.url, sizes, report)
             batch_throughput(oracle.url, oracle.database, workdir, sizes, report)
             head_of_line(oracle.url, sizes, report)
-        ledger_bytes(workdir, sizes, report)
-        if args.postgres:
-            with oracle_process(workdir / "postgres", database_url=args.postgres) as oracle:
-                head_of_line(oracle.url, sizes, report, prefix="hol_postgres")
-                progress("export rate on PostgreSQL ...")
-                full_information_run(oracle.url, sizes, report, "export_postgres")
-        mapped_dataset_memory(workdir, sizes, report)
-        attack_memory(workdir, args.smoke, report)
-        dashboard_attack(workdir, args.smoke, report)
+            if args.smoke:
+                later_parts(workdir, args, sizes, report, shared=oracle)
+        if not args.smoke:
+            later_parts(workdir, args, sizes, report, shared=None)
     report.emit(args.json)
+
+
+def later_parts(workdir: Path, args: argparse.Namespace, sizes: Sizes, report: Report,
+                shared: OracleProcess | None) -> None:
+    """The parts after head-of-line blocking: the ledger size on a fresh oracle, the memory parts each on a fresh
+    oracle unless ``shared``."""
+    ledger_bytes(workdir, sizes, report)
+    if args.postgres:
+        with oracle_process(workdir / "postgres", database_url=args.postgres) as oracle:
+            head_of_line(oracle.url, sizes, report, prefix="hol_postgres")
+            progress("export rate on PostgreSQL ...")
+            full_information_run(oracle.url, sizes, report, "export_postgres")
+    mapped_dataset_memory(workdir, sizes, report, shared)
+    attack_memory(workdir, args.smoke, report, shared)
+    dashboard_attack(workdir, args.smoke, report, shared)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ example, seeds 0-3: 8 runs, each on its own session (``--smoke``: 4 runs of 200 
 - ``--local``: on LocalOracles in the workers of a Dask LocalCluster of 1 process (one run at a time), then of 2;
 - through the services: a real oracle (``budgetlab serve oracle``, one process) and a real learner
   (``budgetlab serve learner``) whose LocalCluster has 1 worker process, then 2 (``BUDGETLAB_WORKERS``), the
-  comparison keeping as many runs going.
+  comparison keeping as many runs going (a fresh oracle for each; ``--smoke``: one oracle for both).
 
 Every run steps its session once per example over the session's stream (80,000 steps), all answered by the one
 oracle process, which shares the 2 cores with the learner's workers; the script prints the oracle's CPU-seconds, and
@@ -42,10 +42,20 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from _harness import Report, arguments, budgetlab_command, descendants, oracle_process, process_memory, progress
+from _harness import (
+    OracleProcess,
+    Report,
+    arguments,
+    budgetlab_command,
+    descendants,
+    fresh_oracle,
+    oracle_process,
+    process_memory,
+    progress,
+)
 
 from client.config import CompareConfig
 from client.grid import run_comparison
@@ -108,8 +118,8 @@ def learner_process(workdir: Path, env: dict[str, str], timeout: float = 90.0) -
 
 
 def timed_services(config: CompareConfig, workers: int, report: Report, figures: dict[str, float],
-                   workdir: Path) -> None:
-    with oracle_process(workdir / f"oracle-{workers}") as oracle:
+                   workdir: Path, shared: OracleProcess | None) -> None:
+    with fresh_oracle(workdir, f"oracle-{workers}", shared) as oracle:
         env = {"ORACLE_URL": oracle.url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / f'runs-{workers}.db'}",
                WORKERS_ENV: str(workers)}
         with learner_process(workdir / f"learner-{workers}", env) as (learner, learner_pid):
@@ -213,9 +223,11 @@ def main() -> None:
         local = figures["local_2"] / figures["local_1"]
         report.add("local_speedup_2_workers", local, "x", ">= 1.8x", local >= 1.8)
     if not args.local_only:
-        with tempfile.TemporaryDirectory(prefix="budgetlab-scaling-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="budgetlab-scaling-") as tmp, ExitStack() as stack:
+            # --smoke: both cases on one oracle (its CPU is counted per case); the full run starts one per case.
+            shared = stack.enter_context(oracle_process(Path(tmp) / "oracle")) if args.smoke else None
             for workers in (1, 2):
-                timed_services(config, workers, report, figures, Path(tmp))
+                timed_services(config, workers, report, figures, Path(tmp), shared)
         services = figures["services_2"] / figures["services_1"]
         report.add("services_speedup_2_workers", services, "x", ">= 1.6x", services >= 1.6)
     report.add("machine_speedup_2_processes_at_end", machine_speedup(burn), "x")
