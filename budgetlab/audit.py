@@ -1,103 +1,178 @@
-"""Compliance audit: recompute every budget from the ledger rows alone and check the hash chain.
+"""Compliance audit: recompute every budget from a session's ledger alone and check its hash chain.
 
-Used by ``GET /v1/sessions/{id}/audit`` and, on an exported NDJSON file, by ``budgetlab audit`` offline.
+The audit reads the ledger link by link (``budgetlab.ledger.ChainLink``): the oracle's stored links for
+``GET /v1/sessions/{id}/audit`` and an account's audit (``audit_links``), or the rows of an exported NDJSON file
+grouped into links for ``budgetlab audit`` offline (``audit_rows``), so each rule is checked in one place. Rows can
+go wrong in ways links cannot (a row missing from its link, one of another session); the grouping and
+``rows_of_other_sessions`` find those.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from budgetlab import ledger, ledger_v1
 from budgetlab.contract.accounts import AccountAudit, Allowance
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.ledger import AuditReport, Receipt
+from budgetlab.ledger import ChainCheck, ChainLink
 
 _SLACK = 1e-6
+# Reasons a link's rows give that only rows can (by the row's place in its link), found before the audit counts it.
+Notes = Callable[[ChainLink], list[tuple[int, str]]]
 
 
-def _payload(row: dict[str, Any]) -> dict[str, Any]:
-    payload: dict[str, Any] = json.loads(row["payload"]) if isinstance(row["payload"], str) else row["payload"]
-    return payload
+def _payload(payload: dict[str, Any] | str) -> dict[str, Any]:
+    opened: dict[str, Any] = json.loads(payload) if isinstance(payload, str) else payload
+    return opened
 
 
-def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[str, Any] | None, *,
-               receipts: Iterable[Receipt] = (), format: int = ledger.FORMAT,
-               account: str | None = None) -> AuditReport:
-    """Audit one session's rows (in seq order) against the counters it recorded (None: rows only).
+def _cell(example: int, attribute: int) -> int | tuple[int, int]:
+    """An (example, attribute) pair as the audit remembers it: one int for any attribute a store holds (int32), so
+    the set of those observed holds no object for the garbage collector to track."""
+    return example << 31 | attribute if 0 <= attribute < 1 << 31 else (example, attribute)
 
-    ``receipts`` are chain heads a client was given: each must be a link of this chain, so a ledger rewritten
-    wholesale (every digest recomputed) no longer passes for the original. ``format`` 1 and 2 read older ledgers;
-    from format 3 every link names the session's ``account`` (None: anonymous), which its open row states too.
-    """
-    rows = list(rows)
+
+@dataclass
+class _Tally:
+    """What the audit counts of a session's links, besides its chain, in the order of their rows."""
+
+    format: int
+    account: str | None
+    opened: dict[str, Any] | None = None
+    budget: Budget = field(default_factory=Budget)
+    costs: list[float] | None = None
+    d: int | None = None
+    opening: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    links: int = 0
+    rows: int = 0
+    spent: float = 0.0
+    attributes: int = 0
+    labels: int = 0
+    evaluations: int = 0
+    per_example: dict[int, int] = field(default_factory=dict)
+    seen: set[int | tuple[int, int]] = field(default_factory=set)  # the (example, attribute) pairs observed (_cell)
+    labelled: set[int] = field(default_factory=set)
+    predicted: set[int] = field(default_factory=set)
+
+    def add(self, link: ChainLink, notes: Sequence[tuple[int, str]]) -> None:
+        if not self.links:
+            self._open(link)
+        self.links += 1
+        self.rows += link.rows
+        found: list[tuple[int, str]] = []
+        kind = link.kind
+        if kind == "label":
+            example = int(link.example)
+            if example in self.labelled:
+                found.append((0, f"row {link.seq} reveals the label of example {link.example} twice"))
+            self.labelled.add(example)
+            self.labels += 1
+            self.spent += float(link.cost)
+        elif kind == "predict":
+            example = int(link.example)
+            if example in self.predicted:
+                found.append((0, f"row {link.seq} is a second prediction for example {link.example}"))
+            self.predicted.add(example)
+        elif kind == "evaluate":
+            self.evaluations += 1
+        if link.attributes:
+            self._values(link, found)
+        if notes:
+            found = sorted([*notes, *found], key=lambda note: note[0])
+        if found:
+            self.reasons += [reason for _, reason in found]
+
+    def _open(self, link: ChainLink) -> None:
+        if link.kind != "open":
+            self.opening.append("the ledger does not start with the session's open row")
+            return
+        self.opened = config = _payload(link.payload)
+        if self.format >= 3 and config.get("account") != self.account:
+            self.opening.append(f"the open row names the account {config.get('account')!r}, not {self.account!r}")
+        self.budget = Budget.model_validate(config.get("budget", {}))
+        self.costs, self.d = config.get("costs"), config.get("d")
+
+    def _values(self, link: ChainLink, found: list[tuple[int, str]]) -> None:
+        attributes, charged = link.attributes, link.costs
+        m = len(attributes)
+        self.attributes += m
+        if link.examples is None:  # every value is of the link's example (a stored link, or rows as stored)
+            example, costs, d, seen = link.example, self.costs, self.d, self.seen
+            new = {_cell(example, a) for a in attributes}
+            low, high = min(attributes), max(attributes)
+            if costs is None:
+                declared: list[Any] | None = [1.0] * m
+            else:
+                declared = [costs[a] for a in attributes] if 0 <= low and high < len(costs) else None
+            if (len(new) == m and seen.isdisjoint(new) and (d is None or 0 <= low and high < d)
+                    and declared == charged):
+                # Nearly every link: its values are new, within 0..d-1 and charged as declared, so none is named.
+                seen |= new
+                self.per_example[example] = self.per_example.get(example, 0) + m
+                spent = self.spent
+                for cost in charged:
+                    spent += float(cost)
+                self.spent = spent
+                return
+        self._name_values(link, found)
+
+    def _name_values(self, link: ChainLink, found: list[tuple[int, str]]) -> None:
+        costs, d, seen, per_example = self.costs, self.d, self.seen, self.per_example
+        examples = [link.example] * len(link.attributes) if link.examples is None else link.examples
+        first = link.rows - len(link.attributes)  # the rows of an event's link before its values
+        for i, (example, attribute, cost) in enumerate(zip(examples, link.attributes, link.costs, strict=True),
+                                                        start=first):
+            cell = _cell(example, attribute)
+            if cell in seen:
+                found.append((i, f"row {link.seq + i} charges attribute {attribute} of example {example} a second "
+                                 "time"))
+            seen.add(cell)
+            if d is not None and not 0 <= attribute < d:
+                found.append((i, f"row {link.seq + i} observes attribute {attribute} outside 0..{d - 1}"))
+            expected = 1.0 if costs is None else costs[attribute] if 0 <= attribute < len(costs) else None
+            if expected is not None and abs(float(cost) - expected) > _SLACK:
+                found.append((i, f"row {link.seq + i} charges {cost} for attribute {attribute}, which costs "
+                                 f"{expected}"))
+            per_example[example] = per_example.get(example, 0) + 1
+            self.spent += float(cost)
+
+
+def _audit(session_id: str, links: Iterable[ChainLink], recorded: dict[str, Any] | None, *, receipts: Iterable[Receipt],
+           format: int, account: str | None, chain: ChainCheck | None = None, notes: Notes | None = None,
+           ) -> tuple[AuditReport, _Tally]:
+    """The audit of one session's links; ``chain`` given: the chain was checked already (format 1, on rows)."""
+    receipts = list(receipts)
+    verifier = None
+    if chain is None:
+        verifier = ledger.ChainVerifier(ledger.chain_name(session_id, account, format), receipts=bool(receipts))
+    tally = _Tally(format, account)
+    for link in links:
+        if verifier is not None:
+            verifier.add(link)
+        tally.add(link, notes(link) if notes is not None else ())
+    if verifier is not None:
+        chain = verifier.result()
+    assert chain is not None
     reasons: list[str] = []
-    if format in ledger.FORMATS:
-        chain = ledger.verify_chain(ledger.chain_name(session_id, account, format), rows)
-    else:
-        chain = ledger_v1.verify_chain(session_id, rows)
     if not chain.ok:
         reasons.append(chain.reason)
     for receipt in receipts:
-        if format not in ledger.FORMATS:
+        if verifier is None:
             reasons.append("receipts can only be checked on a ledger of format 2 or later")
             break
-        if chain.ok and not ledger.contains_receipt(rows, receipt.rows, receipt.head):
+        if chain.ok and not verifier.contains(receipt.rows, receipt.head):
             reasons.append(f"the receipt for row {receipt.rows - 1} ({receipt.head[:16]}...) is not in this "
                            "ledger: it is not the ledger that was given out")
+    reasons += tally.opening
+    reasons += tally.reasons
 
-    budget = Budget()
-    costs: list[float] | None = None
-    d: int | None = None
-    if not rows or rows[0]["kind"] != "open":
-        reasons.append("the ledger does not start with the session's open row")
-    else:
-        config = _payload(rows[0])
-        if format >= 3 and config.get("account") != account:
-            reasons.append(f"the open row names the account {config.get('account')!r}, not {account!r}")
-        budget = Budget.model_validate(config.get("budget", {}))
-        costs = config.get("costs")
-        d = config.get("d")
-
-    spent = 0.0
-    attributes = 0
-    labels = 0
-    per_example: Counter[int] = Counter()
-    seen: set[tuple[int, int]] = set()
-    labelled: set[int] = set()
-    predicted: set[int] = set()
-    for row in rows:
-        kind = row["kind"]
-        if row.get("session_id", session_id) != session_id:
-            reasons.append(f"row {row['seq']} belongs to session {row['session_id']}")
-        if kind == "observe":
-            example, attribute = int(row["example"]), int(row["attribute"])
-            if (example, attribute) in seen:
-                reasons.append(f"row {row['seq']} charges attribute {attribute} of example {example} a second time")
-            seen.add((example, attribute))
-            if d is not None and not 0 <= attribute < d:
-                reasons.append(f"row {row['seq']} observes attribute {attribute} outside 0..{d - 1}")
-            expected = 1.0 if costs is None else costs[attribute] if 0 <= attribute < len(costs) else None
-            if expected is not None and abs(float(row["cost"]) - expected) > _SLACK:
-                reasons.append(
-                    f"row {row['seq']} charges {row['cost']} for attribute {attribute}, which costs {expected}"
-                )
-            per_example[example] += 1
-            attributes += 1
-            spent += float(row["cost"])
-        elif kind == "label":
-            if int(row["example"]) in labelled:
-                reasons.append(f"row {row['seq']} reveals the label of example {row['example']} twice")
-            labelled.add(int(row["example"]))
-            labels += 1
-            spent += float(row["cost"])
-        elif kind == "predict":
-            if int(row["example"]) in predicted:
-                reasons.append(f"row {row['seq']} is a second prediction for example {row['example']}")
-            predicted.add(int(row["example"]))
-
+    budget, spent, per_example = tally.budget, tally.spent, tally.per_example
     max_per_example = max(per_example.values(), default=0)
     if budget.per_example is not None and max_per_example > budget.per_example:
         worst = max(per_example, key=per_example.__getitem__)
@@ -108,10 +183,10 @@ def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[s
 
     if recorded is not None:
         checks = [
-            ("rows", chain.rows if chain.ok else len(rows), recorded.get("rows")),
-            ("attributes", attributes, recorded.get("spent_attributes")),
-            ("labels", labels, recorded.get("labels")),
-            ("predictions", len(predicted), recorded.get("predictions")),
+            ("rows", chain.rows if chain.ok else tally.rows, recorded.get("rows")),
+            ("attributes", tally.attributes, recorded.get("spent_attributes")),
+            ("labels", tally.labels, recorded.get("labels")),
+            ("predictions", len(tally.predicted), recorded.get("predictions")),
         ]
         for name, counted, kept in checks:
             if kept is not None and counted != kept:
@@ -122,46 +197,76 @@ def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[s
         if chain.ok and recorded.get("head_hash") not in (None, chain.head):
             reasons.append("the last row's hash is not the session's recorded head: rows are missing at the end")
 
-    return AuditReport(
+    report = AuditReport(
         session_id=session_id,
         compliant=not reasons,
         reasons=reasons,
-        rows=len(rows),
+        rows=tally.rows,
         chain_ok=chain.ok,
         first_bad_seq=chain.first_bad_seq,
         spent_recomputed=spent,
         spent_recorded=None if recorded is None else recorded.get("spent_cost"),
-        attributes_recomputed=attributes,
+        attributes_recomputed=tally.attributes,
         max_attributes_per_example=max_per_example,
         per_example_limit=budget.per_example,
         total_limit=budget.total,
-        labels_recomputed=labels,
-        predictions_recomputed=len(predicted),
+        labels_recomputed=tally.labels,
+        predictions_recomputed=len(tally.predicted),
     )
+    return report, tally
+
+
+def audit_links(session_id: str, links: Iterable[ChainLink], recorded: dict[str, Any] | None, *,
+                format: int = ledger.FORMAT, account: str | None = None) -> AuditReport:
+    """Audit one session's stored links (in seq order, format 2 or later) against the counters it recorded (None:
+    the links only). From format 3 every link names the session's ``account`` (None: anonymous), which its open
+    row states too."""
+    return _audit(session_id, links, recorded, receipts=(), format=format, account=account)[0]
+
+
+def rows_of_other_sessions(session_id: str, link: ChainLink) -> list[tuple[int, str]]:
+    """The rows of a link that name another session than the one audited (an NDJSON export's rows name theirs)."""
+    return [(i, f"row {row['seq']} belongs to session {row['session_id']}") for i, row in enumerate(link.source)
+            if row.get("session_id", session_id) != session_id]
+
+
+def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[str, Any] | None, *,
+               receipts: Iterable[Receipt] = (), format: int = ledger.FORMAT,
+               account: str | None = None) -> AuditReport:
+    """Audit one session's rows (in seq order) against the counters it recorded (None: rows only), as
+    ``audit_links`` does their links.
+
+    ``receipts`` are chain heads a client was given: each must be a link of this chain, so a ledger rewritten
+    wholesale (every digest recomputed) no longer passes for the original. ``format`` 1 and 2 read older ledgers.
+    """
+    rows = list(rows)
+    chain = None if format in ledger.FORMATS else ledger_v1.verify_chain(session_id, rows)
+    return _audit(session_id, ledger.links_of_rows(rows), recorded, receipts=receipts, format=format,
+                  account=account, chain=chain, notes=partial(rows_of_other_sessions, session_id))[0]
 
 
 def audit_account(account: str, allowance: Allowance,
-                  sessions: Iterable[tuple[str, list[dict[str, Any]], dict[str, Any], int]], *,
+                  sessions: Iterable[tuple[str, Iterable[ChainLink], dict[str, Any], int]], *,
                   spent_recorded: float, evaluations_recorded: int) -> AccountAudit:
-    """Audit an account: each of its sessions ``(id, rows, recorded counters, ledger format)`` as ``audit_rows``
-    does, each one's open row within the allowance, and the allowance recomputed from all their rows together
+    """Audit an account: each of its sessions ``(id, links, recorded counters, ledger format)`` as ``audit_links``
+    does, each one's open row within the allowance, and the allowance recomputed from all their links together
     against what the account records (``spent_recorded``, ``evaluations_recorded``)."""
     reasons: list[str] = []
     spent = 0.0
     evaluations = 0
     count = 0
     rows_read = 0
-    for session_id, rows, recorded, format in sessions:
+    for session_id, links, recorded, format in sessions:
         count += 1
-        rows_read += len(rows)
-        report = audit_rows(session_id, rows, recorded, format=format, account=account)
+        report, tally = _audit(session_id, links, recorded, receipts=(), format=format, account=account)
+        rows_read += report.rows
         reasons += [f"session {session_id}: {reason}" for reason in report.reasons]
         spent += report.spent_recomputed
-        evaluations += sum(1 for row in rows if row["kind"] == "evaluate")
-        if not rows or rows[0]["kind"] != "open":
+        evaluations += tally.evaluations
+        opened = tally.opened
+        if opened is None:
             continue
-        opened = _payload(rows[0])
-        per_example = Budget.model_validate(opened.get("budget", {})).per_example
+        per_example = tally.budget.per_example
         if allowance.datasets is not None and opened.get("dataset") not in allowance.datasets:
             reasons.append(f"session {session_id} uses the dataset {opened.get('dataset')}, which the allowance "
                            "does not name")

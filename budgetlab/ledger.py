@@ -26,8 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -80,15 +81,23 @@ def observe_header(name: str, seq: int, example: int, n: int) -> bytes:
     return f"{name}|{seq}|observe|{example}|{n}".encode()
 
 
-def link_digest(prev: bytes, header: bytes, attributes: np.ndarray | None = None,
-                values: np.ndarray | None = None) -> bytes:
+def link_digest(prev: bytes, header: bytes, attributes: np.ndarray | Sequence[int] | None = None,
+                values: np.ndarray | Sequence[float] | None = None) -> bytes:
     h = hashlib.sha256(prev)
     h.update(header)
     if attributes is not None and values is not None:
         h.update(b"\n")
-        h.update(np.ascontiguousarray(attributes, dtype="<i8").tobytes())
-        h.update(np.ascontiguousarray(values, dtype="<f8").tobytes())
+        if type(attributes) is np.ndarray or type(values) is np.ndarray:
+            h.update(np.ascontiguousarray(attributes, dtype="<i8").tobytes())
+            h.update(np.ascontiguousarray(values, dtype="<f8").tobytes())
+        else:  # a link's few values, as the verifier reads them: struct is several times cheaper than numpy
+            h.update(_attributes_and_values(len(values)).pack(*attributes, *values))
     return h.digest()
+
+
+@lru_cache(maxsize=256)
+def _attributes_and_values(n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}q{n}d")
 
 
 def value_tag(seq: int, example: int, attribute: int, value: float) -> int:
@@ -207,29 +216,127 @@ class Chain:
         return prev
 
 
-def rows_of_links(links: Iterable[Sequence[Any]], cells_of: dict[int, bytes], costs: Sequence[float] | None,
-                  ) -> Iterator[dict[str, Any]]:
-    """The rows of stored links, in seq order, as the API and the export show them.
+def declared_costs(costs: Sequence[float] | None, attributes: Sequence[int]) -> list[float]:
+    """What values of these attributes cost, as the session's ``open`` row declares (None: every attribute 1)."""
+    return [1.0] * len(attributes) if costs is None else [float(costs[a]) for a in attributes]
+
+
+@dataclass(slots=True)
+class ChainLink:
+    """One link of a chain as the verifier and the audit read it: a stored one (``links_of_stored``) or rows
+    grouped (``links_of_rows``).
+
+    ``rows`` is how many rows it holds. Its values (an observe link's rows; in rows, also the observe rows without
+    a hash that follow an event, which join its link as the chain reads them) have an attribute, a value and a tag
+    each, and the example and cost their rows state.
+    """
+
+    seq: int
+    kind: str
+    example: Any
+    value: Any
+    cost: Any
+    n: int
+    payload: dict[str, Any] | str
+    hash: Any
+    rows: int = 1
+    attributes: Sequence[int] = ()
+    values: Sequence[Any] = ()
+    tags: Sequence[Any] = ()
+    examples: Sequence[int] | None = None  # None: every value is of the link's example
+    costs: Sequence[Any] = ()
+    # Rows only: the first row that names another example than its link's (its seq and the reason), and the rows.
+    fault: tuple[int, str] | None = None
+    source: Sequence[dict[str, Any]] = ()
+
+
+@lru_cache(maxsize=256)
+def _cells_format(n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}i{n}d{n}i")
+
+
+def links_of_stored(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes], costs: Sequence[float] | None,
+                    ) -> Iterator[ChainLink]:
+    """Stored links, in seq order, with their values.
 
     ``links`` are ``(seq, kind, example, value, cost, n, payload, digest)``; ``cells_of[seq]`` an observe
     link's packed rows (``pack_cells``); ``costs`` the attribute costs the ``open`` row declares (None: every
-    attribute costs 1).
+    attribute costs 1). An observe link whose rows are gone is left out: the verifier names the first of them
+    missing.
     """
     for seq, kind, example, value, cost, n, payload, digest in links:
-        digest_hex = bytes(digest).hex()
         if kind != "observe":
-            yield {"seq": seq, "kind": kind, "example": example, "attribute": None, "value": value, "cost": cost,
-                   "payload": json.loads(payload) if payload else {}, "link": seq, "n": 1, "hash": digest_hex,
-                   "tag": None}
+            yield ChainLink(seq, kind, example, value, cost, n, json.loads(payload) if payload else {},
+                            digest.hex())
             continue
         blob = cells_of.get(seq)
-        if blob is None:  # the link's rows are gone: the verifier names the first of them missing
+        m = 0 if blob is None else len(blob) // 16
+        if blob is None or not m:
             continue
-        attributes, values, tags = (a.tolist() for a in unpack_cells(bytes(blob)))
-        for i, (attribute, row_value, tag) in enumerate(zip(attributes, values, tags, strict=True)):
+        cells = _cells_format(m).unpack_from(blob)
+        attributes = cells[:m]
+        yield ChainLink(seq, kind, example, None, cost, n, {}, digest.hex(), m, attributes, cells[m : 2 * m],
+                   cells[2 * m :], None, declared_costs(costs, attributes))
+
+
+def rows_of_links(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes], costs: Sequence[float] | None,
+                  ) -> Iterator[dict[str, Any]]:
+    """The rows of stored links (as ``links_of_stored`` takes them), in seq order, as the API and the export show
+    them."""
+    for link in links_of_stored(links, cells_of, costs):
+        seq, digest = link.seq, link.hash
+        if link.kind != "observe":
+            yield {"seq": seq, "kind": link.kind, "example": link.example, "attribute": None, "value": link.value,
+                   "cost": link.cost, "payload": link.payload, "link": seq, "n": 1, "hash": digest, "tag": None}
+            continue
+        example, n = link.example, link.n
+        for i, (attribute, row_value, tag, cost) in enumerate(zip(link.attributes, link.values, link.tags,
+                                                                   link.costs, strict=True)):
             yield {"seq": seq + i, "kind": "observe", "example": example, "attribute": attribute, "value": row_value,
-                   "cost": 1.0 if costs is None else float(costs[attribute]), "payload": {}, "link": seq,
-                   "n": n if i == 0 else None, "hash": digest_hex if i == 0 else None, "tag": tag}
+                   "cost": cost, "payload": {}, "link": seq, "n": n if i == 0 else None,
+                   "hash": digest if i == 0 else None, "tag": tag}
+
+
+def links_of_rows(rows: Iterable[dict[str, Any]]) -> Iterator[ChainLink]:
+    """Rows in seq order (as ``rows_of_links`` yields them, or as an NDJSON export holds them) grouped into the
+    links the chain reads: a row with a hash starts a link, an observe row without one joins the link before it
+    if its seq follows, and any other row starts a link of its own, which the verifier finds out of place or
+    inserted."""
+    group: list[dict[str, Any]] = []
+    for row in rows:
+        if group and row.get("hash") is None and row["kind"] == "observe" and _follows(group[-1]["seq"], row["seq"]):
+            group.append(row)
+            continue
+        if group:
+            yield _link_of_rows(group)
+        group = [row]
+    if group:
+        yield _link_of_rows(group)
+
+
+def _follows(seq: Any, after: Any) -> bool:
+    return isinstance(seq, int) and after == seq + 1
+
+
+def _link_of_rows(group: list[dict[str, Any]]) -> ChainLink:
+    first = group[0]
+    kind = first["kind"]
+    example = first.get("example")
+    values = group if kind == "observe" else group[1:]
+    examples: list[int] | None = [int(row["example"]) for row in values]
+    fault = None
+    if kind == "observe":
+        stray = next((row for row in group[1:] if row.get("example") != example), None)
+        if stray is None:
+            example, examples = examples[0] if examples else example, None
+        else:
+            fault = (stray["seq"], f"row {stray['seq']} was altered: it does not belong to the link of example "
+                                   f"{example}")
+    return ChainLink(first["seq"], kind, example, first.get("value"), first.get("cost", 0.0),
+                     int(first.get("n") or (0 if kind == "observe" else 1)), first.get("payload", ""),
+                     first.get("hash"), len(group), [int(row["attribute"]) for row in values],
+                     [row.get("value") for row in values], [row.get("tag") for row in values], examples,
+                     [row["cost"] for row in values], fault, group)
 
 
 @dataclass
@@ -241,8 +348,95 @@ class ChainCheck:
     reason: str = ""
 
 
-def _bad(count: int, head: bytes, seq: int, reason: str) -> ChainCheck:
-    return ChainCheck(False, count, head.hex(), seq, reason)
+class ChainVerifier:
+    """Recomputes a chain's digests link by link (``add``, in seq order); ``result`` says whether it held, or
+    names the first row that was altered, inserted or is missing. After a fault it reads no further.
+
+    A link is checked once the next one is in place, as its rows were read: a row missing after it is named
+    before anything in it. ``receipts``: keep each link's end, for ``contains``.
+    """
+
+    def __init__(self, name: str, *, receipts: bool = False) -> None:
+        self.name = name
+        self.head = bytes(32)
+        self.rows = 0
+        self.fault: ChainCheck | None = None
+        self._last: ChainLink | None = None
+        self._ends: dict[int, Any] | None = {} if receipts else None
+
+    def add(self, link: ChainLink) -> None:
+        if self.fault is not None:
+            return
+        expected = self.rows
+        self.rows += 1
+        if link.seq != expected:
+            what = "missing" if link.seq > expected else "inserted or repeated"
+            self._bad(expected, f"row {expected} is {what}: found seq {link.seq} in its place")
+        elif self._check_last(at_end=False):
+            if link.hash is None:
+                self._bad(expected, f"row {expected} was inserted: it starts no link and joins none")
+            else:
+                self.rows += link.rows - 1
+                self._last = link
+
+    def result(self) -> ChainCheck:
+        if self.fault is None and self._check_last(at_end=True):
+            return ChainCheck(True, self.rows, self.head.hex())
+        assert self.fault is not None
+        return self.fault
+
+    def contains(self, rows: int, head: str) -> bool:
+        """Whether the link that ends at row ``rows - 1`` has the digest ``head``: ask once ``result`` found the
+        chain intact, so every digest is genuine."""
+        assert self._ends is not None, "a verifier made without receipts=True"
+        if rows in self._ends:
+            return bool(self._ends[rows] == head)
+        return rows == 0 and head == GENESIS
+
+    def _bad(self, seq: int, reason: str) -> bool:
+        self.fault = ChainCheck(False, self.rows, self.head.hex(), seq, reason)
+        return False
+
+    def _check_last(self, *, at_end: bool) -> bool:
+        link, self._last = self._last, None
+        if link is None:
+            return True
+        if link.kind == "observe":
+            n, got = link.n, link.rows
+            if got != n:
+                seq = link.seq + got
+                end = "; rows are missing at the end" if at_end and got < n else ""
+                return self._bad(seq, f"row {seq} is missing: link {link.seq} records {n} values{end}")
+            if link.fault is not None:
+                return self._bad(*link.fault)
+            digest = link_digest(self.head, observe_header(self.name, link.seq, int(link.example), n),
+                                 link.attributes, link.values)
+            if digest.hex() != link.hash:
+                return self._bad(*self._altered(link))
+        else:
+            payload = link.payload if isinstance(link.payload, str) else canonical_json(link.payload)
+            digest = link_digest(self.head, event_header(self.name, link.seq, link.kind, link.example, link.value,
+                                                         link.cost, payload))
+            if digest.hex() != link.hash:
+                return self._bad(link.seq,
+                                 f"row {link.seq} was altered: its content does not hash to its recorded hash")
+        if self._ends is not None:
+            self._ends.setdefault(link.seq + link.n, link.hash)
+        self.head = digest
+        return True
+
+    @staticmethod
+    def _altered(link: ChainLink) -> tuple[int, str]:
+        """Which row of an observe link that does not hash to its digest was altered: the first whose tag differs."""
+        n = link.rows
+        values = np.array([float(v) for v in link.values], dtype=np.float64)
+        tags = value_tags(np.arange(link.seq, link.seq + n), np.full(n, int(link.example)),
+                          np.asarray(link.attributes, dtype=np.int64), values)
+        for i, (kept, tag) in enumerate(zip(link.tags, tags.tolist(), strict=True)):
+            if kept != tag:
+                return link.seq + i, (f"row {link.seq + i} was altered: its value does not match its tag or its "
+                                      "link's hash")
+        return link.seq, f"row {link.seq} was altered: its link does not hash to its recorded hash"
 
 
 def verify_chain(name: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:
@@ -251,79 +445,9 @@ def verify_chain(name: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:
     ``name`` is the chain's (``chain_name``); ``rows`` are in seq order, as ``rows_of_links`` yields them (or as an
     NDJSON export holds them).
     """
-    head = bytes(32)
-    count = 0
-    group: list[dict[str, Any]] = []
-
-    def close_link(last: bool = False) -> ChainCheck | None:
-        nonlocal head
-        if not group:
-            return None
-        first = group[0]
-        kind = first["kind"]
-        if kind == "observe":
-            n = int(first.get("n") or 0)
-            if len(group) != n:
-                seq = first["seq"] + len(group)
-                at_end = "; rows are missing at the end" if last and len(group) < n else ""
-                return _bad(count, head, seq, f"row {seq} is missing: link {first['seq']} records {n} values{at_end}")
-            for row in group[1:]:
-                if row.get("example") != first.get("example") or row["kind"] != "observe":
-                    return _bad(count, head, row["seq"], f"row {row['seq']} was altered: it does not belong to the "
-                                f"link of example {first.get('example')}")
-            attributes = np.array([int(r["attribute"]) for r in group], dtype=np.int64)
-            values = np.array([float(r["value"]) for r in group], dtype=np.float64)
-            digest = link_digest(head, observe_header(name, first["seq"], int(first["example"]), n),
-                                 attributes, values)
-            if digest.hex() != first.get("hash"):
-                seqs = np.array([r["seq"] for r in group], dtype=np.int64)
-                tags = value_tags(seqs, np.full(len(group), int(first["example"])), attributes, values)
-                for row, tag in zip(group, tags.tolist(), strict=True):
-                    if row.get("tag") != tag:
-                        return _bad(count, head, row["seq"], f"row {row['seq']} was altered: its value does not "
-                                    "match its tag or its link's hash")
-                return _bad(count, head, first["seq"],
-                            f"row {first['seq']} was altered: its link does not hash to its recorded hash")
-        else:
-            payload = first["payload"] if isinstance(first["payload"], str) else canonical_json(first["payload"])
-            digest = link_digest(head, event_header(name, first["seq"], kind, first.get("example"),
-                                                    first.get("value"), first.get("cost", 0.0), payload))
-            if digest.hex() != first.get("hash"):
-                return _bad(count, head, first["seq"],
-                            f"row {first['seq']} was altered: its content does not hash to its recorded hash")
-        head = digest
-        group.clear()
-        return None
-
-    for expected, row in enumerate(rows):
-        count += 1
-        if row["seq"] != expected:
-            what = "missing" if row["seq"] > expected else "inserted or repeated"
-            return _bad(count, head, expected, f"row {expected} is {what}: found seq {row['seq']} in its place")
-        starts_link = row.get("hash") is not None
-        if starts_link or row["kind"] != "observe" or not group:
-            bad = close_link()
-            if bad is not None:
-                return bad
-            if not starts_link:
-                return _bad(count, head, expected, f"row {expected} was inserted: it starts no link and joins none")
-        group.append(row)
-    bad = close_link(last=True)
-    if bad is not None:
-        return bad
-    return ChainCheck(True, count, head.hex())
-
-
-def contains_receipt(rows: Iterable[dict[str, Any]], receipt_rows: int, receipt_head: str) -> bool:
-    """Whether the link that ends at row ``receipt_rows - 1`` has the digest ``receipt_head``.
-
-    Rows are as ``verify_chain`` takes them; call it after the chain verified, so every digest is genuine.
-    """
-    for row in rows:
-        digest = row.get("hash")
-        if digest is None:
-            continue
-        n = int(row.get("n") or 1)
-        if row["seq"] + n == receipt_rows:
-            return bool(digest == receipt_head)
-    return receipt_rows == 0 and receipt_head == GENESIS
+    verifier = ChainVerifier(name)
+    for link in links_of_rows(rows):
+        verifier.add(link)
+        if verifier.fault is not None:
+            break
+    return verifier.result()

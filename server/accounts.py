@@ -18,6 +18,7 @@ from budgetlab.contract.accounts import (
 from budgetlab.contract.sessions import SessionBasics
 from budgetlab.engine import session_view
 from budgetlab.errors import Code, refusal
+from budgetlab.ledger import ChainLink
 from server.account_rows import Account, new_key
 from server.ledger_export import recorded_counters
 from server.session_rows import SESSION_FACTS, config_of, counters_of
@@ -87,14 +88,15 @@ class AccountService:
         return audit_account(account.id, account.allowance, self._ledgers(cursor, account.id),
                              spent_recorded=account.spent_cost, evaluations_recorded=account.evaluations)
 
-    def _ledgers(self, cursor: Any, account_id: str) -> Iterator[tuple[str, list[dict[str, Any]], dict[str, Any], int]]:
-        """Each session of the account: its id, rows, recorded counters and ledger format (one at a time)."""
+    def _ledgers(self, cursor: Any, account_id: str) -> Iterator[tuple[str, Iterator[ChainLink], dict[str, Any], int]]:
+        """Each session of the account: its id, links, recorded counters and ledger format (one at a time: read
+        its links before the next session's)."""
         cursor.execute(self._ids_of, (account_id,))
         steps, db = self.sessions.steps, self.db
         for (session_id,) in cursor.fetchall():
             loaded = steps.load(cursor, session_id, None, lock=False)
-            rows = db.rows(cursor, loaded.key, db.declared_costs(cursor, loaded.key))
-            yield session_id, rows, recorded_counters(loaded), loaded.row["ledger_format"]
+            links = db.links(cursor, loaded.key, db.declared_costs(cursor, loaded.key))
+            yield session_id, links, recorded_counters(loaded), loaded.row["ledger_format"]
 
     def _load(self, cursor: Any, account_id: str) -> Account:
         account = self.rows.load(cursor, account_id)

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 
 from budgetlab import engine as rules
 from budgetlab.allowance import admit, check_costs, check_open
-from budgetlab.audit import audit_rows
+from budgetlab.audit import audit_links
 from budgetlab.contract.accounts import Allowance
 from budgetlab.contract.ledger import AuditReport, LedgerPage, LedgerQuery, LedgerRow
 from budgetlab.contract.sessions import SessionCreate, SessionCreated, SessionInfo
@@ -182,9 +182,9 @@ class SessionService:
     def audit(self, session_id: str, token: str | None) -> AuditReport:
         """The session's audit; ``token`` None for the oracle's own dashboard, which reads no token (the report
         names no value)."""
-        # Rows and counters come from one snapshot, so no write interleaves; no lock is taken.
+        # Links and counters come from one snapshot, so no write interleaves; no lock is taken.
         with self.db.read() as cursor:
             loaded = self.steps.load(cursor, session_id, token, lock=False)
-            rows = self.db.rows(cursor, loaded.key, self.db.declared_costs(cursor, loaded.key))
-        return audit_rows(session_id, rows, recorded_counters(loaded), format=loaded.row["ledger_format"],
-                          account=loaded.account)
+            links = self.db.links(cursor, loaded.key, self.db.declared_costs(cursor, loaded.key))
+            return audit_links(session_id, links, recorded_counters(loaded), format=loaded.row["ledger_format"],
+                               account=loaded.account)

@@ -33,7 +33,7 @@ import psycopg
 from sqlalchemy import Engine, Table
 
 from budgetlab.errors import Refused, SessionBusy
-from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, rows_of_links, unpack_cells
+from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, ChainLink, links_of_stored, rows_of_links, unpack_cells
 from server.checkpoint import WRITER_BACKSTOP_PAGES, Checkpointer
 from server.tables import Base, Cells, Link, SessionRecord
 from web.database_faults import database_refusal, is_disconnect
@@ -377,21 +377,31 @@ class Database:
         out: list[dict[str, Any]] = []
         cursor.execute(self.sql.link_at, (key, after + 1))
         first = cursor.fetchone()
-        start = after + 1 if first is None else first[0]
-        while limit is None or len(out) < limit:
-            cursor.execute(self.sql.links_from, (key, start, LINK_CHUNK))
-            links = cursor.fetchall()
-            if not links:
-                break
-            observed = sorted({link[2] for link in links if link[1] == "observe"})
-            cells_of = {seq: blob for _, seq, blob in self._packed(cursor, key, observed)}
+        for links, cells_of in self._stored(cursor, key, after + 1 if first is None else first[0]):
             for row in rows_of_links(links, cells_of, costs):
                 if row["seq"] > after:
                     out.append(row)
                     if limit is not None and len(out) >= limit:
-                        break
-            start = links[-1][0] + 1
+                        return out
         return out
+
+    def links(self, cursor: Any, key: int, costs: Sequence[float] | None) -> Iterator[ChainLink]:
+        """The session's whole chain, link by link, as the verifier and the audit read it (``costs``: the declared
+        ones, as for ``rows``)."""
+        for links, cells_of in self._stored(cursor, key, 0):
+            yield from links_of_stored(links, cells_of, costs)
+
+    def _stored(self, cursor: Any, key: int, start: int) -> Iterator[tuple[list[Any], dict[int, bytes]]]:
+        """The session's links from seq ``start`` on, ``LINK_CHUNK`` at a time, each chunk with the packed cells
+        of its observe links' examples, by seq."""
+        while True:
+            cursor.execute(self.sql.links_from, (key, start, LINK_CHUNK))
+            links: list[Any] = cursor.fetchall()
+            if not links:
+                return
+            observed = sorted({link[2] for link in links if link[1] == "observe"})
+            yield links, {seq: blob for _, seq, blob in self._packed(cursor, key, observed)}
+            start = links[-1][0] + 1
 
     def open_sessions(self, cursor: Any) -> list[tuple[str, datetime]]:
         cursor.execute(self.sql.open_sessions)

@@ -11,8 +11,9 @@ from budgetlab.engine import Event, Observations
 from budgetlab.ledger import (
     GENESIS,
     Chain,
-    contains_receipt,
+    ChainVerifier,
     link_digest,
+    links_of_rows,
     observe_header,
     pack_cells,
     rows_of_links,
@@ -92,10 +93,15 @@ def test_the_session_id_is_part_of_every_digest() -> None:
 def test_a_receipt_is_found_only_at_its_own_link() -> None:
     chain = _chain()
     rows = _rows(chain)
-    assert contains_receipt(rows, 8, chain.head)
-    assert contains_receipt(rows, 4, rows[2]["hash"])  # the link of rows 2-3 ends at row 3
-    assert not contains_receipt(rows, 3, rows[2]["hash"])
-    assert not contains_receipt(rows, 8, rows[2]["hash"])
+    verifier = ChainVerifier("s1", receipts=True)
+    for link in links_of_rows(rows):
+        verifier.add(link)
+    assert verifier.result().ok
+    assert verifier.contains(8, chain.head)
+    assert verifier.contains(4, rows[2]["hash"])  # the link of rows 2-3 ends at row 3
+    assert not verifier.contains(3, rows[2]["hash"])
+    assert not verifier.contains(8, rows[2]["hash"])
+    assert verifier.contains(0, GENESIS)
 
 
 def _many() -> tuple[list[int], list[int], list[float], list[float]]:
