@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -67,14 +67,10 @@ def canonical_json(payload: dict[str, Any] | None) -> str:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def _opt(x: float | int | None, text: Callable[[object], str] = str) -> str:
-    return "" if x is None else text(x)
-
-
 def event_header(name: str, seq: int, kind: str, example: int | None, value: float | None, cost: float,
                  payload: str) -> bytes:
-    return (f"{name}|{seq}|{kind}|{_opt(example)}|{_opt(None if value is None else float(value), repr)}|"
-            f"{float(cost)!r}|{payload}").encode()
+    return (f"{name}|{seq}|{kind}|{'' if example is None else example}|"
+            f"{'' if value is None else repr(float(value))}|{float(cost)!r}|{payload}").encode()
 
 
 def observe_header(name: str, seq: int, example: int, n: int) -> bytes:
