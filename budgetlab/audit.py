@@ -3,8 +3,8 @@
 The audit reads the ledger link by link (``budgetlab.ledger.ChainLink``): the oracle's stored links for
 ``GET /v1/sessions/{id}/audit`` and an account's audit (``audit_links``), or the rows of an exported NDJSON file
 grouped into links for ``budgetlab audit`` offline (``audit_rows``), so each rule is checked in one place. Rows can
-go wrong in ways links cannot (a row missing from its link, one of another session); the grouping and
-``rows_of_other_sessions`` find those.
+go wrong in ways stored links cannot (a row of another example in a link, a row of another session): the grouping
+(``budgetlab.ledger.links_of_rows``) and ``_rows_of_other_sessions`` find those.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from budgetlab.contract.ledger import AuditReport, Receipt
 from budgetlab.ledger import ChainCheck, ChainLink
 
 _SLACK = 1e-6
-# Reasons a link's rows give that only rows can (by the row's place in its link), found before the audit counts it.
+# What only rows can get wrong in a link (a row of another session), as (the row's place in the link, the reason).
 Notes = Callable[[ChainLink], list[tuple[int, str]]]
 
 
@@ -224,7 +224,7 @@ def audit_links(session_id: str, links: Iterable[ChainLink], recorded: dict[str,
     return _audit(session_id, links, recorded, receipts=(), format=format, account=account)[0]
 
 
-def rows_of_other_sessions(session_id: str, link: ChainLink) -> list[tuple[int, str]]:
+def _rows_of_other_sessions(session_id: str, link: ChainLink) -> list[tuple[int, str]]:
     """The rows of a link that name another session than the one audited (an NDJSON export's rows name theirs)."""
     return [(i, f"row {row['seq']} belongs to session {row['session_id']}") for i, row in enumerate(link.source)
             if row.get("session_id", session_id) != session_id]
@@ -242,7 +242,7 @@ def audit_rows(session_id: str, rows: Iterable[dict[str, Any]], recorded: dict[s
     rows = list(rows)
     chain = None if format in ledger.FORMATS else ledger_v1.verify_chain(session_id, rows)
     return _audit(session_id, ledger.links_of_rows(rows), recorded, receipts=receipts, format=format,
-                  account=account, chain=chain, notes=partial(rows_of_other_sessions, session_id))[0]
+                  account=account, chain=chain, notes=partial(_rows_of_other_sessions, session_id))[0]
 
 
 def audit_account(account: str, allowance: Allowance,

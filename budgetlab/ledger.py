@@ -266,13 +266,13 @@ def links_of_stored(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes
                             digest.hex())
             continue
         blob = cells_of.get(seq)
-        m = 0 if blob is None else len(blob) // 16
-        if blob is None or not m:
+        if not blob or len(blob) < 16:  # the link's rows are gone
             continue
+        m = len(blob) // 16
         cells = _cells_format(m).unpack_from(blob)
         attributes = cells[:m]
         yield ChainLink(seq, kind, example, None, cost, n, {}, digest.hex(), m, attributes, cells[m : 2 * m],
-                   cells[2 * m :], None, declared_costs(costs, attributes))
+                        cells[2 * m :], None, declared_costs(costs, attributes))
 
 
 def rows_of_links(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes], costs: Sequence[float] | None,
@@ -300,7 +300,7 @@ def links_of_rows(rows: Iterable[dict[str, Any]]) -> Iterator[ChainLink]:
     inserted."""
     group: list[dict[str, Any]] = []
     for row in rows:
-        if group and row.get("hash") is None and row["kind"] == "observe" and _follows(group[-1]["seq"], row["seq"]):
+        if group and row.get("hash") is None and row["kind"] == "observe" and _next(group[-1]["seq"], row["seq"]):
             group.append(row)
             continue
         if group:
@@ -310,8 +310,8 @@ def links_of_rows(rows: Iterable[dict[str, Any]]) -> Iterator[ChainLink]:
         yield _link_of_rows(group)
 
 
-def _follows(seq: Any, after: Any) -> bool:
-    return isinstance(seq, int) and after == seq + 1
+def _next(previous: Any, seq: Any) -> bool:
+    return isinstance(previous, int) and seq == previous + 1
 
 
 def _link_of_rows(group: list[dict[str, Any]]) -> ChainLink:
