@@ -22,6 +22,7 @@ from budgetlab.contract.ledger import AuditReport, Receipt
 from budgetlab.ledger import ChainCheck, ChainLink
 
 _SLACK = 1e-6
+_CELL = 1 << 31  # attributes below it are kept in one int with their example (_cell)
 # What only rows can get wrong in a link (a row of another session), as (the row's place in the link, the reason).
 Notes = Callable[[ChainLink], list[tuple[int, str]]]
 
@@ -34,7 +35,7 @@ def _payload(payload: dict[str, Any] | str) -> dict[str, Any]:
 def _cell(example: int, attribute: int) -> int | tuple[int, int]:
     """An (example, attribute) pair as the audit remembers it: one int for any attribute a store holds (int32), so
     the set of those observed holds no object for the garbage collector to track."""
-    return example << 31 | attribute if 0 <= attribute < 1 << 31 else (example, attribute)
+    return example << 31 | attribute if 0 <= attribute < _CELL else (example, attribute)
 
 
 @dataclass
@@ -102,16 +103,18 @@ class _Tally:
         attributes, charged = link.attributes, link.costs
         m = len(attributes)
         self.attributes += m
-        if link.examples is None:  # every value is of the link's example (a stored link, or rows as stored)
+        low, high = min(attributes), max(attributes)
+        # Every value of the link's example (a stored link, or rows as stored) and of an attribute _cell makes an int
+        # of: nearly every link.
+        if link.examples is None and 0 <= low and high < _CELL:
             example, costs, d, seen = link.example, self.costs, self.d, self.seen
-            new = {_cell(example, a) for a in attributes}
-            low, high = min(attributes), max(attributes)
+            base = example << 31
+            new = {base | a for a in attributes}  # their _cell
             if costs is None:
                 declared: list[Any] | None = [1.0] * m
             else:
-                declared = [costs[a] for a in attributes] if 0 <= low and high < len(costs) else None
-            if (len(new) == m and seen.isdisjoint(new) and (d is None or 0 <= low and high < d)
-                    and declared == charged):
+                declared = [costs[a] for a in attributes] if high < len(costs) else None
+            if len(new) == m and seen.isdisjoint(new) and (d is None or high < d) and declared == charged:
                 # Nearly every link: its values are new, within 0..d-1 and charged as declared, so none is named.
                 seen |= new
                 self.per_example[example] = self.per_example.get(example, 0) + m

@@ -83,17 +83,19 @@ def link_digest(prev: bytes, header: bytes, attributes: np.ndarray | Sequence[in
     h.update(header)
     if attributes is not None and values is not None:
         h.update(b"\n")
-        if type(attributes) is np.ndarray or type(values) is np.ndarray:
-            h.update(np.ascontiguousarray(attributes, dtype="<i8").tobytes())
-            h.update(np.ascontiguousarray(values, dtype="<f8").tobytes())
-        else:  # a link's few values, as the verifier reads them: struct is several times cheaper than numpy
-            h.update(_attributes_and_values(len(values)).pack(*attributes, *values))
+        # int64 and f64, little-endian; struct packs a link's few values several times faster than numpy.
+        n = len(values)
+        h.update((_PACKED.get(n) or _packing(n)).pack(*attributes, *values))
     return h.digest()
 
 
-@lru_cache(maxsize=256)
-def _attributes_and_values(n: int) -> struct.Struct:
-    return struct.Struct(f"<{n}q{n}d")
+_PACKED: dict[int, struct.Struct] = {}
+
+
+def _packing(n: int) -> struct.Struct:
+    """How ``link_digest`` packs ``n`` attributes and values (kept for the sizes a ledger's links have)."""
+    packing = _PACKED[n] = struct.Struct(f"<{n}q{n}d")
+    return packing
 
 
 def value_tag(seq: int, example: int, attribute: int, value: float) -> int:
@@ -234,7 +236,7 @@ class ChainLink:
     cost: Any
     n: int
     payload: dict[str, Any] | str
-    hash: Any
+    digest: Any  # the recorded digest (32 bytes; in rows, what their hash field holds if it is not that in hex)
     rows: int = 1
     attributes: Sequence[int] = ()
     values: Sequence[Any] = ()
@@ -262,8 +264,7 @@ def links_of_stored(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes
     """
     for seq, kind, example, value, cost, n, payload, digest in links:
         if kind != "observe":
-            yield ChainLink(seq, kind, example, value, cost, n, json.loads(payload) if payload else {},
-                            digest.hex())
+            yield ChainLink(seq, kind, example, value, cost, n, json.loads(payload) if payload else {}, digest)
             continue
         blob = cells_of.get(seq)
         if not blob or len(blob) < 16:  # the link's rows are gone
@@ -271,7 +272,7 @@ def links_of_stored(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes
         m = len(blob) // 16
         cells = _cells_format(m).unpack_from(blob)
         attributes = cells[:m]
-        yield ChainLink(seq, kind, example, None, cost, n, {}, digest.hex(), m, attributes, cells[m : 2 * m],
+        yield ChainLink(seq, kind, example, None, cost, n, {}, digest, m, attributes, cells[m : 2 * m],
                         cells[2 * m :], None, declared_costs(costs, attributes))
 
 
@@ -280,7 +281,7 @@ def rows_of_links(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes],
     """The rows of stored links (as ``links_of_stored`` takes them), in seq order, as the API and the export show
     them."""
     for link in links_of_stored(links, cells_of, costs):
-        seq, digest = link.seq, link.hash
+        seq, digest = link.seq, bytes(link.digest).hex()
         if link.kind != "observe":
             yield {"seq": seq, "kind": link.kind, "example": link.example, "attribute": None, "value": link.value,
                    "cost": link.cost, "payload": link.payload, "link": seq, "n": 1, "hash": digest, "tag": None}
@@ -310,6 +311,17 @@ def links_of_rows(rows: Iterable[dict[str, Any]]) -> Iterator[ChainLink]:
         yield _link_of_rows(group)
 
 
+def _digest(hash: Any) -> Any:
+    """A row's hash as the digest it stands for: bytes if it is one in lowercase hex, else as it is (no digest)."""
+    if isinstance(hash, str):
+        try:
+            digest = bytes.fromhex(hash)
+        except ValueError:
+            return hash
+        return digest if digest.hex() == hash else hash
+    return hash
+
+
 def _next(previous: Any, seq: Any) -> bool:
     return isinstance(previous, int) and seq == previous + 1
 
@@ -330,7 +342,7 @@ def _link_of_rows(group: list[dict[str, Any]]) -> ChainLink:
                                    f"{example}")
     return ChainLink(first["seq"], kind, example, first.get("value"), first.get("cost", 0.0),
                      int(first.get("n") or (0 if kind == "observe" else 1)), first.get("payload", ""),
-                     first.get("hash"), len(group), [int(row["attribute"]) for row in values],
+                     _digest(first.get("hash")), len(group), [int(row["attribute"]) for row in values],
                      [row.get("value") for row in values], [row.get("tag") for row in values], examples,
                      [row["cost"] for row in values], fault, group)
 
@@ -358,7 +370,7 @@ class ChainVerifier:
         self.rows = 0
         self.fault: ChainCheck | None = None
         self._last: ChainLink | None = None
-        self._ends: dict[int, Any] | None = {} if receipts else None
+        self._ends: dict[int, bytes] | None = {} if receipts else None
 
     def add(self, link: ChainLink) -> None:
         if self.fault is not None:
@@ -369,7 +381,7 @@ class ChainVerifier:
             what = "missing" if link.seq > expected else "inserted or repeated"
             self._bad(expected, f"row {expected} is {what}: found seq {link.seq} in its place")
         elif self._check_last(at_end=False):
-            if link.hash is None:
+            if link.digest is None:
                 self._bad(expected, f"row {expected} was inserted: it starts no link and joins none")
             else:
                 self.rows += link.rows - 1
@@ -386,7 +398,7 @@ class ChainVerifier:
         chain intact, so every digest is genuine."""
         assert self._ends is not None, "a verifier made without receipts=True"
         if rows in self._ends:
-            return bool(self._ends[rows] == head)
+            return self._ends[rows].hex() == head
         return rows == 0 and head == GENESIS
 
     def _bad(self, seq: int, reason: str) -> bool:
@@ -407,17 +419,17 @@ class ChainVerifier:
                 return self._bad(*link.fault)
             digest = link_digest(self.head, observe_header(self.name, link.seq, int(link.example), n),
                                  link.attributes, link.values)
-            if digest.hex() != link.hash:
+            if digest != link.digest:
                 return self._bad(*self._altered(link))
         else:
             payload = link.payload if isinstance(link.payload, str) else canonical_json(link.payload)
             digest = link_digest(self.head, event_header(self.name, link.seq, link.kind, link.example, link.value,
                                                          link.cost, payload))
-            if digest.hex() != link.hash:
+            if digest != link.digest:
                 return self._bad(link.seq,
                                  f"row {link.seq} was altered: its content does not hash to its recorded hash")
         if self._ends is not None:
-            self._ends.setdefault(link.seq + link.n, link.hash)
+            self._ends.setdefault(link.seq + link.n, digest)
         self.head = digest
         return True
 
