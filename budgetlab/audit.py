@@ -22,7 +22,6 @@ from budgetlab.contract.ledger import AuditReport, Receipt
 from budgetlab.ledger import ChainCheck, ChainLink
 
 _SLACK = 1e-6
-_CELL = 1 << 31  # attributes below it are kept in one int with their example (_cell)
 # What only rows can get wrong in a link (a row of another session), as (the row's place in the link, the reason).
 Notes = Callable[[ChainLink], list[tuple[int, str]]]
 
@@ -30,12 +29,6 @@ Notes = Callable[[ChainLink], list[tuple[int, str]]]
 def _payload(payload: dict[str, Any] | str) -> dict[str, Any]:
     opened: dict[str, Any] = json.loads(payload) if isinstance(payload, str) else payload
     return opened
-
-
-def _cell(example: int, attribute: int) -> int | tuple[int, int]:
-    """An (example, attribute) pair as the audit remembers it: one int for any attribute a store holds (int32), so
-    the set of those observed holds no object for the garbage collector to track."""
-    return example << 31 | attribute if 0 <= attribute < _CELL else (example, attribute)
 
 
 @dataclass
@@ -57,7 +50,7 @@ class _Tally:
     labels: int = 0
     evaluations: int = 0
     per_example: dict[int, int] = field(default_factory=dict)
-    seen: set[int | tuple[int, int]] = field(default_factory=set)  # the (example, attribute) pairs observed (_cell)
+    seen: dict[int, set[int]] = field(default_factory=dict)  # the attributes observed of each example
     labelled: set[int] = field(default_factory=set)
     predicted: set[int] = field(default_factory=set)
 
@@ -103,20 +96,22 @@ class _Tally:
         attributes, charged = link.attributes, link.costs
         m = len(attributes)
         self.attributes += m
-        low, high = min(attributes), max(attributes)
-        # Every value of the link's example (a stored link, or rows as stored) and of an attribute _cell makes an int
-        # of: nearly every link.
-        if link.examples is None and 0 <= low and high < _CELL:
-            example, costs, d, seen = link.example, self.costs, self.d, self.seen
-            base = example << 31
-            new = {base | a for a in attributes}  # their _cell
+        if link.examples is None:  # every value is of the link's example (a stored link, or rows as stored)
+            example, costs, d = link.example, self.costs, self.d
+            ordered = sorted(attributes)
+            low, high = ordered[0], ordered[-1]
+            new, prior = set(attributes), self.seen.get(example)
             if costs is None:
                 declared: list[Any] | None = [1.0] * m
             else:
-                declared = [costs[a] for a in attributes] if high < len(costs) else None
-            if len(new) == m and seen.isdisjoint(new) and (d is None or high < d) and declared == charged:
+                declared = [costs[a] for a in attributes] if 0 <= low and high < len(costs) else None
+            if (len(new) == m and (prior is None or prior.isdisjoint(new)) and (d is None or 0 <= low and high < d)
+                    and declared == charged):
                 # Nearly every link: its values are new, within 0..d-1 and charged as declared, so none is named.
-                seen |= new
+                if prior is None:
+                    self.seen[example] = new
+                else:
+                    prior |= new
                 self.per_example[example] = self.per_example.get(example, 0) + m
                 spent = self.spent
                 for cost in charged:
@@ -131,11 +126,11 @@ class _Tally:
         first = link.rows - len(link.attributes)  # the rows of an event's link before its values
         for i, (example, attribute, cost) in enumerate(zip(examples, link.attributes, link.costs, strict=True),
                                                         start=first):
-            cell = _cell(example, attribute)
-            if cell in seen:
+            observed = seen.setdefault(example, set())
+            if attribute in observed:
                 found.append((i, f"row {link.seq + i} charges attribute {attribute} of example {example} a second "
                                  "time"))
-            seen.add(cell)
+            observed.add(attribute)
             if d is not None and not 0 <= attribute < d:
                 found.append((i, f"row {link.seq + i} observes attribute {attribute} outside 0..{d - 1}"))
             expected = 1.0 if costs is None else costs[attribute] if 0 <= attribute < len(costs) else None
