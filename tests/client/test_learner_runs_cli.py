@@ -36,6 +36,11 @@ def test_runs_commands_list_show_wait_and_cancel_a_callers_runs(learner_url: str
 
     waited = runs(learner_url, "wait", short.id, "--timeout", "60", token=token)
     assert "finished" in waited.stdout and "60/60 examples" in waited.stdout
+    # The long run is cancelled before the listing, not after it: until then its steps, which the shared oracle serves
+    # in this process, cost CPU during every command.
+    cancelled = runs(learner_url, "cancel", long.id, token=token).stdout
+    assert "cancelled" in cancelled
+    assert runs(learner_url, "wait", long.id, token=token, ok=False).returncode == 1  # ended, not completed
 
     listed = runs(learner_url, "list", token=token).stdout
     lines = listed.splitlines()
@@ -51,10 +56,6 @@ def test_runs_commands_list_show_wait_and_cancel_a_callers_runs(learner_url: str
     rows = [line.split() for line in shown.splitlines()]
     curve = [row[0] for row in rows if len(row) == 5 and all(c.replace(".", "").isdigit() for c in row)]
     assert curve == ["20", "40", "60"], shown
-
-    cancelled = runs(learner_url, "cancel", long.id, token=token).stdout
-    assert "cancelled" in cancelled
-    assert runs(learner_url, "wait", long.id, token=token, ok=False).returncode == 1  # ended, not completed
 
     stranger = runs(learner_url, "token").stdout.strip()
     assert "no runs" in runs(learner_url, "list", token=stranger).stdout
