@@ -120,13 +120,14 @@ class StreamClient(Observer):
 def ledger_cells(url: str, session: dict) -> list[tuple[int, int, float]]:
     headers = {"Authorization": f"Bearer {session['token']}"}
     cells, after = [], -1
-    while True:
-        page = httpx.get(f"{url}/v1/sessions/{session['id']}/ledger", params={"after": after, "limit": 10_000},
-                         headers=headers, timeout=30).json()
-        cells += [(r["example"], r["attribute"], r["value"]) for r in page["rows"] if r["kind"] == "observe"]
-        if page["next_after"] is None:
-            return cells
-        after = page["next_after"]
+    with httpx.Client(timeout=30) as http:  # one client for the pages: each new one costs ~45 ms of CPU
+        while True:
+            page = http.get(f"{url}/v1/sessions/{session['id']}/ledger", params={"after": after, "limit": 10_000},
+                            headers=headers).json()
+            cells += [(r["example"], r["attribute"], r["value"]) for r in page["rows"] if r["kind"] == "observe"]
+            if page["next_after"] is None:
+                return cells
+            after = page["next_after"]
 
 
 def assert_in_the_ledger_once(url: str, session: dict[str, Any], acknowledged: Acknowledged) -> None:

@@ -41,8 +41,9 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 class Session:
-    def __init__(self, url: str) -> None:
-        created = httpx.post(f"{url}/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": GAUSS,
+    def __init__(self, http: httpx.Client, url: str) -> None:
+        self.http = http
+        created = http.post(f"{url}/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": GAUSS,
                                                          "budget": {"per_example": 3, "total": 50}, "seed": 9})
         assert created.status_code == 201, created.text
         self.url, self.id, self.token = url, created.json()["id"], created.json()["token"]
@@ -50,9 +51,9 @@ class Session:
         self.held = {"X-Session-Tokens": f"{self.id}:{self.token}"}
 
     def observe(self, attributes: list[int]) -> dict[str, Any]:
-        example = httpx.post(f"{self.url}/v1/sessions/{self.id}/next", headers=self.auth).json()["example"]
-        r = httpx.post(f"{self.url}/v1/sessions/{self.id}/observe", headers=self.auth,
-                       json={"example": example, "attributes": attributes})
+        example = self.http.post(f"{self.url}/v1/sessions/{self.id}/next", headers=self.auth).json()["example"]
+        r = self.http.post(f"{self.url}/v1/sessions/{self.id}/observe", headers=self.auth,
+                           json={"example": example, "attributes": attributes})
         assert r.status_code == 200, r.text
         return r.json()
 
@@ -88,14 +89,15 @@ def events(url: str, headers: dict[str, str], until: Any, timeout: float = 20.0)
 # --- the oracle ------------------------------------------------------------------------------------------------
 
 
-def test_without_a_token_the_list_is_counts_only_the_admin_sees_every_session_without_values(oracle: str) -> None:
-    session = Session(oracle)
+def test_without_a_token_the_list_is_counts_only_the_admin_sees_every_session_without_values(
+        oracle: str, http: httpx.Client) -> None:
+    session = Session(http, oracle)
     session.observe([1, 2])
-    anonymous = httpx.get(f"{oracle}/v1/dashboard/sessions").json()
+    anonymous = http.get(f"{oracle}/v1/dashboard/sessions").json()
     assert anonymous["sessions"] == [] and anonymous["held"] == {} and not anonymous["admin"]
     assert anonymous["counts"]["sessions"] >= 1 and anonymous["counts"]["open"] >= 1
 
-    admin = httpx.get(f"{oracle}/v1/dashboard/sessions", headers=ADMIN).json()
+    admin = http.get(f"{oracle}/v1/dashboard/sessions", headers=ADMIN).json()
     listed = {s["id"]: s for s in admin["sessions"]}
     mine = listed[session.id]
     assert mine["spent"] == {"cost": 2.0, "attributes": 2, "labels": 1, "examples_issued": 1}
@@ -104,15 +106,15 @@ def test_without_a_token_the_list_is_counts_only_the_admin_sees_every_session_wi
     assert not keys(admin) & SECRET_FIELDS, "a value-bearing field is listed without the session's token"
     assert mine["created_at"].endswith(("Z", "+00:00")), "a time without its zone reads as local time in a browser"
 
-    held = httpx.get(f"{oracle}/v1/dashboard/sessions", headers=session.held).json()
+    held = http.get(f"{oracle}/v1/dashboard/sessions", headers=session.held).json()
     assert [s["id"] for s in held["sessions"]] == [session.id]
     assert held["held"][session.id]["seed"] == 9 and held["held"][session.id]["head_hash"]
 
 
-def test_a_wrong_token_lists_nothing_and_bad_headers_are_4xx(oracle: str) -> None:
-    session = Session(oracle)
-    other = Session(oracle)
-    wrong = httpx.get(f"{oracle}/v1/dashboard/sessions", headers={"X-Session-Tokens": f"{session.id}:{other.token}"})
+def test_a_wrong_token_lists_nothing_and_bad_headers_are_4xx(oracle: str, http: httpx.Client) -> None:
+    session = Session(http, oracle)
+    other = Session(http, oracle)
+    wrong = http.get(f"{oracle}/v1/dashboard/sessions", headers={"X-Session-Tokens": f"{session.id}:{other.token}"})
     assert wrong.status_code == 200
     assert wrong.json()["sessions"] == [] and list(wrong.json()["unknown"]) == [session.id]
     for headers, status, error in [({"X-Session-Tokens": "no pair"}, 422, "invalid_request"),
@@ -120,44 +122,46 @@ def test_a_wrong_token_lists_nothing_and_bad_headers_are_4xx(oracle: str) -> Non
                                    ({"Authorization": f"Bearer {session.token}"}, 403, "forbidden"),
                                    ({"Authorization": "Basic abc"}, 401, "unauthorized")]:
         for path in ("/v1/dashboard/sessions", "/v1/events"):
-            r = httpx.get(f"{oracle}{path}", headers=headers)
+            r = http.get(f"{oracle}{path}", headers=headers)
             assert (r.status_code, r.json()["error"]) == (status, error), (path, headers, r.text)
 
 
-def test_the_audit_verdict_is_the_audit_s(oracle: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_the_audit_verdict_is_the_audit_s(oracle: str, tmp_path_factory: pytest.TempPathFactory,
+                                          http: httpx.Client) -> None:
     path = tmp_path_factory.mktemp("tampered") / "ledger.db"
     with oracle_server(f"sqlite:///{path}") as url:
-        session = Session(url)
+        session = Session(http, url)
         session.observe([0, 1, 2])
         with sqlite3.connect(path) as db:  # someone removes the observed values behind the oracle's back
             db.execute("DELETE FROM cells")
-        listed = httpx.get(f"{url}/v1/dashboard/sessions", headers=ADMIN).json()["sessions"]
-        audit = httpx.get(f"{url}/v1/sessions/{session.id}/audit", headers=session.auth).json()
+        listed = http.get(f"{url}/v1/dashboard/sessions", headers=ADMIN).json()["sessions"]
+        audit = http.get(f"{url}/v1/sessions/{session.id}/audit", headers=session.auth).json()
     assert not audit["compliant"]
     assert listed[0]["audit"]["compliant"] is False and listed[0]["audit"]["reasons"] == audit["reasons"]
 
 
 def test_a_request_audits_a_bounded_number_of_rows_and_verdicts_are_kept_while_ledgers_do_not_change(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, http: httpx.Client) -> None:
     with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as url:
-        sessions = [Session(url) for _ in range(3)]
+        sessions = [Session(http, url) for _ in range(3)]
         for session in sessions:
             session.observe([0, 1, 2])
-        rows = httpx.get(f"{url}/v1/sessions/{sessions[0].id}", headers=sessions[0].auth).json()["ledger_rows"]
+        rows = http.get(f"{url}/v1/sessions/{sessions[0].id}", headers=sessions[0].auth).json()["ledger_rows"]
         # Room for one session's audit per request (the oracle runs in this process).
         monkeypatch.setattr("server.session_overview.AUDIT_ROWS_PER_REQUEST", rows + 1)
         held = {"X-Session-Tokens": ", ".join(f"{s.id}:{s.token}" for s in sessions)}
         audited = []
         for _ in range(4):
-            listed = httpx.get(f"{url}/v1/dashboard/sessions", headers=held).json()["sessions"]
+            listed = http.get(f"{url}/v1/dashboard/sessions", headers=held).json()["sessions"]
             audited.append(sum(1 for s in listed if s["audit"]["compliant"] is True))
             pending = [s["audit"] for s in listed if s["audit"]["compliant"] is None]
             assert all("not audited yet" in verdict["detail"] for verdict in pending)
         assert audited == [1, 2, 3, 3], "one audit per request, then every verdict kept"
 
 
-def test_the_admin_follows_a_ledger_as_links_and_the_token_holder_sees_its_values_live(oracle: str) -> None:
-    session = Session(oracle)
+def test_the_admin_follows_a_ledger_as_links_and_the_token_holder_sees_its_values_live(oracle: str,
+                                                                                     http: httpx.Client) -> None:
+    session = Session(http, oracle)
     first = session.observe([4, 5])
     url = f"{oracle}/v1/events?follow={session.id}"
 
@@ -189,8 +193,8 @@ def test_the_admin_follows_a_ledger_as_links_and_the_token_holder_sees_its_value
     assert next(data for name, data in refused if name == "ledger")["refused"]["error"] == "not_found"
 
 
-def test_a_viewer_far_behind_a_ledger_skips_to_its_tail(oracle: str) -> None:
-    created = httpx.post(f"{oracle}/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": GAUSS,
+def test_a_viewer_far_behind_a_ledger_skips_to_its_tail(oracle: str, http: httpx.Client) -> None:
+    created = http.post(f"{oracle}/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": GAUSS,
                                                         "order": "pool"}).json()
     auth = {"Authorization": f"Bearer {created['token']}"}
     big = {"items": [{"example": e, "attributes": list(range(10))} for e in range(60)]}
@@ -198,7 +202,7 @@ def test_a_viewer_far_behind_a_ledger_skips_to_its_tail(oracle: str) -> None:
     def after_a_big_request(ev: list[tuple[str, Any]]) -> bool:
         tails = [data for name, data in ev if name == "ledger"]
         if len(tails) == 1 and ev[-1][0] == "ledger":
-            assert httpx.post(f"{oracle}/v1/sessions/{created['id']}/observe/batch", headers=auth,
+            assert http.post(f"{oracle}/v1/sessions/{created['id']}/observe/batch", headers=auth,
                               json=big).status_code == 200
         return len(tails) >= 2
 
@@ -210,16 +214,16 @@ def test_a_viewer_far_behind_a_ledger_skips_to_its_tail(oracle: str) -> None:
     assert [r["seq"] for r in behind["rows"]] == list(range(551, 601)) and not behind["first"]
 
 
-def test_the_oracle_page_and_its_files_need_nothing_from_outside(oracle: str) -> None:
-    page = httpx.get(f"{oracle}/")
+def test_the_oracle_page_and_its_files_need_nothing_from_outside(oracle: str, http: httpx.Client) -> None:
+    page = http.get(f"{oracle}/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "budgetlab" in page.text
-    assert httpx.get(f"{oracle}/dashboard/../app.py").status_code == 404
-    assert httpx.get(f"{oracle}/dashboard/nothing.js").json()["error"] == "not_found"
-    assert "/v1/events" not in httpx.get(f"{oracle}/openapi.json").json()["paths"]
+    assert http.get(f"{oracle}/dashboard/../app.py").status_code == 404
+    assert http.get(f"{oracle}/dashboard/nothing.js").json()["error"] == "not_found"
+    assert "/v1/events" not in http.get(f"{oracle}/openapi.json").json()["paths"]
 
 
-def test_an_open_page_does_not_keep_a_stopped_oracle_running(tmp_path: Path) -> None:
+def test_an_open_page_does_not_keep_a_stopped_oracle_running(tmp_path: Path, http: httpx.Client) -> None:
     budgetlab = Path(sys.executable).with_name("budgetlab")
     log = tmp_path / "oracle.log"
     with log.open("wb") as out:
@@ -227,7 +231,7 @@ def test_an_open_page_does_not_keep_a_stopped_oracle_running(tmp_path: Path) -> 
                                     f"sqlite:///{tmp_path / 'ledger.db'}"], stdout=out, stderr=subprocess.STDOUT)
     try:
         url = wait_for(lambda: next((m[1] for m in map(ANNOUNCED.match, log.read_text().splitlines()) if m), None))
-        wait_for(lambda: healthy(url))
+        wait_for(lambda: healthy(http, url))
         with httpx.stream("GET", f"{url}/v1/events", timeout=30) as stream:
             assert next(stream.iter_lines()) == "event: sessions"
             process.send_signal(signal.SIGTERM)
@@ -248,9 +252,9 @@ def wait_for(what: Any, timeout: float = 60.0) -> Any:
     return found
 
 
-def healthy(url: str) -> bool:
+def healthy(http: httpx.Client, url: str) -> bool:
     try:
-        return httpx.get(f"{url}/healthz").status_code == 200
+        return http.get(f"{url}/healthz").status_code == 200
     except httpx.TransportError:
         return False
 
@@ -274,9 +278,10 @@ def learner(learner_and_reports: tuple[str, Path]) -> str:
     return learner_and_reports[0]
 
 
-def test_the_learner_streams_a_run_s_curve_as_it_grows_and_its_whole_curve_when_it_ends(learner: str) -> None:
+def test_the_learner_streams_a_run_s_curve_as_it_grows_and_its_whole_curve_when_it_ends(learner: str,
+                                                                                        http: httpx.Client) -> None:
     alice, bob = caller(learner), caller(learner)
-    run = httpx.post(f"{learner}/v1/runs", json=RUN, headers=alice).json()
+    run = http.post(f"{learner}/v1/runs", json=RUN, headers=alice).json()
     curve: list[dict] = []
     starts: list[int] = []
 
@@ -292,8 +297,8 @@ def test_the_learner_streams_a_run_s_curve_as_it_grows_and_its_whole_curve_when_
     assert starts == sorted(starts) and starts[1] > 0, "the curve was sent again instead of growing"
     assert [p["examples"] for p in curve] == sorted(p["examples"] for p in curve)
 
-    httpx.delete(f"{learner}/v1/runs/{run['id']}", headers=alice)
-    final = httpx.get(f"{learner}/v1/runs/{run['id']}", headers=alice).json()
+    http.delete(f"{learner}/v1/runs/{run['id']}", headers=alice)
+    final = http.get(f"{learner}/v1/runs/{run['id']}", headers=alice).json()
     assert final["status"] == "cancelled"
     seen = events(f"{learner}/v1/events", alice,
                   lambda ev: any(n == "curve" and d["run"] == run["id"] and d["ended"] for n, d in ev))
@@ -302,24 +307,24 @@ def test_the_learner_streams_a_run_s_curve_as_it_grows_and_its_whole_curve_when_
 
     others = events(f"{learner}/v1/events", bob, lambda ev: ev[-1][0] == "runs")
     assert run["id"] not in {r["id"] for r in others[-1][1]["runs"]}, "another caller's stream shows the run"
-    assert httpx.get(f"{learner}/v1/events").status_code == 401
+    assert http.get(f"{learner}/v1/events").status_code == 401
 
 
 def test_past_comparisons_list_their_claims_and_serve_only_their_own_plots(
-        learner_and_reports: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) -> None:
+        learner_and_reports: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory, http: httpx.Client) -> None:
     learner, root = learner_and_reports
-    assert httpx.get(f"{learner}/v1/dashboard/comparisons").json()["reports"] == []
+    assert http.get(f"{learner}/v1/dashboard/comparisons").json()["reports"] == []
     results = write_report(root, tmp_path_factory)
     (root / "broken").mkdir()
     (root / "broken" / "results.json").write_text("{not json")
-    listed = httpx.get(f"{learner}/v1/dashboard/comparisons").json()
+    listed = http.get(f"{learner}/v1/dashboard/comparisons").json()
     assert listed["directory"] == str(root.resolve())
     assert [r["name"] for r in listed["reports"]] == ["demo"], "the unreadable report should be left out"
     summary = listed["reports"][0]
     assert (summary["title"], summary["runs"], summary["completed"]) == ("dashboard demo", 2, 2)
     assert (summary["claims"], summary["claims_held"]) == (1, 1)
 
-    detail = httpx.get(f"{learner}/v1/dashboard/comparisons/demo").json()
+    detail = http.get(f"{learner}/v1/dashboard/comparisons/demo").json()
     assert detail["claim_rows"][0]["ours"] == results["claims"][0]["ours"]
     design = detail["designs"][0]
     assert [a["label"] for a in design["algorithms"]] == ["AER", "Ridge"]
@@ -329,21 +334,22 @@ def test_past_comparisons_list_their_claims_and_serve_only_their_own_plots(
     # Labels ±1: the normalized MSE is the test MSE, so the table shows it once, as the report does.
     assert design["metrics"] == results["designs"][0]["metrics"] == ["test_mse", "zero_one"]
     for plot in design["plots"]:
-        image = httpx.get(f"{learner}{plot}")
+        image = http.get(f"{learner}{plot}")
         assert image.status_code == 200 and image.content.startswith(b"\x89PNG")
 
     (root / "demo" / "notes.png").write_bytes(b"\x89PNG not a plot of the report")
     for path in ("/v1/dashboard/comparisons/demo/plots/notes.png", "/v1/dashboard/comparisons/demo/plots/results.json",
                  "/v1/dashboard/comparisons/..%2Fdemo", "/v1/dashboard/comparisons/.hidden",
                  "/v1/dashboard/comparisons/broken", "/v1/dashboard/comparisons/demo/plots/..%2Fdemo.toml"):
-        r = httpx.get(f"{learner}{path}")
+        r = http.get(f"{learner}{path}")
         assert r.status_code == 404 and r.json()["error"] == "not_found", (path, r.text)
 
 
-def test_the_learner_lists_its_oracle_s_datasets_for_the_run_form(learner: str, oracle: str) -> None:
+def test_the_learner_lists_its_oracle_s_datasets_for_the_run_form(learner: str, oracle: str,
+                                                                  http: httpx.Client) -> None:
     # The first listing parses the bundled sets to size their pairs (seconds on a busy machine, then cached).
-    names = {d["name"] for d in httpx.get(f"{learner}/v1/dashboard/datasets", timeout=60).json()["datasets"]}
-    assert names == {d["name"] for d in httpx.get(f"{oracle}/v1/datasets").json()["datasets"]}
+    names = {d["name"] for d in http.get(f"{learner}/v1/dashboard/datasets", timeout=60).json()["datasets"]}
+    assert names == {d["name"] for d in http.get(f"{oracle}/v1/datasets").json()["datasets"]}
     assert "sparse-gaussian" in names
 
 
@@ -370,19 +376,19 @@ def test_the_pages_load_nothing_from_outside_the_package_and_ship_with_it() -> N
         assert any(fnmatch(inside, pattern) for pattern in package_data.get(package, [])), f"{f} is not installed"
 
 
-def test_the_learner_page_is_served(learner: str) -> None:
-    page = httpx.get(f"{learner}/")
+def test_the_learner_page_is_served(learner: str, http: httpx.Client) -> None:
+    page = http.get(f"{learner}/")
     assert page.status_code == 200 and 'src="/dashboard/learner.js"' in page.text
-    assert httpx.get(f"{learner}/dashboard/dashboard.js").headers["content-type"].startswith("text/javascript")
-    assert httpx.get(f"{learner}/dashboard/oracle.js").status_code == 404, "the learner serves the oracle's page"
+    assert http.get(f"{learner}/dashboard/dashboard.js").headers["content-type"].startswith("text/javascript")
+    assert http.get(f"{learner}/dashboard/oracle.js").status_code == 404, "the learner serves the oracle's page"
 
 
 @pytest.mark.postgres
-def test_the_oracle_lists_and_follows_sessions_on_postgresql(postgres_url: str) -> None:
+def test_the_oracle_lists_and_follows_sessions_on_postgresql(postgres_url: str, http: httpx.Client) -> None:
     with oracle_server(postgres_url) as url:
-        session = Session(url)
+        session = Session(http, url)
         session.observe([1, 2])
-        listed = httpx.get(f"{url}/v1/dashboard/sessions", headers=ADMIN).json()
+        listed = http.get(f"{url}/v1/dashboard/sessions", headers=ADMIN).json()
         assert listed["counts"] == {"sessions": 1, "open": 1, "closed": 0, "ledger_rows": 4}
         assert listed["sessions"][0]["audit"]["compliant"] is True
         assert listed["sessions"][0]["created_at"].endswith("Z") or "+00:00" in listed["sessions"][0]["created_at"]

@@ -34,17 +34,17 @@ def clinic_csv(path: Path, rows: int = 40, labels: str = "real") -> Path:
     return path
 
 
-def observe_cost(url: str, dataset: str, attributes: list[int]) -> float:
-    opened = httpx.post(f"{url}/v1/sessions", json={"dataset": dataset, "order": "pool",
+def observe_cost(http: httpx.Client, url: str, dataset: str, attributes: list[int]) -> float:
+    opened = http.post(f"{url}/v1/sessions", json={"dataset": dataset, "order": "pool",
                                                     "budget": {"total": 100}}).json()
-    answer = httpx.post(f"{url}/v1/sessions/{opened['id']}/observe", json={"example": 0, "attributes": attributes},
+    answer = http.post(f"{url}/v1/sessions/{opened['id']}/observe", json={"example": 0, "attributes": attributes},
                         headers={"Authorization": f"Bearer {opened['token']}"})
     assert answer.status_code == 200, answer.text
     return answer.json()["charged"]
 
 
 def test_the_cli_and_an_oracle_started_elsewhere_share_the_per_user_data_directory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, http: httpx.Client) -> None:
     monkeypatch.delenv("BUDGETLAB_DATA_DIR")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     here, there = tmp_path / "here", tmp_path / "there"
@@ -58,10 +58,10 @@ def test_the_cli_and_an_oracle_started_elsewhere_share_the_per_user_data_directo
     assert "25% of the rows held out for testing, fixed by split seed 7" in out and "1, 3, 1" in out
     assert not (here / "budgetlab-data").exists() and (home / "datasets" / "clinic" / "meta.json").is_file()
     with cli_service(["serve", "oracle"], cwd=there) as url:
-        info = httpx.get(f"{url}/v1/datasets/clinic").json()
+        info = http.get(f"{url}/v1/datasets/clinic").json()
         assert info["costs"] == [1.0, 3.0, 1.0] and (info["n_train"], info["n_test"]) == (30, 10)
         assert "split seed 7" in info["description"]
-        assert observe_cost(url, "clinic", [0, 1]) == 4.0  # the price of b, charged by the oracle
+        assert observe_cost(http, url, "clinic", [0, 1]) == 4.0  # the price of b, charged by the oracle
 
 
 def test_a_legacy_budgetlab_data_directory_is_announced_not_read(tmp_path: Path,
@@ -84,7 +84,8 @@ def remote(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         yield url, data
 
 
-def test_datasets_add_with_oracle_uploads_into_the_data_directory_it_reads(remote, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_datasets_add_with_oracle_uploads_into_the_data_directory_it_reads(remote, tmp_path: Path,
+                                                                           http: httpx.Client) -> None:  # type: ignore[no-untyped-def]
     url, data = remote
     prices = tmp_path / "prices.csv"
     prices.write_text("column,cost\na,0.5\nc,2\n")
@@ -95,7 +96,7 @@ def test_datasets_add_with_oracle_uploads_into_the_data_directory_it_reads(remot
     assert f"the oracle {url}" in out and "regression" in out and "drawn from the session's seed" in out
     assert (data / "datasets" / "ward" / "meta.json").is_file()
     assert "ward" not in cli("datasets", "list")  # the CLI's own data directory is another one
-    assert observe_cost(url, "ward", [0, 1, 2]) == 3.5
+    assert observe_cost(http, url, "ward", [0, 1, 2]) == 3.5
 
     ran = cli("run", "--algorithm", "ridge", "--dataset", "ward", "--oracle", url)
     assert "test MSE" in ran and "0-1" not in ran  # a regression has no 0-1 error
@@ -117,10 +118,11 @@ def test_datasets_add_with_oracle_uploads_into_the_data_directory_it_reads(remot
      "not allowed"),
     ({"test_fraction": "1.5"}, ("ward2.csv", b"a,b,outcome\n1,2,3\n"), 422, "invalid_request", "test_fraction"),
 ])
-def test_a_bad_upload_is_a_4xx_json_error_and_leaves_nothing(remote, form, file, status, error, words) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_upload_is_a_4xx_json_error_and_leaves_nothing(remote, form, file, status, error, words,
+                                                             http: httpx.Client) -> None:  # type: ignore[no-untyped-def]
     url, data = remote
     before = sorted(p.name for p in (data / "datasets").iterdir()) if (data / "datasets").exists() else []
-    answer = httpx.post(f"{url}/v1/datasets/upload", data=form, files={"file": file},
+    answer = http.post(f"{url}/v1/datasets/upload", data=form, files={"file": file},
                         headers=ADMIN)
     assert answer.status_code == status, answer.text
     body = answer.json()
@@ -129,11 +131,12 @@ def test_a_bad_upload_is_a_4xx_json_error_and_leaves_nothing(remote, form, file,
     assert after == before  # no dataset, no staging copy
 
 
-def test_an_upload_needs_the_admin_token(remote, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_upload_needs_the_admin_token(remote, tmp_path: Path,
+                                         http: httpx.Client) -> None:  # type: ignore[no-untyped-def]
     url, data = remote
     csv = ("x.csv", b"a,outcome\n1,2\n2,3\n3,4\n")
-    assert httpx.post(f"{url}/v1/datasets/upload", files={"file": csv}).status_code == 401
-    refused = httpx.post(f"{url}/v1/datasets/upload", files={"file": csv}, headers={"Authorization": "Bearer nope"})
+    assert http.post(f"{url}/v1/datasets/upload", files={"file": csv}).status_code == 401
+    refused = http.post(f"{url}/v1/datasets/upload", files={"file": csv}, headers={"Authorization": "Bearer nope"})
     assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
     out = cli("datasets", "add", str(clinic_csv(tmp_path / "x.csv")), "--target", "outcome", "--oracle", url,
               "--admin-token", "nope", code=1)
@@ -141,7 +144,7 @@ def test_an_upload_needs_the_admin_token(remote, tmp_path: Path) -> None:  # typ
     assert not (data / "datasets" / "x").exists()
 
 
-def test_an_upload_past_its_own_limit_is_a_413_naming_the_setting(tmp_path: Path) -> None:
+def test_an_upload_past_its_own_limit_is_a_413_naming_the_setting(tmp_path: Path, http: httpx.Client) -> None:
     from server.app import create_app
     from server.config import Settings
     from tests.servers import serve_in_thread
@@ -150,14 +153,14 @@ def test_an_upload_past_its_own_limit_is_a_413_naming_the_setting(tmp_path: Path
                         max_upload_bytes=64, max_body_bytes=1 << 20)
     with serve_in_thread(create_app(settings)) as url:
         big = clinic_csv(tmp_path / "big.csv")  # about 1.5 KB: under the body limit, past the upload limit
-        answer = httpx.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big.read_bytes())},
+        answer = http.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big.read_bytes())},
                             headers=ADMIN)
         assert answer.status_code == 413 and answer.json()["error"] == "too_large"
         assert "BUDGETLAB_MAX_UPLOAD_BYTES" in answer.json()["detail"]
-        assert httpx.get(f"{url}/v1/datasets/big").status_code == 404
+        assert http.get(f"{url}/v1/datasets/big").status_code == 404
 
 
-def test_only_the_admin_may_send_a_large_upload(tmp_path: Path) -> None:
+def test_only_the_admin_may_send_a_large_upload(tmp_path: Path, http: httpx.Client) -> None:
     """Anyone else's upload stays under the ordinary body limit: refused before it is read, not spooled first."""
     from server.app import create_app
     from server.config import Settings
@@ -168,8 +171,8 @@ def test_only_the_admin_may_send_a_large_upload(tmp_path: Path) -> None:
     with serve_in_thread(create_app(settings)) as url:
         for token in (None, "nope"):
             headers = {"Authorization": f"Bearer {token}"} if token else {}
-            answer = httpx.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big)}, headers=headers)
+            answer = http.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big)}, headers=headers)
             assert answer.status_code == 413 and "BUDGETLAB_MAX_BODY_BYTES" in answer.json()["detail"]
-        answer = httpx.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big)}, data={"target": "outcome"},
+        answer = http.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big)}, data={"target": "outcome"},
                             headers=ADMIN)
         assert answer.status_code == 201, answer.text

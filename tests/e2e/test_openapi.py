@@ -331,31 +331,32 @@ def _times(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
         yield key, value
 
 
-def test_every_time_either_service_answers_carries_its_utc_offset(shared_oracle_url: str, learner_url: str) -> None:
+def test_every_time_either_service_answers_carries_its_utc_offset(shared_oracle_url: str, learner_url: str,
+                                                                  http: httpx.Client) -> None:
     oracle, learner = shared_oracle_url, learner_url
     answers: list[Any] = []
-    created = httpx.post(f"{oracle}/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": TINY,
+    created = http.post(f"{oracle}/v1/sessions", json={"dataset": "sparse-gaussian", "dataset_params": TINY,
                                                         "order": "pool"}).json()
-    answers += [created, httpx.get(f"{oracle}/v1/sessions/{created['id']}", headers=session_auth(created)).json()]
-    answers.append(httpx.get(f"{oracle}/v1/dashboard/sessions", headers=ADMIN).json())
-    account = httpx.post(f"{oracle}/v1/accounts", json={"name": "offsets"}, headers=ADMIN).json()
-    answers += [account, httpx.get(f"{oracle}/v1/accounts", headers=ADMIN).json()]
+    answers += [created, http.get(f"{oracle}/v1/sessions/{created['id']}", headers=session_auth(created)).json()]
+    answers.append(http.get(f"{oracle}/v1/dashboard/sessions", headers=ADMIN).json())
+    account = http.post(f"{oracle}/v1/accounts", json={"name": "offsets"}, headers=ADMIN).json()
+    answers += [account, http.get(f"{oracle}/v1/accounts", headers=ADMIN).json()]
     auth = caller(learner)
     request = {"dataset": "sparse-gaussian", "dataset_params": TINY, "algorithm": "aerr", "budget": {"per_example": 4}}
-    run = httpx.post(f"{learner}/v1/runs", json=request, headers=auth).json()
+    run = http.post(f"{learner}/v1/runs", json=request, headers=auth).json()
     deadline = time.monotonic() + 120
-    while (ended := httpx.get(f"{learner}/v1/runs/{run['id']}", headers=auth).json())["status"] in ("queued",
+    while (ended := http.get(f"{learner}/v1/runs/{run['id']}", headers=auth).json())["status"] in ("queued",
                                                                                                      "running"):
         assert time.monotonic() < deadline, ended["status"]
         time.sleep(0.1)
-    answers += [ended, httpx.get(f"{learner}/v1/runs", headers=auth).json()]
+    answers += [ended, http.get(f"{learner}/v1/runs", headers=auth).json()]
     times = [pair for answer in answers for pair in _times(answer)]
     assert {key for key, _ in times} >= {"created_at", "last_active", "ended_at"}, times
     for key, text in times:
         assert datetime.fromisoformat(text).utcoffset() == timedelta(0), f"{key}: {text} has no UTC offset"
 
 
-def test_a_body_that_is_not_utf8_is_the_documented_422_on_the_learner(learner_url: str) -> None:
-    answer = httpx.post(f"{learner_url}/v1/runs", content=b'{"dataset": "\xff"}',
+def test_a_body_that_is_not_utf8_is_the_documented_422_on_the_learner(learner_url: str, http: httpx.Client) -> None:
+    answer = http.post(f"{learner_url}/v1/runs", content=b'{"dataset": "\xff"}',
                         headers={**caller(learner_url), "content-type": "application/json"})
     assert answer.status_code == 422 and answer.json()["error"] == "invalid_request", answer.text

@@ -40,29 +40,30 @@ def wait_progress(url: str, run_id: str, auth: dict[str, str]) -> None:
             time.sleep(0.02)
 
 
-def test_another_caller_cannot_list_read_audit_or_cancel_a_run_and_the_admin_can(learner: tuple[str, Path]) -> None:
+def test_another_caller_cannot_list_read_audit_or_cancel_a_run_and_the_admin_can(learner: tuple[str, Path],
+                                                                                 http: httpx.Client) -> None:
     url = learner[0]
     _, alice = new_caller(url)
     _, mallory = new_caller(url)
-    run_id = httpx.post(f"{url}/v1/runs", json=RUN, headers=alice).json()["id"]
+    run_id = http.post(f"{url}/v1/runs", json=RUN, headers=alice).json()["id"]
     wait_progress(url, run_id, alice)
 
-    assert run_id in {r["id"] for r in httpx.get(f"{url}/v1/runs", headers=alice).json()["runs"]}
-    assert run_id not in {r["id"] for r in httpx.get(f"{url}/v1/runs", headers=mallory).json()["runs"]}
+    assert run_id in {r["id"] for r in http.get(f"{url}/v1/runs", headers=alice).json()["runs"]}
+    assert run_id not in {r["id"] for r in http.get(f"{url}/v1/runs", headers=mallory).json()["runs"]}
     for method, suffix in (("GET", ""), ("GET", "/audit"), ("DELETE", "")):
-        theirs = httpx.request(method, f"{url}/v1/runs/{run_id}{suffix}", headers=mallory)
-        nobody = httpx.request(method, f"{url}/v1/runs/{'0' * 16}{suffix}", headers=mallory)
+        theirs = http.request(method, f"{url}/v1/runs/{run_id}{suffix}", headers=mallory)
+        nobody = http.request(method, f"{url}/v1/runs/{'0' * 16}{suffix}", headers=mallory)
         assert theirs.status_code == nobody.status_code == 404, theirs.text
         assert theirs.json()["error"] == nobody.json()["error"] == "not_found"
         assert theirs.json()["detail"].replace(run_id, "0" * 16) == nobody.json()["detail"]
-    assert httpx.get(f"{url}/v1/runs/{run_id}", headers=alice).json()["status"] == "running", \
+    assert http.get(f"{url}/v1/runs/{run_id}", headers=alice).json()["status"] == "running", \
         "another caller's DELETE stopped the run"
 
     admin = {"Authorization": f"Bearer {ADMIN}"}
-    assert run_id in {r["id"] for r in httpx.get(f"{url}/v1/runs", headers=admin).json()["runs"]}
-    assert httpx.get(f"{url}/v1/runs/{run_id}/audit", headers=admin).json()["compliant"]
-    assert httpx.delete(f"{url}/v1/runs/{run_id}", headers=admin).json()["status"] == "cancelled"
-    assert httpx.get(f"{url}/v1/runs/{run_id}", headers=alice).json()["status"] == "cancelled"
+    assert run_id in {r["id"] for r in http.get(f"{url}/v1/runs", headers=admin).json()["runs"]}
+    assert http.get(f"{url}/v1/runs/{run_id}/audit", headers=admin).json()["compliant"]
+    assert http.delete(f"{url}/v1/runs/{run_id}", headers=admin).json()["status"] == "cancelled"
+    assert http.get(f"{url}/v1/runs/{run_id}", headers=alice).json()["status"] == "cancelled"
 
 
 BAD_BEARERS: list[tuple[str, dict[str, str | bytes]]] = [
@@ -80,11 +81,11 @@ BAD_BEARERS: list[tuple[str, dict[str, str | bytes]]] = [
 
 @pytest.mark.parametrize(("case", "headers"), BAD_BEARERS, ids=[c for c, _ in BAD_BEARERS])
 def test_a_missing_malformed_or_unknown_bearer_is_refused_on_every_run_endpoint(
-        learner: tuple[str, Path], case: str, headers: dict) -> None:
+        learner: tuple[str, Path], case: str, headers: dict, http: httpx.Client) -> None:
     url = learner[0]
     for method, path in (("GET", "/v1/runs"), ("POST", "/v1/runs"), ("GET", "/v1/runs/abc"),
                          ("GET", "/v1/runs/abc/audit"), ("DELETE", "/v1/runs/abc")):
-        r = httpx.request(method, f"{url}{path}", headers=headers, json=RUN if method == "POST" else None)
+        r = http.request(method, f"{url}{path}", headers=headers, json=RUN if method == "POST" else None)
         if case == "control character":  # not a valid HTTP header value: the HTTP parser refuses it, in JSON too
             assert (r.status_code, r.json()["error"]) == (400, "bad_request"), (method, path, r.text)
             continue
@@ -118,8 +119,9 @@ def test_the_sdk_gets_a_caller_token_of_its_own_and_sees_only_its_runs(learner: 
             assert again.get(run.id).status == "finished"
 
 
-def test_openapi_declares_an_http_bearer_scheme_on_the_run_routes(learner: tuple[str, Path]) -> None:
-    spec = httpx.get(f"{learner[0]}/openapi.json").json()
+def test_openapi_declares_an_http_bearer_scheme_on_the_run_routes(learner: tuple[str, Path],
+                                                                  http: httpx.Client) -> None:
+    spec = http.get(f"{learner[0]}/openapi.json").json()
     schemes = spec["components"]["securitySchemes"]
     assert [s for s in schemes.values() if s == {**s, "type": "http", "scheme": "bearer"}]
     name = next(iter(schemes))
@@ -140,36 +142,37 @@ def learner_on(request: pytest.FixtureRequest, shared_oracle_url: str, tmp_path:
         yield learner_url
 
 
-def test_a_run_id_with_a_control_character_is_a_422_on_every_database(learner_on: str) -> None:
+def test_a_run_id_with_a_control_character_is_a_422_on_every_database(learner_on: str, http: httpx.Client) -> None:
     _, auth = new_caller(learner_on)
-    run_id = httpx.post(f"{learner_on}/v1/runs", json=RUN, headers=auth).json()["id"]
+    run_id = http.post(f"{learner_on}/v1/runs", json=RUN, headers=auth).json()["id"]
     for char in ("%00", "%01", "%1f", "%7f", "%C2%85"):
         for method, suffix in (("GET", ""), ("GET", "/audit"), ("DELETE", "")):
-            r = httpx.request(method, f"{learner_on}/v1/runs/ab{char}cd{suffix}", headers=auth)
+            r = http.request(method, f"{learner_on}/v1/runs/ab{char}cd{suffix}", headers=auth)
             assert r.status_code == 422, (char, method, suffix, r.text)
             assert r.json()["error"] == "invalid_request" and "control character" in r.json()["detail"]
-        r = httpx.get(f"{learner_on}/v1/dashboard/comparisons/ab{char}cd")
+        r = http.get(f"{learner_on}/v1/dashboard/comparisons/ab{char}cd")
         assert r.status_code == 422, (char, r.text)
-    assert httpx.get(f"{learner_on}/v1/runs/{run_id}", headers=auth).json()["status"] in {"queued", "running"}, \
+    assert http.get(f"{learner_on}/v1/runs/{run_id}", headers=auth).json()["status"] in {"queued", "running"}, \
         "a refused request changed the run"
-    httpx.delete(f"{learner_on}/v1/runs/{run_id}", headers=auth)
+    http.delete(f"{learner_on}/v1/runs/{run_id}", headers=auth)
 
 
-def test_a_body_past_the_learners_limit_is_a_413_and_starts_nothing(learner: tuple[str, Path]) -> None:
+def test_a_body_past_the_learners_limit_is_a_413_and_starts_nothing(learner: tuple[str, Path],
+                                                                    http: httpx.Client) -> None:
     url = learner[0]
     _, auth = new_caller(url)
     huge = {**RUN, "params": {"padding": "x" * (2 << 20)}}
-    r = httpx.post(f"{url}/v1/runs", json=huge, headers=auth)
+    r = http.post(f"{url}/v1/runs", json=huge, headers=auth)
     assert r.status_code == 413, r.text
     assert r.json()["error"] == "too_large" and "BUDGETLAB_LEARNER_MAX_BODY_BYTES" in r.json()["detail"]
-    assert httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"] == []
+    assert http.get(f"{url}/v1/runs", headers=auth).json()["runs"] == []
 
 
 def test_callers_past_the_rate_of_one_address_get_429_with_retry_after(shared_oracle_url: str,
-                                                                       tmp_path: Path) -> None:
+                                                                       tmp_path: Path, http: httpx.Client) -> None:
     with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", shared_oracle_url, callers_per_second=0.5,
                         callers_burst=2) as url:
-        answers = [httpx.post(f"{url}/v1/callers") for _ in range(4)]
+        answers = [http.post(f"{url}/v1/callers") for _ in range(4)]
         assert [a.status_code for a in answers] == [201, 201, 429, 429]
         assert answers[2].json()["error"] == "rate_limited"
         assert 1 <= int(answers[2].headers["Retry-After"]) <= 2
@@ -179,27 +182,28 @@ def test_callers_past_the_rate_of_one_address_get_429_with_retry_after(shared_or
 
 
 def test_a_caller_past_its_queued_runs_gets_429_with_retry_after_and_no_oracle_session(shared_oracle_url: str,
-                                                                                       tmp_path: Path) -> None:
+                                                                                       tmp_path: Path,
+                                                                                       http: httpx.Client) -> None:
     def sessions() -> int:
-        return httpx.get(f"{shared_oracle_url}/v1/dashboard/sessions").json()["counts"]["sessions"]
+        return http.get(f"{shared_oracle_url}/v1/dashboard/sessions").json()["counts"]["sessions"]
 
     with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", shared_oracle_url, max_queued=2, max_running=1) as url:
         _, auth = new_caller(url)
-        started = [httpx.post(f"{url}/v1/runs", json={**RUN, "seed": s}, headers=auth) for s in range(2)]
+        started = [http.post(f"{url}/v1/runs", json={**RUN, "seed": s}, headers=auth) for s in range(2)]
         assert [r.status_code for r in started] == [201, 201]
         before = sessions()
-        refused = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth)
+        refused = http.post(f"{url}/v1/runs", json=RUN, headers=auth)
         assert refused.status_code == 429, refused.text
         assert refused.json()["error"] == "too_many_runs" and "BUDGETLAB_LEARNER_MAX_QUEUED" in refused.json()["detail"]
         assert int(refused.headers["Retry-After"]) >= 1
         assert sessions() == before, "the refused run opened no oracle session"
-        assert len(httpx.get(f"{url}/v1/runs", headers=auth).json()["runs"]) == 2
+        assert len(http.get(f"{url}/v1/runs", headers=auth).json()["runs"]) == 2
         _, other = new_caller(url)  # the limit is each caller's
-        third = httpx.post(f"{url}/v1/runs", json=RUN, headers=other)
+        third = http.post(f"{url}/v1/runs", json=RUN, headers=other)
         assert third.status_code == 201, third.text
         # A run that ends makes room.
-        assert httpx.delete(f"{url}/v1/runs/{started[1].json()['id']}", headers=auth).json()["status"] == "cancelled"
-        again = httpx.post(f"{url}/v1/runs", json=RUN, headers=auth)
+        assert http.delete(f"{url}/v1/runs/{started[1].json()['id']}", headers=auth).json()["status"] == "cancelled"
+        again = http.post(f"{url}/v1/runs", json=RUN, headers=auth)
         assert again.status_code == 201, again.text
         for run, headers in ((started[0], auth), (third, other), (again, auth)):
-            httpx.delete(f"{url}/v1/runs/{run.json()['id']}", headers=headers)
+            http.delete(f"{url}/v1/runs/{run.json()['id']}", headers=headers)

@@ -58,9 +58,9 @@ def wait_progress(learner_url: str, run_id: str, examples: int, auth: dict[str, 
             time.sleep(0.05)
 
 
-def audit(learner_url: str, run_id: str, auth: dict[str, str]) -> dict:
+def audit(http: httpx.Client, learner_url: str, run_id: str, auth: dict[str, str]) -> dict:
     # The run's token stays inside the learner, which asks the oracle for the session's audit.
-    r = httpx.get(f"{learner_url}/v1/runs/{run_id}/audit", headers=auth)
+    r = http.get(f"{learner_url}/v1/runs/{run_id}/audit", headers=auth)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -87,17 +87,18 @@ def test_same_seed_same_weights_in_process_and_over_http(shared_oracle_url: str,
 
 
 def test_learner_service_runs_several_at_once_and_each_session_is_compliant(shared_oracle_url: str,
-                                                                            learner_url: str, auth: dict) -> None:
+                                                                            learner_url: str, auth: dict,
+                                                                                    http: httpx.Client) -> None:
     algorithms = ["aerr", "aelr", "hybrid", "exploration"]
     ids = []
     for algorithm in algorithms:
-        r = httpx.post(f"{learner_url}/v1/runs", json={
+        r = http.post(f"{learner_url}/v1/runs", json={
             "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS,
             "algorithm": algorithm, "budget": {"per_example": 10}, "seed": 1, "eval_every": 50,
         }, headers=auth)
         assert r.status_code == 201, r.text
         ids.append(r.json()["id"])
-    listed = {run["id"] for run in httpx.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"]}
+    listed = {run["id"] for run in http.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"]}
     assert set(ids) <= listed
     for run_id, algorithm in zip(ids, algorithms, strict=True):
         info = wait_run(learner_url, run_id, auth)
@@ -106,7 +107,7 @@ def test_learner_service_runs_several_at_once_and_each_session_is_compliant(shar
         result = info["result"]
         assert result["algorithm"] == algorithm and [p["examples"] for p in info["curve"]] == [50, 100, 150, 200,
                                                                                               250, 300]
-        report = audit(learner_url, run_id, auth)
+        report = audit(http, learner_url, run_id, auth)
         assert report["compliant"] and report["session_id"] == info["session"], report
         assert report["attributes_recomputed"] == result["attributes"] == info["progress_attributes"] <= 10 * 300
 
@@ -127,7 +128,7 @@ class Seen:
         await self.app(scope, receive, send)
 
 
-def test_the_learner_services_runs_drive_their_sessions_over_the_websocket(tmp_path: Path) -> None:
+def test_the_learner_services_runs_drive_their_sessions_over_the_websocket(tmp_path: Path, http: httpx.Client) -> None:
     """Nothing in a run's record names its transport, so the oracle's side is watched: every request of the run's
     training session and of its test-budget session came over one stream each, none over plain HTTP."""
     from server.app import create_app
@@ -137,7 +138,7 @@ def test_the_learner_services_runs_drive_their_sessions_over_the_websocket(tmp_p
     with serve_in_thread(oracle) as oracle_url, \
             learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url) as learner_url:
         auth = caller(learner_url)
-        r = httpx.post(f"{learner_url}/v1/runs", json={
+        r = http.post(f"{learner_url}/v1/runs", json={
             "oracle_url": oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS, "algorithm": "aerr",
             "budget": {"per_example": 5}, "seed": 1, "eval_every": 100, "test_budget": 3,
         }, headers=auth)
@@ -196,8 +197,8 @@ def test_scoring_on_a_test_budget_takes_two_requests_per_example_and_scores_as_b
     assert score.mse > 0 and 0 < score.zero_one < 1
 
 
-def test_algorithms_endpoint_lists_every_paper_algorithm_with_parameters(learner_url: str) -> None:
-    listed = {a["id"]: a for a in httpx.get(f"{learner_url}/v1/algorithms").json()["algorithms"]}
+def test_algorithms_endpoint_lists_every_paper_algorithm_with_parameters(learner_url: str, http: httpx.Client) -> None:
+    listed = {a["id"]: a for a in http.get(f"{learner_url}/v1/algorithms").json()["algorithms"]}
     assert {"aer", "aer-baseline", "aerr", "aelr", "aesvr", "gaerr", "gaelr", "ddaerr", "ddaelr", "ddaerr-2phase",
             "ddaelr-2phase", "ito1", "ito2", "ito3", "greedy", "uniform", "exploration", "exploitation", "hybrid",
             "ridge", "lasso", "ogd-ridge", "eg-lasso"} <= set(listed)
@@ -208,8 +209,8 @@ def test_algorithms_endpoint_lists_every_paper_algorithm_with_parameters(learner
 
 
 def test_budget_running_out_ends_the_run_with_its_curve(shared_oracle_url: str, learner_url: str,
-                                                        auth: dict) -> None:
-    r = httpx.post(f"{learner_url}/v1/runs", json={
+                                                        auth: dict, http: httpx.Client) -> None:
+    r = http.post(f"{learner_url}/v1/runs", json={
         "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS,
         "algorithm": "aerr", "budget": {"per_example": 5, "total": 200}, "seed": 2, "eval_every": 10,
     }, headers=auth)
@@ -217,28 +218,29 @@ def test_budget_running_out_ends_the_run_with_its_curve(shared_oracle_url: str, 
     assert info["status"] == "budget_exhausted" and "budget" in info["message"]
     assert info["result"]["cost"] <= 200 and info["result"]["cost"] > 190
     assert info["curve"] and info["curve"][-1]["examples"] == info["result"]["examples"] < 300
-    assert audit(learner_url, info["id"], auth)["compliant"]
+    assert audit(http, learner_url, info["id"], auth)["compliant"]
 
 
-def test_cancel_ends_a_run_with_the_curve_so_far(shared_oracle_url: str, learner_url: str, auth: dict) -> None:
+def test_cancel_ends_a_run_with_the_curve_so_far(shared_oracle_url: str, learner_url: str, auth: dict,
+                                                 http: httpx.Client) -> None:
     big = {**GAUSS, "n_train": 50_000}
-    run_id = httpx.post(f"{learner_url}/v1/runs", json={
+    run_id = http.post(f"{learner_url}/v1/runs", json={
         "oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": big,
         "algorithm": "aelr", "budget": {"per_example": 5}, "eval_every": 20,
     }, headers=auth).json()["id"]
     wait_progress(learner_url, run_id, 40, auth)
-    cancelled = httpx.delete(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()
+    cancelled = http.delete(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()
     assert cancelled["status"] == "cancelled"
     assert 40 <= cancelled["result"]["examples"] < 50_000 and cancelled["curve"]
 
 
-def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path) -> None:
+def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path, http: httpx.Client) -> None:
     with ExitStack() as stack:
         oracle = stack.enter_context(ExitStack())
         url = oracle.enter_context(oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}"))
         learner_url = stack.enter_context(learner_server(f"sqlite:///{tmp_path / 'runs.db'}", url))
         auth = caller(learner_url)
-        run_id = httpx.post(f"{learner_url}/v1/runs", json={
+        run_id = http.post(f"{learner_url}/v1/runs", json={
             "dataset": "sparse-gaussian", "dataset_params": {**GAUSS, "n_train": 50_000},
             "algorithm": "aerr", "budget": {"per_example": 5}, "eval_every": 20,
         }, headers=auth).json()["id"]
@@ -247,7 +249,7 @@ def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path) -> None:
         info = wait_run(learner_url, run_id, auth)
         assert info["status"] == "oracle_unavailable", info
         assert info["progress_examples"] >= 20 and info["curve"]
-        assert httpx.get(f"{learner_url}/healthz").status_code == 200
+        assert http.get(f"{learner_url}/healthz").status_code == 200
 
 
 @pytest.mark.parametrize(("body", "status", "error"), [
@@ -258,13 +260,14 @@ def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path) -> None:
     ({"algorithm": "aerr", "seed": -1}, 422, "invalid_request"),
 ])
 def test_bad_run_requests_get_a_json_error_and_start_nothing(shared_oracle_url: str, learner_url: str, auth: dict,
-                                                             body: dict, status: int, error: str) -> None:
-    before = len(httpx.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"])
+                                                             body: dict, status: int, error: str,
+                                                                     http: httpx.Client) -> None:
+    before = len(http.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"])
     request = {"oracle_url": shared_oracle_url, "dataset": "sparse-gaussian", "dataset_params": GAUSS, **body}
-    r = httpx.post(f"{learner_url}/v1/runs", json=request, headers=auth)
+    r = http.post(f"{learner_url}/v1/runs", json=request, headers=auth)
     assert r.status_code == status and r.json()["error"] == error and r.json()["detail"], r.text
-    assert len(httpx.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"]) == before
-    missing = httpx.get(f"{learner_url}/v1/runs/nope", headers=auth)
+    assert len(http.get(f"{learner_url}/v1/runs", headers=auth).json()["runs"]) == before
+    missing = http.get(f"{learner_url}/v1/runs/nope", headers=auth)
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
 
 

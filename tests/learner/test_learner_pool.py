@@ -38,10 +38,10 @@ def auth(learner: tuple[str, object]) -> dict[str, str]:
     return caller(learner[0])
 
 
-def start(url: str, auth: dict[str, str], **changes: object) -> dict:
+def start(http: httpx.Client, url: str, auth: dict[str, str], **changes: object) -> dict:
     body = {"dataset": "sparse-gaussian", "dataset_params": GAUSS, "algorithm": "aerr", "budget": {"per_example": 4},
             "eval_every": 50, **changes}
-    r = httpx.post(f"{url}/v1/runs", json=body, headers=auth)
+    r = http.post(f"{url}/v1/runs", json=body, headers=auth)
     assert r.status_code == 201, r.text
     return r.json()
 
@@ -77,9 +77,9 @@ def wait_running(url: str, auth: dict[str, str], run_id: str, examples: int = 1,
 
 
 def test_one_run_executes_at_a_time_the_others_wait_queued_and_every_session_closes(
-        learner: tuple[str, object], auth: dict[str, str], oracle: tuple[str, Path]) -> None:
+        learner: tuple[str, object], auth: dict[str, str], oracle: tuple[str, Path], http: httpx.Client) -> None:
     url, ledger = learner[0], oracle[1]
-    ids = [start(url, auth, seed=s, test_budget=3 if s == 0 else None)["id"] for s in range(3)]
+    ids = [start(http, url, auth, seed=s, test_budget=3 if s == 0 else None)["id"] for s in range(3)]
     seen_running: list[int] = []
     statuses: dict[str, set[str]] = {i: set() for i in ids}
     deadline = time.monotonic() + 60
@@ -111,18 +111,18 @@ def test_one_run_executes_at_a_time_the_others_wait_queued_and_every_session_clo
 
 
 def test_cancelled_queued_and_running_runs_and_a_failed_run_close_their_sessions(
-        learner: tuple[str, object], auth: dict[str, str], oracle: tuple[str, Path]) -> None:
+        learner: tuple[str, object], auth: dict[str, str], oracle: tuple[str, Path], http: httpx.Client) -> None:
     url, ledger = learner[0], oracle[1]
-    running = start(url, auth, dataset_params=LONG, eval_every=20)
-    queued = start(url, auth, dataset_params=LONG, seed=1)
+    running = start(http, url, auth, dataset_params=LONG, eval_every=20)
+    queued = start(http, url, auth, dataset_params=LONG, seed=1)
     assert queued["status"] == "queued"
     wait_running(url, auth, running["id"], examples=20)
-    withdrawn = httpx.delete(f"{url}/v1/runs/{queued['id']}", headers=auth).json()
+    withdrawn = http.delete(f"{url}/v1/runs/{queued['id']}", headers=auth).json()
     assert withdrawn["status"] == "cancelled" and withdrawn["progress_examples"] == 0
     assert get(url, auth, running["id"])["status"] == "running", "cancelling a queued run touched another"
-    stopped = httpx.delete(f"{url}/v1/runs/{running['id']}", headers=auth).json()
+    stopped = http.delete(f"{url}/v1/runs/{running['id']}", headers=auth).json()
     assert stopped["status"] == "cancelled" and 20 <= stopped["progress_examples"] < 50_000 and stopped["curve"]
-    failed = start(url, auth, params={"eta": "not a number"})
+    failed = start(http, url, auth, params={"eta": "not a number"})
     deadline = time.monotonic() + 30
     while (info := get(url, auth, failed["id"]))["status"] in ("queued", "running") and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -132,13 +132,14 @@ def test_cancelled_queued_and_running_runs_and_a_failed_run_close_their_sessions
 
 
 def test_runs_are_listed_newest_first_in_pages_without_curves_or_weights(learner: tuple[str, object],
-                                                                         oracle: tuple[str, Path]) -> None:
+                                                                         oracle: tuple[str, Path],
+                                                                                 http: httpx.Client) -> None:
     url = learner[0]
-    auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
-    ids = [start(url, auth, seed=s, max_examples=20, eval_every=10)["id"] for s in range(5)]
+    auth = {"Authorization": f"Bearer {http.post(f'{url}/v1/callers').json()['token']}"}
+    ids = [start(http, url, auth, seed=s, max_examples=20, eval_every=10)["id"] for s in range(5)]
     pages, cursor = [], None
     while True:
-        r = httpx.get(f"{url}/v1/runs", params={"limit": 2, **({"cursor": cursor} if cursor else {})}, headers=auth)
+        r = http.get(f"{url}/v1/runs", params={"limit": 2, **({"cursor": cursor} if cursor else {})}, headers=auth)
         assert r.status_code == 200, r.text
         assert "weights" not in r.text and '"curve"' not in r.text
         pages.append([run["id"] for run in r.json()["runs"]])
@@ -147,17 +148,17 @@ def test_runs_are_listed_newest_first_in_pages_without_curves_or_weights(learner
             break
     assert [len(p) for p in pages] == [2, 2, 1]
     assert [i for page in pages for i in page] == ids[::-1]
-    bad = httpx.get(f"{url}/v1/runs", params={"cursor": "x' or 1=1"}, headers=auth)
+    bad = http.get(f"{url}/v1/runs", params={"cursor": "x' or 1=1"}, headers=auth)
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_request"
-    too_many = httpx.get(f"{url}/v1/runs", params={"limit": 100_000}, headers=auth)
+    too_many = http.get(f"{url}/v1/runs", params={"limit": 100_000}, headers=auth)
     assert too_many.status_code == 422
 
 
 def test_ended_runs_beyond_the_retention_leave_memory_and_are_read_back_from_the_database(
-        learner: tuple[str, object]) -> None:
+        learner: tuple[str, object], http: httpx.Client) -> None:
     url, app = learner
-    auth = {"Authorization": f"Bearer {httpx.post(f'{url}/v1/callers').json()['token']}"}
-    ids = [start(url, auth, seed=s, max_examples=40, eval_every=10)["id"] for s in range(3)]
+    auth = {"Authorization": f"Bearer {http.post(f'{url}/v1/callers').json()['token']}"}
+    ids = [start(http, url, auth, seed=s, max_examples=40, eval_every=10)["id"] for s in range(3)]
     deadline = time.monotonic() + 60
     while any(get(url, auth, i)["status"] != "finished" for i in ids):
         assert time.monotonic() < deadline, "runs did not finish"

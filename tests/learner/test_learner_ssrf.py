@@ -95,21 +95,22 @@ def closed_port() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def start(learner: str, oracle_url: str) -> httpx.Response:
-    token = httpx.post(f"{learner}/v1/callers").json()["token"]
-    return httpx.post(f"{learner}/v1/runs", json={**RUN, "oracle_url": oracle_url},
+def start(http: httpx.Client, learner: str, oracle_url: str) -> httpx.Response:
+    token = http.post(f"{learner}/v1/callers").json()["token"]
+    return http.post(f"{learner}/v1/runs", json={**RUN, "oracle_url": oracle_url},
                       headers={"Authorization": f"Bearer {token}"})
 
 
-def test_an_oracle_off_the_allow_list_is_never_contacted_and_nothing_of_it_comes_back(tmp_path: Path) -> None:
+def test_an_oracle_off_the_allow_list_is_never_contacted_and_nothing_of_it_comes_back(tmp_path: Path,
+                                                                                      http: httpx.Client) -> None:
     with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle, \
             secret_http_server(422, {"error": "x", "detail": SECRET}) as (secret_url, secret), \
             learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle) as learner:
-        refused = start(learner, secret_url)
+        refused = start(http, learner, secret_url)
         sneaky = [f"{oracle}@{secret_url.removeprefix('http://')}", secret_url.replace("127.0.0.1", "localhost"),
                   f"{secret_url}/v1/../..", "file:///etc/passwd", "gopher://127.0.0.1:25/"]
-        answers = [refused, *(start(learner, url) for url in sneaky)]
-        assert start(learner, oracle + "/").status_code == 201, "the configured oracle itself is allowed"
+        answers = [refused, *(start(http, learner, url) for url in sneaky)]
+        assert start(http, learner, oracle + "/").status_code == 201, "the configured oracle itself is allowed"
     assert secret.hits == 0, "the learner contacted a service that is not an allowed oracle"
     for r in answers:
         assert r.status_code == 502 and SECRET not in r.text, r.text
@@ -117,7 +118,8 @@ def test_an_oracle_off_the_allow_list_is_never_contacted_and_nothing_of_it_comes
     assert refused.json()["error"] == "oracle_unavailable"
 
 
-def test_closed_not_http_and_not_oracle_ports_get_one_identical_error_echoing_nothing(tmp_path: Path) -> None:
+def test_closed_not_http_and_not_oracle_ports_get_one_identical_error_echoing_nothing(tmp_path: Path,
+                                                                                      http: httpx.Client) -> None:
     down = closed_port()
     with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle, \
             not_http_server() as (banner_url, banner), \
@@ -126,8 +128,8 @@ def test_closed_not_http_and_not_oracle_ports_get_one_identical_error_echoing_no
             secret_http_server(404, f"<html>{SECRET}</html>") as (html_url, html):
         allowed = (down, banner_url, failing_url, garbage_url, html_url)
         with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle, extra_oracles=allowed) as learner:
-            answers = {url: start(learner, url) for url in allowed}
-            not_allowed = start(learner, closed_port().replace("127.0.0.1", "127.0.0.2"))
+            answers = {url: start(http, learner, url) for url in allowed}
+            not_allowed = start(http, learner, closed_port().replace("127.0.0.1", "127.0.0.2"))
     assert banner.hits >= 1 and failing.hits >= 1 and garbage.hits >= 1 and html.hits >= 1, \
         "allowed oracles are contacted"
     bodies = {r.text for r in answers.values()}
@@ -136,32 +138,32 @@ def test_closed_not_http_and_not_oracle_ports_get_one_identical_error_echoing_no
     assert not_allowed.json() == answers[down].json()
 
 
-def test_an_oracle_that_goes_down_is_a_502_not_a_422_at_start_and_at_audit(tmp_path: Path) -> None:
+def test_an_oracle_that_goes_down_is_a_502_not_a_422_at_start_and_at_audit(tmp_path: Path, http: httpx.Client) -> None:
     with ExitStack() as stack:
         oracle_stack = stack.enter_context(ExitStack())
         oracle = oracle_stack.enter_context(oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}"))
         learner = stack.enter_context(learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle))
-        auth = {"Authorization": f"Bearer {httpx.post(f'{learner}/v1/callers').json()['token']}"}
-        run = httpx.post(f"{learner}/v1/runs", json=RUN, headers=auth)
+        auth = {"Authorization": f"Bearer {http.post(f'{learner}/v1/callers').json()['token']}"}
+        run = http.post(f"{learner}/v1/runs", json=RUN, headers=auth)
         assert run.status_code == 201, run.text
         oracle_stack.close()  # the oracle goes down; the learner stays up
-        again = httpx.post(f"{learner}/v1/runs", json=RUN, headers=auth)
-        audit = httpx.get(f"{learner}/v1/runs/{run.json()['id']}/audit", headers=auth)
+        again = http.post(f"{learner}/v1/runs", json=RUN, headers=auth)
+        audit = http.get(f"{learner}/v1/runs/{run.json()['id']}/audit", headers=auth)
     assert again.status_code == 502 and again.json()["error"] == "oracle_unavailable", again.text
     assert audit.status_code == 502 and audit.json() == again.json(), audit.text
 
 
-def test_a_busy_oracle_is_a_503_with_retry_after_and_starts_nothing(tmp_path: Path) -> None:
+def test_a_busy_oracle_is_a_503_with_retry_after_and_starts_nothing(tmp_path: Path, http: httpx.Client) -> None:
     """An allowed oracle that answers 'busy' (its session lock was not free; nothing was done) is a 503 the caller
     may retry, not a 502: the oracle is there."""
     busy = {"error": "busy", "detail": SECRET, "retry_after": 1}
     with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle, \
             secret_http_server(503, busy, {"Retry-After": "1"}) as (busy_url, counter), \
             learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle, extra_oracles=(busy_url,)) as learner:
-        token = httpx.post(f"{learner}/v1/callers").json()["token"]
+        token = http.post(f"{learner}/v1/callers").json()["token"]
         auth = {"Authorization": f"Bearer {token}"}
-        answer = httpx.post(f"{learner}/v1/runs", json={**RUN, "oracle_url": busy_url}, headers=auth, timeout=60)
-        listed = httpx.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
+        answer = http.post(f"{learner}/v1/runs", json={**RUN, "oracle_url": busy_url}, headers=auth, timeout=60)
+        listed = http.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
     assert counter.hits >= 1, "the allowed oracle was asked"
     assert answer.status_code == 503 and answer.json()["error"] == "oracle_busy", answer.text
     assert answer.headers["Retry-After"] == "1" and SECRET not in answer.text

@@ -125,7 +125,7 @@ def _finished(learner: str, auth: dict[str, str], run_id: str) -> dict:
 
 
 def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_request_names(
-        oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch) -> None:
+        oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch, http: httpx.Client) -> None:
     # An empty site directory on the path of the learner and of the worker processes it starts (they are spawned
     # with its path), into which the plugin is then installed, as pip would install into site-packages.
     site = tmp_path / "site"
@@ -133,20 +133,20 @@ def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_requ
     uninstalled_afterwards.syspath_prepend(str(site))
     with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url, workers=1) as learner:
         auth = caller(learner)
-        listed = httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]
+        listed = http.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]
         assert ALGORITHM not in {a["id"] for a in listed}
         run = {"dataset": "powerlaw", "dataset_params": {"d": 30, "n_train": 300, "n_test": 50},
                "budget": {"per_example": 4}, "seed": 1, "max_examples": 200}
-        assert httpx.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM}).status_code == 422
+        assert http.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM}).status_code == 422
 
         # pip install, while the learner and its workers run
         shutil.copytree(EXAMPLE / PACKAGE.replace("-", "_"), site / PACKAGE.replace("-", "_"))
         write_metadata(site)
-        started = httpx.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM})
+        started = http.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM})
         assert started.status_code == 201, started.text  # found without a restart
         info = _finished(learner, auth, started.json()["id"])
         assert info["status"] == "finished" and info["result"]["attributes"] <= 4 * 200
-        entry = {a["id"]: a for a in httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]}[ALGORITHM]
+        entry = {a["id"]: a for a in http.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]}[ALGORITHM]
         assert (entry["package"], entry["version"]) == (PACKAGE, VERSION)
 
         # Code named in a request is never imported: a module that would leave a mark when imported is refused
@@ -155,13 +155,13 @@ def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_requ
         canary.parent.mkdir()
         canary.write_text(f"open({str(tmp_path / 'imported')!r}, 'w').close()\n")
         uninstalled_afterwards.syspath_prepend(str(canary.parent))
-        before = httpx.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
-        refused = httpx.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": "canary_plugin:Thing"})
+        before = http.get(f"{learner}/v1/runs", headers=auth).json()["runs"]
+        refused = http.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": "canary_plugin:Thing"})
         assert refused.status_code == 403, refused.text
         assert refused.json()["error"] == "algorithm_not_allowed"
         assert "BUDGETLAB_LEARNER_ALGORITHMS" in refused.json()["detail"]
         assert not (tmp_path / "imported").exists() and "canary_plugin" not in sys.modules
-        assert httpx.get(f"{learner}/v1/runs", headers=auth).json()["runs"] == before
+        assert http.get(f"{learner}/v1/runs", headers=auth).json()["runs"] == before
 
         # A comparison through the learner, beside aerr and ddaerr.
         config = tmp_path / "mine.toml"
@@ -173,13 +173,13 @@ def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_requ
 
 
 def test_a_target_allow_listed_in_the_learners_settings_is_listed_and_runs(
-        oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch) -> None:
+        oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch, http: httpx.Client) -> None:
     uninstalled_afterwards.syspath_prepend(str(EXAMPLE))
     with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url, algorithm_targets=(TARGET,)) as learner:
         auth = caller(learner)
-        entry = {a["id"]: a for a in httpx.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]}[TARGET]
+        entry = {a["id"]: a for a in http.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]}[TARGET]
         assert entry["name"] == "Split-half SGD (example plugin)"
-        started = httpx.post(f"{learner}/v1/runs", headers=auth, json={
+        started = http.post(f"{learner}/v1/runs", headers=auth, json={
             "dataset": "powerlaw", "dataset_params": {"d": 30, "n_train": 300, "n_test": 50}, "algorithm": TARGET,
             "budget": {"per_example": 4}, "seed": 1, "max_examples": 100})
         assert started.status_code == 201, started.text
