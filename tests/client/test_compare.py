@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import sklearn
 from rich.console import Console
 
 from budgetlab.contract.budgets import Budget
@@ -153,6 +152,8 @@ def test_a_run_past_the_run_timeout_is_cancelled_with_its_curve_so_far(learner_u
 
 
 def test_results_record_the_software_the_host_and_the_parameters_in_effect(service_results: dict) -> None:
+    import sklearn  # here, not at the top: every xdist worker collecting this file would pay its import
+
     results = service_results["results"]
     origin = results["provenance"]
     assert origin["budgetlab"] == metadata.version("budgetlab")

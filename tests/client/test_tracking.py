@@ -7,13 +7,16 @@ import json
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from mlflow import MlflowClient
 
 from client.cli import app
 from client.tracking import EXTRA
 from tests.helpers import RUNNER
+
+if TYPE_CHECKING:  # imported in the tests that use it: every xdist worker collects this file
+    from mlflow import MlflowClient
 
 pytestmark = pytest.mark.usefixtures("shared_cluster")
 
@@ -58,6 +61,8 @@ def runs_of(client: MlflowClient, experiment: str) -> tuple[object, list]:
 
 def test_compare_logs_a_parent_run_and_one_nested_run_per_algorithm_and_seed(tracking_uri: str,
                                                                              tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
     config, out = tmp_path / "c.toml", tmp_path / "out"
     config.write_text(CONFIG)
     result = RUNNER.invoke(app, ["compare", str(config), "--local", "--out", str(out), "--mlflow"])
@@ -124,6 +129,8 @@ def test_mlflow_missing_fails_before_anything_runs(tmp_path: Path, monkeypatch: 
 
 
 def test_a_tracking_store_that_refuses_fails_before_anything_runs(tracking_uri: str, tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
     client = MlflowClient(tracking_uri)
     client.delete_experiment(client.create_experiment("tracking test"))
     config, out = tmp_path / "c.toml", tmp_path / "out"

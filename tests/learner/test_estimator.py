@@ -6,15 +6,15 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import clone
-from sklearn.model_selection import cross_val_score
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets import Dataset
 from learner.diagnosis import NearZeroPredictor
-from learner.estimator import BudgetedRegressor
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
+
+# scikit-learn (and the estimator, which imports it) is imported inside the tests that use it: every xdist
+# worker collects every file, and the import costs seconds of CPU.
 
 
 def sparse_regression(n: int = 3000, d: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -30,6 +30,8 @@ def sparse_regression(n: int = 3000, d: int = 20, seed: int = 0) -> tuple[np.nda
 @pytest.mark.parametrize(("algorithm", "params"), [("aerr", {}), ("aelr", {}), ("aer", {}), ("aer", {"lam": 0.5}),
                                                    ("ddaerr-2phase", {})])
 def test_fit_learns_within_the_budget(algorithm: str, params: dict) -> None:
+    from learner.estimator import BudgetedRegressor
+
     X, y = sparse_regression()
     model = BudgetedRegressor(algorithm, per_example=5, seed=1, params=params).fit(X, y)
     assert model.coef_.shape == (20,) and model.n_features_in_ == 20
@@ -41,6 +43,8 @@ def test_fit_learns_within_the_budget(algorithm: str, params: dict) -> None:
 
 
 def test_fit_equals_the_runner_on_a_local_oracle_with_the_same_seed() -> None:
+    from learner.estimator import BudgetedRegressor
+
     X, y = sparse_regression(n=500)
     model = BudgetedRegressor("aelr", per_example=5, seed=3).fit(X, y)
     rows = np.arange(len(y))
@@ -50,6 +54,11 @@ def test_fit_equals_the_runner_on_a_local_oracle_with_the_same_seed() -> None:
 
 
 def test_is_a_scikit_learn_estimator() -> None:
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+
+    from learner.estimator import BudgetedRegressor
+
     X, y = sparse_regression(n=900)
     model = BudgetedRegressor("aerr", per_example=5, params={"B": 2.0})
     assert clone(model).get_params() == model.get_params()
@@ -60,6 +69,8 @@ def test_is_a_scikit_learn_estimator() -> None:
 
 
 def test_a_global_budget_stops_fitting_early() -> None:
+    from learner.estimator import BudgetedRegressor
+
     X, y = sparse_regression(n=1000)
     model = BudgetedRegressor("aerr", per_example=5, total=500).fit(X, y)
     assert model.result_.status == "budget_exhausted" and model.n_attributes_paid_ <= 500
@@ -67,6 +78,8 @@ def test_a_global_budget_stops_fitting_early() -> None:
 
 @pytest.mark.parametrize("algorithm", ["ito1", "ito2"])
 def test_an_online_protocol_algorithm_fits_predicting_before_each_label(algorithm: str) -> None:
+    from learner.estimator import BudgetedRegressor
+
     X, y = sparse_regression(n=1500)
     model = BudgetedRegressor(algorithm, per_example=6, seed=0).fit(X, y)
     assert model.result_.status == "finished" and model.result_.cumulative_loss is not None
@@ -75,6 +88,8 @@ def test_an_online_protocol_algorithm_fits_predicting_before_each_label(algorith
 
 
 def test_a_fit_near_the_zero_predictor_warns_why_and_what_to_try() -> None:
+    from learner.estimator import BudgetedRegressor
+
     X, y = sparse_regression(n=200)
     with pytest.warns(NearZeroPredictor, match=r"aerr ended at 0\.\d+ of the zero predictor's test MSE: the "
                                                r"theorems' constants"):

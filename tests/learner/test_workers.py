@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from distributed import get_task_stream
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -36,6 +35,9 @@ from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.scoring import run_and_score, session_opener
 from tests.servers import learner_server, oracle_server
+
+# distributed is imported inside the tests that use it: every xdist worker collects every file,
+# and the import costs seconds of CPU.
 
 CONFIG = """
 title = "scheduler"
@@ -74,6 +76,8 @@ def sequential(request: RunCreate) -> list[float]:
 
 
 def test_a_grid_on_two_worker_processes_learns_the_sequential_weights(pool: RunPool) -> None:
+    from distributed import get_task_stream
+
     cfg = config(GAUSS, [0, 1])
     with get_task_stream(client=pool.client) as stream:
         _, outcomes = run_comparison(cfg, local=True, learner_url=None, oracle_url=None, parallel=None,
@@ -185,6 +189,8 @@ def test_the_learner_runs_on_its_schedulers_workers_with_the_sequential_weights_
                                                                                             tmp_path: Path) -> None:
     """The learner service set to a scheduler (``BUDGETLAB_SCHEDULER``): its run executes on that cluster's workers,
     over HTTP in the session the learner opened, and pays for what a sequential run in this process pays for."""
+    from distributed import get_task_stream
+
     address = pool.cluster.scheduler_address if pool.cluster else ""
     request = RunCreate(dataset="sparse-gaussian", dataset_params=GAUSS, algorithm="ddaerr", seed=3,
                         budget=Budget(per_example=4), max_examples=120, eval_every=40, test_budget=3)

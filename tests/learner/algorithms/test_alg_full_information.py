@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.linear_model import Lasso as SklearnLasso
-from sklearn.linear_model import LassoCV, RidgeCV
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
@@ -16,6 +14,9 @@ from learner.algorithms.ogd_ridge import OGDRidge
 from learner.algorithms.ridge import ALPHAS, Ridge
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
+
+# scikit-learn is imported inside the tests that use it: every xdist worker collects every file,
+# and the import costs seconds of CPU.
 
 REFERENCES = ["ridge", "lasso", "ogd-ridge", "eg-lasso"]
 W_STAR = np.array([1.0, -0.7, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0])
@@ -56,6 +57,8 @@ def test_ridge_matches_the_closed_form_and_refits_lazily() -> None:
 
 
 def test_lasso_matches_scikit_learn_on_the_rows_seen() -> None:
+    from sklearn.linear_model import Lasso as SklearnLasso
+
     dataset = linear_data()
     lasso = Lasso(Problem(d=8, k=8, n_examples=1500), alpha=0.02)
     feed(lasso, dataset.X[:300], dataset.y[:300])
@@ -74,6 +77,8 @@ def noisy_data(n: int, d: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarra
 
 
 def test_ridge_cross_validates_alpha_like_ridgecv_each_time_the_examples_double() -> None:
+    from sklearn.linear_model import RidgeCV
+
     X, y = noisy_data(800)
     ridge = Ridge(Problem(d=8, k=8, n_examples=800))
 
@@ -94,6 +99,9 @@ def test_ridge_cross_validates_alpha_like_ridgecv_each_time_the_examples_double(
 
 
 def test_lasso_cross_validates_alpha_like_lassocv_each_time_the_examples_double() -> None:
+    from sklearn.linear_model import Lasso as SklearnLasso
+    from sklearn.linear_model import LassoCV
+
     X, y = noisy_data(800, d=30)
     lasso = Lasso(Problem(d=30, k=30, n_examples=800))
 

@@ -21,10 +21,12 @@ from typer.testing import CliRunner
 from budgetlab.contract.budgets import Budget
 from client.cli import app
 from learner.algorithms import algorithm_modules, algorithms
-from learner.estimator import BudgetedRegressor
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 from tests.helpers import DATA
+
+# scikit-learn (and the estimator, which imports it) is imported inside the tests that use it: every xdist
+# worker collects every file, and the import costs seconds of CPU.
 
 PINNED = json.loads((DATA / "theory_weights.json").read_text())
 CASES = PINNED["runs"]
@@ -64,6 +66,8 @@ def test_run_command_passes_the_switch() -> None:
 
 
 def test_estimator_passes_the_switch() -> None:
+    from learner.estimator import BudgetedRegressor
+
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 8))
     y = X @ rng.normal(size=8)
