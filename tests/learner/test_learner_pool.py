@@ -169,3 +169,26 @@ def test_ended_runs_beyond_the_retention_leave_memory_and_are_read_back_from_the
         info = get(url, auth, run_id)
         assert info["result"]["weights"] and [p["examples"] for p in info["curve"]] == [10, 20, 30, 40]
         assert info["result"]["curve"] == info["curve"] and info["result"]["final"] == info["curve"][-1]
+
+
+def test_the_listing_takes_a_run_s_end_from_memory_over_a_row_read_before_it(learner: tuple[str, object],
+                                                                             http: httpx.Client) -> None:
+    # The race of a listing: its page is read from the database a moment before a run's end is written there, and
+    # the next run already executes. Here the page is made stale by hand (the ended run's row says 'running' again);
+    # the listing must still say 'finished', from the ended runs the learner keeps in memory, or a pool of one shows
+    # two runs executing at once.
+    url, app = learner
+    auth = {"Authorization": f"Bearer {http.post(f'{url}/v1/callers').json()['token']}"}
+    run_id = start(url, auth, max_examples=20, eval_every=10)["id"]
+    deadline = time.monotonic() + 60
+    while get(url, auth, run_id, http)["status"] != "finished":
+        assert time.monotonic() < deadline, "the run did not finish"
+        time.sleep(0.02)
+    manager = app.state.runs  # type: ignore[attr-defined]
+    manager.store.set_status(run_id, "running")
+    try:
+        listed = {run["id"]: run for run in http.get(f"{url}/v1/runs", headers=auth).json()["runs"]}
+    finally:
+        manager.store.set_status(run_id, "finished")
+    assert listed[run_id]["status"] == "finished"
+    assert listed[run_id]["progress_examples"] == 20 and listed[run_id]["last_point"]["examples"] == 20
