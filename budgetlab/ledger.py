@@ -380,7 +380,7 @@ class ChainVerifier:
         if link.seq != expected:
             what = "missing" if link.seq > expected else "inserted or repeated"
             self._bad(expected, f"row {expected} is {what}: found seq {link.seq} in its place")
-        elif self._check_last(at_end=False):
+        elif self._check_last(False):
             if link.digest is None:
                 self._bad(expected, f"row {expected} was inserted: it starts no link and joins none")
             else:
@@ -388,7 +388,7 @@ class ChainVerifier:
                 self._last = link
 
     def result(self) -> ChainCheck:
-        if self.fault is None and self._check_last(at_end=True):
+        if self.fault is None and self._check_last(True):
             return ChainCheck(True, self.rows, self.head.hex())
         assert self.fault is not None
         return self.fault
@@ -405,7 +405,7 @@ class ChainVerifier:
         self.fault = ChainCheck(False, self.rows, self.head.hex(), seq, reason)
         return False
 
-    def _check_last(self, *, at_end: bool) -> bool:
+    def _check_last(self, at_end: bool) -> bool:
         link, self._last = self._last, None
         if link is None:
             return True
@@ -417,12 +417,14 @@ class ChainVerifier:
                 return self._bad(seq, f"row {seq} is missing: link {link.seq} records {n} values{end}")
             if link.fault is not None:
                 return self._bad(*link.fault)
-            digest = link_digest(self.head, observe_header(self.name, link.seq, int(link.example), n),
-                                 link.attributes, link.values)
+            digest = link_digest(self.head, observe_header(self.name, link.seq, link.example, n), link.attributes,
+                                 link.values)
             if digest != link.digest:
                 return self._bad(*self._altered(link))
         else:
-            payload = link.payload if isinstance(link.payload, str) else canonical_json(link.payload)
+            payload = link.payload or ""
+            if not isinstance(payload, str):
+                payload = canonical_json(payload)
             digest = link_digest(self.head, event_header(self.name, link.seq, link.kind, link.example, link.value,
                                                          link.cost, payload))
             if digest != link.digest:
