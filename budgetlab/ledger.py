@@ -28,7 +28,6 @@ import json
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -84,18 +83,24 @@ def link_digest(prev: bytes, header: bytes, attributes: np.ndarray | Sequence[in
     if attributes is not None and values is not None:
         h.update(b"\n")
         # int64 and f64, little-endian; struct packs a link's few values several times faster than numpy.
-        n = len(values)
-        h.update((_PACKED.get(n) or _packing(n)).pack(*attributes, *values))
+        h.update(_HASHED[len(values)].pack(*attributes, *values))
     return h.digest()
 
 
-_PACKED: dict[int, struct.Struct] = {}
+class _Formats(dict[int, struct.Struct]):
+    """A struct format for each number of values a link has, made the first time a link has that many."""
+
+    def __init__(self, spec: str) -> None:
+        super().__init__()
+        self.spec = spec
+
+    def __missing__(self, n: int) -> struct.Struct:
+        made = self[n] = struct.Struct(self.spec.format(n=n))
+        return made
 
 
-def _packing(n: int) -> struct.Struct:
-    """How ``link_digest`` packs ``n`` attributes and values (kept for the sizes a ledger's links have)."""
-    packing = _PACKED[n] = struct.Struct(f"<{n}q{n}d")
-    return packing
+# The layouts of what link_digest hashes of a link's values and of what pack_cells stores.
+_HASHED, _PACKED = _Formats("<{n}q{n}d"), _Formats("<{n}i{n}d{n}i")
 
 
 def value_tag(seq: int, example: int, attribute: int, value: float) -> int:
@@ -248,11 +253,6 @@ class ChainLink:
     source: Sequence[dict[str, Any]] = ()
 
 
-@lru_cache(maxsize=256)
-def _cells_format(n: int) -> struct.Struct:
-    return struct.Struct(f"<{n}i{n}d{n}i")
-
-
 def links_of_stored(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes], costs: Sequence[float] | None,
                     ) -> Iterator[ChainLink]:
     """Stored links, in seq order, with their values.
@@ -270,7 +270,7 @@ def links_of_stored(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes
         if not blob or len(blob) < 16:  # the link's rows are gone
             continue
         m = len(blob) // 16
-        cells = _cells_format(m).unpack_from(blob)
+        cells = _PACKED[m].unpack_from(blob)
         attributes = cells[:m]
         yield ChainLink(seq, kind, example, None, cost, n, {}, digest, m, attributes, cells[m : 2 * m],
                         cells[2 * m :], None, declared_costs(costs, attributes))
