@@ -63,7 +63,8 @@ def _id(key: str) -> str:
     return key.split(".")[0]
 
 
-def test_a_comparison_and_a_learner_draw_on_the_accounts_whose_keys_they_hold(tmp_path: Path) -> None:
+def test_a_comparison_and_a_learner_draw_on_the_accounts_whose_keys_they_hold(tmp_path: Path,
+                                                                              http: httpx.Client) -> None:
     with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}", anonymous=False) as oracle:
         with OracleClient(oracle, admin_token=ADMIN) as client:
             course = client.create_account("course", {"total": 5000, "per_example": 4})
@@ -92,7 +93,7 @@ def test_a_comparison_and_a_learner_draw_on_the_accounts_whose_keys_they_hold(tm
                 started = runs.start(RunCreate(dataset="sparse-gaussian", dataset_params=PARAMS, algorithm="aerr",
                                                budget={"per_example": 2}, max_examples=20))
                 ended = runs.wait(started.id, timeout=120)
-                shown = httpx.get(f"{learner}/v1/runs/{started.id}", headers={"Authorization":
+                shown = http.get(f"{learner}/v1/runs/{started.id}", headers={"Authorization":
                                                                                f"Bearer {runs.token}"}).text
             assert ended.status in ("finished", "budget_exhausted"), ended.message
             assert lab.key.split(".")[1] not in shown
@@ -100,8 +101,8 @@ def test_a_comparison_and_a_learner_draw_on_the_accounts_whose_keys_they_hold(tm
                 assert [s.id for s in client.account().sessions] == [ended.session]
         # Without a key of its own, the learner's run is refused by this oracle, which opens no anonymous session.
         with learner_server(f"sqlite:///{tmp_path / 'runs2.db'}", oracle) as keyless:
-            caller = httpx.post(f"{keyless}/v1/callers").json()["token"]
-            refused = httpx.post(f"{keyless}/v1/runs", json={"dataset": "sparse-gaussian", "algorithm": "aerr"},
-                                 headers={"Authorization": f"Bearer {caller}"})
+            caller = http.post(f"{keyless}/v1/callers").json()["token"]
+            refused = http.post(f"{keyless}/v1/runs", json={"dataset": "sparse-gaussian", "algorithm": "aerr"},
+                                headers={"Authorization": f"Bearer {caller}"})
         assert refused.status_code == 422 and refused.json()["error"] == "oracle_rejected"
         assert "accounts only" in refused.json()["detail"]

@@ -45,14 +45,14 @@ def test_serve_oracle_keeps_its_ledger_in_the_working_directory(served) -> None:
     assert "sparse-gaussian" in cli("datasets", "list", "--oracle", url)
 
 
-def test_serve_learner_keeps_its_runs_where_database_url_says(served, tmp_path: Path) -> None:
+def test_serve_learner_keeps_its_runs_where_database_url_says(served, tmp_path: Path, http: httpx.Client) -> None:
     url, _, _ = served
     runs = tmp_path / "elsewhere" / "runs.db"
     runs.parent.mkdir()
     with cli_service(["serve", "learner", "--database-url", f"sqlite:///{runs}"], cwd=tmp_path,
                      env={"ORACLE_URL": url}) as learner:
-        token = httpx.post(f"{learner}/v1/callers").json()["token"]
-        assert httpx.get(f"{learner}/v1/runs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        token = http.post(f"{learner}/v1/callers").json()["token"]
+        assert http.get(f"{learner}/v1/runs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     assert runs.exists() and not (tmp_path / "budgetlab-runs.db").exists()
     with sqlite3.connect(runs) as db:
         assert db.execute("select count(*) from learner_callers").fetchone() == (1,)

@@ -203,7 +203,7 @@ def test_a_viewer_far_behind_a_ledger_skips_to_its_tail(oracle: str, http: httpx
         tails = [data for name, data in ev if name == "ledger"]
         if len(tails) == 1 and ev[-1][0] == "ledger":
             assert http.post(f"{oracle}/v1/sessions/{created['id']}/observe/batch", headers=auth,
-                              json=big).status_code == 200
+                             json=big).status_code == 200
         return len(tails) >= 2
 
     seen = events(f"{oracle}/v1/events?follow={created['id']}",

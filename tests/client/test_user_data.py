@@ -38,7 +38,7 @@ def observe_cost(http: httpx.Client, url: str, dataset: str, attributes: list[in
     opened = http.post(f"{url}/v1/sessions", json={"dataset": dataset, "order": "pool",
                                                     "budget": {"total": 100}}).json()
     answer = http.post(f"{url}/v1/sessions/{opened['id']}/observe", json={"example": 0, "attributes": attributes},
-                        headers={"Authorization": f"Bearer {opened['token']}"})
+                       headers={"Authorization": f"Bearer {opened['token']}"})
     assert answer.status_code == 200, answer.text
     return answer.json()["charged"]
 
@@ -123,7 +123,7 @@ def test_a_bad_upload_is_a_4xx_json_error_and_leaves_nothing(remote, form, file,
     url, data = remote
     before = sorted(p.name for p in (data / "datasets").iterdir()) if (data / "datasets").exists() else []
     answer = http.post(f"{url}/v1/datasets/upload", data=form, files={"file": file},
-                        headers=ADMIN)
+                       headers=ADMIN)
     assert answer.status_code == status, answer.text
     body = answer.json()
     assert body["error"] == error and words in json.dumps(body)
@@ -154,7 +154,7 @@ def test_an_upload_past_its_own_limit_is_a_413_naming_the_setting(tmp_path: Path
     with serve_in_thread(create_app(settings)) as url:
         big = clinic_csv(tmp_path / "big.csv")  # about 1.5 KB: under the body limit, past the upload limit
         answer = http.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big.read_bytes())},
-                            headers=ADMIN)
+                           headers=ADMIN)
         assert answer.status_code == 413 and answer.json()["error"] == "too_large"
         assert "BUDGETLAB_MAX_UPLOAD_BYTES" in answer.json()["detail"]
         assert http.get(f"{url}/v1/datasets/big").status_code == 404
@@ -174,5 +174,5 @@ def test_only_the_admin_may_send_a_large_upload(tmp_path: Path, http: httpx.Clie
             answer = http.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big)}, headers=headers)
             assert answer.status_code == 413 and "BUDGETLAB_MAX_BODY_BYTES" in answer.json()["detail"]
         answer = http.post(f"{url}/v1/datasets/upload", files={"file": ("big.csv", big)}, data={"target": "outcome"},
-                            headers=ADMIN)
+                           headers=ADMIN)
         assert answer.status_code == 201, answer.text

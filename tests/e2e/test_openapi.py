@@ -358,5 +358,5 @@ def test_every_time_either_service_answers_carries_its_utc_offset(shared_oracle_
 
 def test_a_body_that_is_not_utf8_is_the_documented_422_on_the_learner(learner_url: str, http: httpx.Client) -> None:
     answer = http.post(f"{learner_url}/v1/runs", content=b'{"dataset": "\xff"}',
-                        headers={**caller(learner_url), "content-type": "application/json"})
+                       headers={**caller(learner_url), "content-type": "application/json"})
     assert answer.status_code == 422 and answer.json()["error"] == "invalid_request", answer.text

@@ -38,7 +38,8 @@ def wait_for_progress(client: LearnerClient, run_id: str, examples: int, timeout
     raise TimeoutError(f"run {run_id} made no progress in {timeout} s")
 
 
-def test_start_get_list_wait_with_progress_and_audit(learner_url: str, shared_oracle_url: str) -> None:
+def test_start_get_list_wait_with_progress_and_audit(learner_url: str, shared_oracle_url: str,
+                                                     http: httpx.Client) -> None:
     seen: list[RunInfo] = []
     with LearnerClient(learner_url) as client:
         assert {"aerr", "aelr", "ito1"} <= {a.id for a in client.algorithms().algorithms}
@@ -57,7 +58,7 @@ def test_start_get_list_wait_with_progress_and_audit(learner_url: str, shared_or
         assert report.compliant and report.session_id == done.session
         # Times go out with their offset (a reader would take a bare one as local time).
         caller = {"Authorization": f"Bearer {client.token}"}
-        listed = next(r for r in httpx.get(f"{learner_url}/v1/runs", headers=caller).json()["runs"]
+        listed = next(r for r in http.get(f"{learner_url}/v1/runs", headers=caller).json()["runs"]
                       if r["id"] == started.id)
         for moment in (listed["created_at"], listed["ended_at"]):
             assert moment.endswith(("Z", "+00:00")), moment

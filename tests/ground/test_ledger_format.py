@@ -269,7 +269,7 @@ def test_a_kept_receipt_exposes_a_ledger_rewritten_wholesale(oracle_url: str, sq
 # --- the step request ---------------------------------------------------------------------------------
 
 
-def test_a_step_is_next_and_observe_with_the_same_rows_and_budget(oracle_url: str) -> None:
+def test_a_step_is_next_and_observe_with_the_same_rows_and_budget(oracle_url: str, http: httpx.Client) -> None:
     budget = {"per_example": 3, "total": 20, "label_cost": 0.5}
     with OracleClient(oracle_url) as client:
         stepped = client.open_session(DATASET, dataset_params=PARAMS, budget=budget, seed=2)
@@ -292,8 +292,8 @@ def test_a_step_is_next_and_observe_with_the_same_rows_and_budget(oracle_url: st
         assert stepped.get().spent == a.spent and stepped.get().ledger_rows == a.ledger_rows
         assert stepped.step([4]).example == 4
 
-        raw = httpx.post(f"{oracle_url}/v1/sessions/{stepped.id}/step", json={"attributes": [99]},
-                         headers={"Authorization": f"Bearer {stepped.token}"})
+        raw = http.post(f"{oracle_url}/v1/sessions/{stepped.id}/step", json={"attributes": [99]},
+                        headers={"Authorization": f"Bearer {stepped.token}"})
         assert raw.status_code == 404 and raw.json()["error"] == "unknown_attribute"
         pool = client.open_session(DATASET, dataset_params=PARAMS, order="pool", seed=2)
         with pytest.raises(OracleError) as no_next:
@@ -301,7 +301,7 @@ def test_a_step_is_next_and_observe_with_the_same_rows_and_budget(oracle_url: st
         assert no_next.value.status == 409 and no_next.value.error == "pool_order"
 
 
-def test_the_step_request_is_in_the_openapi_contract(oracle_url: str) -> None:
-    spec = httpx.get(f"{oracle_url}/openapi.json").json()
+def test_the_step_request_is_in_the_openapi_contract(oracle_url: str, http: httpx.Client) -> None:
+    spec = http.get(f"{oracle_url}/openapi.json").json()
     assert "/v1/sessions/{session_id}/step" in spec["paths"]
     assert "receipt" in json.dumps(spec["components"]["schemas"]["StepResponse"])

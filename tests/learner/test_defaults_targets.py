@@ -93,12 +93,12 @@ def test_aerr_in_the_estimator_learns_with_the_defaults_where_the_theorem_does_n
     assert theory.score(X_test, y_test) <= np.mean(practical) - 0.1
 
 
-def test_run_tuning_pays_in_the_oracle_ledger_what_it_reports(oracle_url: str) -> None:
+def test_run_tuning_pays_in_the_oracle_ledger_what_it_reports(oracle_url: str, http: httpx.Client) -> None:
     printed = run_json("--algorithm", "aerr", "--dataset", "digits-3v5", "--per-example", "5", "--max-examples", "120",
                        "--eval-every", "60", "--seed", "0", "--oracle", oracle_url, "--tune", "eta=1e-9,0.05",
                        "--tune-folds", "2")
     tuning = printed["tuning"]
-    sessions = httpx.get(f"{oracle_url}/v1/dashboard/sessions?limit=100", headers=ADMIN).json()["sessions"]
+    sessions = http.get(f"{oracle_url}/v1/dashboard/sessions?limit=100", headers=ADMIN).json()["sessions"]
     # The tuning's sessions are the ones restricted to a part of the stream (its fits and validations).
     tuned = [s for s in sessions if s["budget"].get("part")]
     assert len(tuned) == tuning["sessions"] == 2 * 2 + 2

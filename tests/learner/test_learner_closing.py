@@ -19,7 +19,7 @@ POOL = {"dataset": "sparse-gaussian", "order": "pool",
         "dataset_params": {"d": 10, "n_train": 40, "n_test": 10, "s_plus": 2, "s_minus": 2}}
 
 
-def test_a_session_the_oracle_was_down_for_is_closed_once_it_is_back(sqlite_url: str) -> None:
+def test_a_session_the_oracle_was_down_for_is_closed_once_it_is_back(sqlite_url: str, http: httpx.Client) -> None:
     settings = Settings(database_url=sqlite_url, batch_process=False)
     with serve_in_thread(create_app(settings)) as url:
         with OracleClient(url, stream=False) as client:
@@ -34,6 +34,6 @@ def test_a_session_the_oracle_was_down_for_is_closed_once_it_is_back(sqlite_url:
             time.sleep(0.1)
         assert closer.pending() == []
         for session in sessions:
-            info = httpx.get(f"{url}/v1/sessions/{session.id}",
-                             headers={"Authorization": f"Bearer {session.token}"}).json()
+            info = http.get(f"{url}/v1/sessions/{session.id}",
+                            headers={"Authorization": f"Bearer {session.token}"}).json()
             assert info["status"] == "closed", info

@@ -98,7 +98,7 @@ def closed_port() -> str:
 def start(http: httpx.Client, learner: str, oracle_url: str) -> httpx.Response:
     token = http.post(f"{learner}/v1/callers").json()["token"]
     return http.post(f"{learner}/v1/runs", json={**RUN, "oracle_url": oracle_url},
-                      headers={"Authorization": f"Bearer {token}"})
+                     headers={"Authorization": f"Bearer {token}"})
 
 
 def test_an_oracle_off_the_allow_list_is_never_contacted_and_nothing_of_it_comes_back(tmp_path: Path,

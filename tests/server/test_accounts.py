@@ -147,5 +147,5 @@ def test_anonymous_sessions_can_be_refused_limited_and_shielded(tmp_path: Path, 
             refused(open_session(http, url, who, split="test", protocol="online"), 403, "test_shielded")
         trained = open_session(http, url, key).json()
         evaluation = http.post(f"{url}/v1/sessions/{trained['id']}/evaluate", json={"weights": [0.0] * 10},
-                                headers=bearer(trained["token"]))
+                               headers=bearer(trained["token"]))
         assert evaluation.status_code == 200 and evaluation.json()["normalized_mse"] == pytest.approx(1.0)

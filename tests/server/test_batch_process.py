@@ -131,7 +131,7 @@ def spawned_children(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
-def test_the_batch_process_ends_when_its_worker_is_killed(tmp_path: Path) -> None:
+def test_the_batch_process_ends_when_its_worker_is_killed(tmp_path: Path, http: httpx.Client) -> None:
     args = ["serve", "oracle", "--port", "0"]
     log = tmp_path / "oracle.log"
     with log.open("w") as sink:
@@ -141,9 +141,9 @@ def test_the_batch_process_ends_when_its_worker_is_killed(tmp_path: Path) -> Non
         deadline = time.monotonic() + 60
         url = announced_url(args, oracle, log, deadline)
         wait_healthy(url, oracle, log, deadline)
-        created = httpx.post(f"{url}/v1/sessions", json=POOL, timeout=30).json()
-        answer = httpx.post(f"{url}/v1/sessions/{created['id']}/observe/batch", content=batch(0, range(60)),
-                            headers={"Authorization": f"Bearer {created['token']}",
+        created = http.post(f"{url}/v1/sessions", json=POOL, timeout=30).json()
+        answer = http.post(f"{url}/v1/sessions/{created['id']}/observe/batch", content=batch(0, range(60)),
+                           headers={"Authorization": f"Bearer {created['token']}",
                                      "content-type": "application/json"}, timeout=30)
         assert answer.status_code == 200 and answer.json()["fresh"] == 30 * 60
         while not spawned_children(oracle.pid) and time.monotonic() < deadline:

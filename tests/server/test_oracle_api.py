@@ -71,7 +71,7 @@ def test_values_are_the_datasets_in_stream_order_and_reobserving_is_free(oracle_
     assert body["values"] == pytest.approx(expected.tolist())
     assert (body["charged"], body["spent"], body["fresh"]) == (2.0, 2.0, 2)
     again = http.post(f"{oracle_url}/v1/sessions/{sid}/observe", headers=h,
-                       json={"example": 0, "attributes": [2, 17]}).json()
+                      json={"example": 0, "attributes": [2, 17]}).json()
     assert again["values"] == body["values"][::-1]
     assert (again["charged"], again["spent"]) == (0.0, 2.0)
 
@@ -106,7 +106,7 @@ def test_global_budget_and_per_attribute_costs(oracle_url: str, http: httpx.Clie
     assert done["charged"] == 4.0 and done["remaining"]["total"] == 0.0
     assert [len(item["values"]) for item in done["items"]] == [2, 1]
     assert_error(http.post(f"{oracle_url}/v1/sessions/{sid}/observe", headers=h,
-                            json={"example": 0, "attributes": [3]}), 402)
+                           json={"example": 0, "attributes": [3]}), 402)
     audit = http.get(f"{oracle_url}/v1/sessions/{sid}/audit", headers=h).json()
     assert audit["compliant"] and audit["spent_recomputed"] == 10.0
 
@@ -159,9 +159,9 @@ def test_online_protocol_commits_prediction_before_label(oracle_url: str, http: 
     body = p.json()
     assert body["loss"] == pytest.approx((0.5 - body["label"]) ** 2)
     assert_error(http.post(f"{oracle_url}/v1/sessions/{sid}/predict", headers=h,
-                            json={"example": 0, "prediction": 1.0}), 409, "already_predicted")
+                           json={"example": 0, "prediction": 1.0}), 409, "already_predicted")
     assert_error(http.post(f"{oracle_url}/v1/sessions/{sid}/predict", headers=h,
-                            json={"example": 1, "prediction": 1.0}), 409, "example_not_issued")
+                           json={"example": 1, "prediction": 1.0}), 409, "example_not_issued")
     http.post(f"{oracle_url}/v1/sessions/{sid}/next", headers=h)
     p2 = http.post(f"{oracle_url}/v1/sessions/{sid}/predict", headers=h, json={"example": 1, "prediction": 0}).json()
     info = http.get(f"{oracle_url}/v1/sessions/{sid}", headers=h).json()
@@ -177,11 +177,11 @@ def test_test_session_predicts_on_a_budget(oracle_url: str, http: httpx.Client) 
     assert created["session"]["n_examples"] == 100
     http.post(f"{oracle_url}/v1/sessions/{sid}/next", headers=h)
     assert http.post(f"{oracle_url}/v1/sessions/{sid}/observe", headers=h,
-                      json={"example": 0, "attributes": [0, 1]}).status_code == 200
+                     json={"example": 0, "attributes": [0, 1]}).status_code == 200
     assert_error(http.post(f"{oracle_url}/v1/sessions/{sid}/observe", headers=h,
-                            json={"example": 0, "attributes": [2]}), 402)
+                           json={"example": 0, "attributes": [2]}), 402)
     assert http.post(f"{oracle_url}/v1/sessions/{sid}/predict", headers=h,
-                      json={"example": 0, "prediction": 0.0}).status_code == 200
+                     json={"example": 0, "prediction": 0.0}).status_code == 200
 
 
 def test_evaluate_is_free_correct_and_ledgered(oracle_url: str, http: httpx.Client) -> None:
@@ -279,7 +279,7 @@ def test_pool_order_addresses_any_example(oracle_url: str, http: httpx.Client) -
     lab = http.post(f"{oracle_url}/v1/sessions/{sid}/label", headers=h, json={"example": 299}).json()
     assert lab["label"] == pytest.approx(dataset.labels("train", np.array([299]))[0])
     assert_error(http.post(f"{oracle_url}/v1/sessions/{sid}/observe", headers=h,
-                            json={"example": 300, "attributes": [4]}), 404)
+                           json={"example": 300, "attributes": [4]}), 404)
 
 
 def test_sdk_raises_typed_errors(oracle_url: str) -> None:
@@ -305,14 +305,14 @@ def test_observe_on_driver_sql_reads_back_through_sqlalchemy(backend: str, reque
     with oracle_server(database_url) as url:
         sid, h, _ = open_session(http, url, order="pool", budget={"per_example": 2, "total": 3})
         assert http.post(f"{url}/v1/sessions/{sid}/observe", headers=h,
-                          json={"example": 0, "attributes": [1, 2]}).status_code == 200
+                         json={"example": 0, "attributes": [1, 2]}).status_code == 200
         # Refusals roll back on a connection that stays in use: later observes still work and charge.
         assert_error(http.post(f"{url}/v1/sessions/{sid}/observe", headers=h,
-                                json={"example": 1, "attributes": [1, 2, 3]}), 402)
+                               json={"example": 1, "attributes": [1, 2, 3]}), 402)
         assert_error(http.post(f"{url}/v1/sessions/{sid}/observe", headers={"Authorization": "Bearer x"},
-                                json={"example": 1, "attributes": [1]}), 404)
+                               json={"example": 1, "attributes": [1]}), 404)
         assert http.post(f"{url}/v1/sessions/{sid}/observe", headers=h,
-                          json={"example": 1, "attributes": [4]}).status_code == 200
+                         json={"example": 1, "attributes": [4]}).status_code == 200
         assert counters(http, url, sid, h) == (3.0, 3, 4)
         # last_active, written by the driver path, is parsed by the idle sweep: recent, so not closed.
         admin = ADMIN
@@ -327,7 +327,7 @@ def test_observe_on_driver_sql_reads_back_through_sqlalchemy(backend: str, reque
         first = http.post(f"{url}/v1/sessions/{sid}/predict", headers=h, json={"example": example, "prediction": 0.5})
         assert first.status_code == 200 and first.json()["predictions"] == 1
         assert_error(http.post(f"{url}/v1/sessions/{sid}/predict", headers=h,
-                                json={"example": example, "prediction": 0.0}), 409, "already_predicted")
+                               json={"example": example, "prediction": 0.0}), 409, "already_predicted")
         info = http.get(f"{url}/v1/sessions/{sid}", headers=h).json()
         assert info["predictions"] == 1 and info["cumulative_loss"] == pytest.approx(first.json()["loss"])
         sid, h, _ = open_session(http, url, order="pool", budget={"total": 1.5, "label_cost": 1.0})

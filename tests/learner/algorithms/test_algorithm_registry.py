@@ -10,6 +10,7 @@ import subprocess
 import sys
 from importlib.metadata import version
 
+import httpx
 import pytest
 
 import learner.algorithms as package
@@ -83,8 +84,7 @@ def listing() -> list[dict]:
     return [{**c.info().model_dump(mode="json"), **ours} for c in imported_all().values()]
 
 
-def test_the_learner_service_lists_every_algorithm_as_importing_them_all_does(learner_url: str) -> None:
-    import httpx
-
-    listed = httpx.get(f"{learner_url}/v1/algorithms", timeout=60).json()["algorithms"]
+def test_the_learner_service_lists_every_algorithm_as_importing_them_all_does(learner_url: str,
+                                                                              http: httpx.Client) -> None:
+    listed = http.get(f"{learner_url}/v1/algorithms", timeout=60).json()["algorithms"]
     assert listed == listing()

@@ -106,21 +106,21 @@ def test_a_config_entry_asks_for_the_theorems_constants(tmp_path: Path) -> None:
     assert "theorems' constants" in (out / "report.md").read_text()
 
 
-def test_the_learner_service_runs_the_theorems_constants(learner_url: str) -> None:
+def test_the_learner_service_runs_the_theorems_constants(learner_url: str, http: httpx.Client) -> None:
     case = next(c for c in CASES if c["algorithm"] == "aelr")
-    auth = {"Authorization": f"Bearer {httpx.post(f'{learner_url}/v1/callers').json()['token']}"}
-    started = httpx.post(f"{learner_url}/v1/runs", headers=auth, json={
+    auth = {"Authorization": f"Bearer {http.post(f'{learner_url}/v1/callers').json()['token']}"}
+    started = http.post(f"{learner_url}/v1/runs", headers=auth, json={
         "dataset": case["dataset"], "dataset_params": case["dataset_params"], "algorithm": "aelr",
         "budget": {"per_example": case["per_example"]}, "seed": case["seed"], "max_examples": case["max_examples"],
         "defaults": "theory"})
     assert started.status_code == 201, started.text
     deadline = time.monotonic() + 60
-    while (info := httpx.get(f"{learner_url}/v1/runs/{started.json()['id']}", headers=auth).json())["status"] in (
+    while (info := http.get(f"{learner_url}/v1/runs/{started.json()['id']}", headers=auth).json())["status"] in (
             "pending", "queued", "running"):
         assert time.monotonic() < deadline, "the run did not end"
         time.sleep(0.05)
     assert info["request"]["defaults"] == "theory" and info["result"]["defaults"] == "theory"
     np.testing.assert_allclose(info["result"]["weights"], case["weights"], rtol=1e-9, atol=1e-12)
-    refused = httpx.post(f"{learner_url}/v1/runs", headers=auth, json={
+    refused = http.post(f"{learner_url}/v1/runs", headers=auth, json={
         "dataset": "powerlaw", "algorithm": "aelr", "defaults": "paper"})
     assert refused.status_code == 422 and refused.json()["error"]
