@@ -83,7 +83,11 @@ def link_digest(prev: bytes, header: bytes, attributes: np.ndarray | Sequence[in
     if attributes is not None and values is not None:
         h.update(b"\n")
         # int64 and f64, little-endian; struct packs a link's few values several times faster than numpy.
-        h.update(_HASHED[len(values)].pack(*attributes, *values))
+        packing = _HASHED[len(values)]
+        try:
+            h.update(packing.pack(*attributes, *values))
+        except struct.error:  # a value that is no number (a row of an export can hold anything), as float() reads it
+            h.update(packing.pack(*attributes, *map(float, values)))
     return h.digest()
 
 

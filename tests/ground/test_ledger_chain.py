@@ -138,3 +138,13 @@ def test_a_tag_of_one_row_is_the_vectorised_rule_of_its_row() -> None:
     tags = value_tags(seqs, examples, attributes, values).tolist()
     assert [value_tag(*row) for row in zip(seqs, examples, attributes, values, strict=True)] == tags
     assert any(t < 0 for t in tags) and any(t > 0 for t in tags)  # both halves of the int32 range
+
+
+def test_an_exported_value_is_read_as_float_reads_it() -> None:
+    """An export's row can hold anything: a value written as its number's text hashes as that number, and one that
+    is no number is a ValueError (which ``budgetlab audit`` reports), not some other error."""
+    rows = _rows(_chain())
+    as_text = [*rows[:3], {**rows[3], "value": repr(rows[3]["value"])}, *rows[4:]]
+    assert verify_chain("s1", as_text).ok
+    with pytest.raises(ValueError, match="could not convert"):
+        verify_chain("s1", [*rows[:3], {**rows[3], "value": "abc"}, *rows[4:]])
