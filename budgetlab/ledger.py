@@ -224,8 +224,15 @@ class Chain:
 
 
 def declared_costs(costs: Sequence[float] | None, attributes: Sequence[int]) -> list[float]:
-    """What values of these attributes cost, as the session's ``open`` row declares (None: every attribute 1)."""
-    return [1.0] * len(attributes) if costs is None else [float(costs[a]) for a in attributes]
+    """What values of these attributes cost, as the session's ``open`` row declares (None: every attribute 1).
+
+    An attribute the costs do not cover (a ledger altered in the database: the engine charges none such) is given
+    0.0, as nothing was declared for it; its audit names it outside the session's attributes."""
+    if costs is None:
+        return [1.0] * len(attributes)
+    if attributes and (min(attributes) < 0 or max(attributes) >= len(costs)):
+        return [float(costs[a]) if 0 <= a < len(costs) else 0.0 for a in attributes]
+    return [float(costs[a]) for a in attributes]
 
 
 @dataclass(slots=True)

@@ -191,3 +191,31 @@ def test_an_untouched_ledger_audits_the_same_both_ways(stored: tuple[Path, str])
     assert report == of_rows and report.compliant, report.reasons
     assert (report.rows, report.attributes_recomputed, report.labels_recomputed) == (len(rows), 20, 5)
     assert report.spent_recomputed == 20 + 5 * 0.5
+
+
+def test_an_attribute_the_declared_costs_do_not_cover_is_named_not_a_crash(tmp_path: Path) -> None:
+    # With per-attribute costs declared, a stored attribute changed to one past them (or below 0, which Python's
+    # indexing would have read from the end) made the pages and the audit fail with a 500 (IndexError).
+    path = tmp_path / "ledger.db"
+    service: SessionService = create_app(Settings(database_url=f"sqlite:///{path}")).state.sessions
+    d = 6
+    created = service.create(SessionCreate.model_validate({
+        "dataset": "sparse-gaussian", "dataset_params": {"d": d, "n_train": 20, "n_test": 5, "s_plus": 1,
+                                                         "s_minus": 1},
+        "budget": {"per_example": 3, "costs": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}, "seed": 0}))
+    for _ in range(3):
+        service.perform(OPERATIONS["step"], created.id, created.token, StepRequest(attributes=[0, 2]))
+    service.close_connections()
+    with sqlite3.connect(path) as db:
+        (key,) = db.execute("SELECT ledger_key FROM sessions WHERE id = ?", (created.id,)).fetchone()
+        (seq, _, _), (later, _, _) = _links(db, key, "observe")[1:3]
+        for link, attribute in ((seq, 40), (later, -1)):
+            attributes, values, tags = _cells(db, key, link)
+            attributes[1] = attribute
+            _put(db, key, link, [attributes, values, tags])
+        _rechain(db, key)
+    report, of_rows, rows = _audits(path, created.id)
+    assert report == of_rows and not report.compliant
+    assert f"row {seq + 1} observes attribute 40 outside 0..{d - 1}" in report.reasons, report.reasons
+    assert f"row {later + 1} observes attribute -1 outside 0..{d - 1}" in report.reasons, report.reasons
+    assert [(r["attribute"], r["cost"]) for r in rows if r["seq"] in (seq + 1, later + 1)] == [(40, 0.0), (-1, 0.0)]
