@@ -179,7 +179,7 @@ def test_the_listing_takes_a_run_s_end_from_memory_over_a_row_read_before_it(lea
     # two runs executing at once.
     url, app = learner
     auth = {"Authorization": f"Bearer {http.post(f'{url}/v1/callers').json()['token']}"}
-    run_id = start(url, auth, max_examples=20, eval_every=10)["id"]
+    run_id = start(http, url, auth, max_examples=20, eval_every=10)["id"]
     deadline = time.monotonic() + 60
     while get(url, auth, run_id, http)["status"] != "finished":
         assert time.monotonic() < deadline, "the run did not finish"
