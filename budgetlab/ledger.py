@@ -342,7 +342,8 @@ def _link_of_rows(group: list[dict[str, Any]]) -> ChainLink:
     kind = first["kind"]
     example = first.get("example")
     values = group if kind == "observe" else group[1:]
-    examples: list[int] | None = [int(row["example"]) for row in values]
+    # An example cleared in the database comes out as None: the verifier names its link.
+    examples: list[Any] | None = [None if row["example"] is None else int(row["example"]) for row in values]
     fault = None
     if kind == "observe":
         stray = next((row for row in group[1:] if row.get("example") != example), None)
@@ -450,6 +451,8 @@ class ChainVerifier:
     def _altered(link: ChainLink) -> tuple[int, str]:
         """Which row of an observe link that does not hash to its digest was altered: the first whose tag differs."""
         n = link.rows
+        if not isinstance(link.example, int):  # cleared in the database: no tag can tell which row
+            return link.seq, f"row {link.seq} was altered: its link does not hash to its recorded hash"
         values = np.array([float(v) for v in link.values], dtype=np.float64)
         tags = value_tags(np.arange(link.seq, link.seq + n), np.full(n, int(link.example)),
                           np.asarray(link.attributes, dtype=np.int64), values)

@@ -399,7 +399,9 @@ class Database:
             links: list[Any] = cursor.fetchall()
             if not links:
                 return
-            observed = sorted({link[2] for link in links if link[1] == "observe"})
+            # A link's example is never NULL but in a database altered by hand: its cells are then not found, and
+            # the verifier names its rows missing.
+            observed = sorted({link[2] for link in links if link[1] == "observe" and link[2] is not None})
             yield links, {seq: blob for _, seq, blob in self._packed(cursor, key, observed)}
             start = links[-1][0] + 1
 

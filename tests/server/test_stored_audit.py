@@ -92,6 +92,16 @@ def _label_altered(db: sqlite3.Connection, key: int) -> None:
     db.execute("UPDATE links SET value = -value WHERE session_key = ? AND seq = ?", (key, seq))
 
 
+def _label_example_cleared(db: sqlite3.Connection, key: int) -> None:
+    seq = _links(db, key, "label")[2][0]
+    db.execute("UPDATE links SET example = NULL WHERE session_key = ? AND seq = ?", (key, seq))
+
+
+def _observe_example_cleared(db: sqlite3.Connection, key: int) -> None:
+    seq = _links(db, key, "observe")[TARGET][0]
+    db.execute("UPDATE links SET example = NULL WHERE session_key = ? AND seq = ?", (key, seq))
+
+
 def _attribute_charged_twice(db: sqlite3.Connection, key: int) -> None:
     seq = _links(db, key, "observe")[TARGET][0]
     attributes, values, tags = _cells(db, key, seq)
@@ -151,6 +161,11 @@ CASES: dict[str, tuple[Tamper, str | None, str]] = {
     "count": (_count_altered, "{end}", "row {end} is missing: link {seq} records {more} values"),
     "label-value": (_label_altered, "{label}", "row {label} was altered: its content does not hash to its recorded "
                                                "hash"),
+    # An example cleared (NULL) made the audit fail with a 500 (TypeError): now the chain names the link.
+    "label-example-cleared": (_label_example_cleared, "{label}", "row {label} was altered: its content does not hash "
+                                                                 "to its recorded hash"),
+    "observe-example-cleared": (_observe_example_cleared, "{seq}", "row {seq} was altered: its link does not hash to "
+                                                                   "its recorded hash"),
     "last-cells-deleted": (_last_cells_deleted, None, "the last row's hash is not the session's recorded head: rows "
                                                       "are missing at the end"),
     "charged-twice": (_attribute_charged_twice, None, "row {second} charges attribute {attribute} of example {example} "
