@@ -12,7 +12,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 # Installed the way README.md's quick start does it (the Makefile's install step).
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY budgetlab ./budgetlab
 COPY web ./web
 COPY server ./server

@@ -7,6 +7,7 @@ refuses them as if they were not installed), so the test sees what a user of the
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import subprocess
@@ -103,3 +104,13 @@ def test_the_command_without_the_client_extra_says_which_extra_to_install() -> N
     assert done.returncode == 1
     assert "the command needs the client extra" in done.stderr and "pip install 'budgetlab[client]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_license_is_an_spdx_expression_and_its_text_ships() -> None:
+    # The table form (license = {text = ...}) made every install warn that setuptools refuses it from 2027-02-18;
+    # an SPDX expression becomes the metadata's License-Expression (PEP 639), with the license file beside it.
+    metadata = importlib.metadata.metadata("budgetlab")
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get("License") is None
+    assert "LICENSE" in metadata.get_all("License-File", [])
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
