@@ -12,6 +12,11 @@
 - ``mnist_load_{cold,warm}``: seconds for ``load_dataset("mnist-3v5")`` in a fresh interpreter, every training
   pixel read once (a memory-mapped cache must not look fast by reading nothing), cold and warm cache.
 - ``algorithms_list``: seconds for ``budgetlab algorithms --json`` (imports every algorithm to describe it).
+- ``oracle_start_cpu``: CPU seconds of ``budgetlab serve oracle`` (its process tree) from its start on a fresh SQLite
+  ledger to its first ``/healthz`` answer (median of a few); ``learner_healthz_cpu``: the same for ``budgetlab serve
+  learner`` (fresh SQLite runs database), and ``learner_start_cpu`` until its 2 Dask worker processes are up too
+  (the tree's CPU no longer growing). CPU, not wall time: what every service start costs on shared cores, the test
+  suite's dozens of them included.
 - With ``--install``: ``make`` of the quick start's install step into a fresh virtual environment (pip's own cache
   and index as configured), first output and longest silence. Takes a minute or more; off by default.
 
@@ -35,11 +40,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _harness import Report, arguments, budgetlab_command, progress
+from _harness import Report, arguments, budgetlab_command, descendants, oracle_process, progress, tree_cpu
+
+from client.services import running
 
 ROOT = Path(__file__).resolve().parents[1]
 README_RUN = ["run", "--algorithm", "aer", "--dataset", "mnist-3v5", "--per-example", "4", "--test-budget", "4",
               "--local"]
+LEARNER_WORKERS = 2
+# The learner's start is over once its tree's CPU grows less than this in a second (its Dask workers up and idle).
+IDLE_CPU_PER_SECOND = 0.05
 FIRST_OUTPUT_TARGET = 2.0  # seconds: the issue's "shows progress within 2 s"
 SILENCE_TARGET = 5.0  # seconds: "no step of the quick start is silent for more than a few seconds"
 # CSI and OSC escape sequences, and the carriage returns and backspaces a progress bar redraws with.
@@ -152,6 +162,42 @@ def add_transcript(report: Report, name: str, run: Transcript, argv: list[str]) 
     report.add(f"{name}_total", run.total, "s")
 
 
+def oracle_start_cpu(workdir: Path) -> float:
+    with oracle_process(workdir) as oracle:  # yields once /healthz answers
+        return tree_cpu(oracle.process.pid)
+
+
+def learner_start_cpu(workdir: Path) -> tuple[float, float]:
+    """CPU seconds of ``budgetlab serve learner``'s tree at its first /healthz answer, and once its workers are up."""
+    workdir.mkdir(parents=True)
+    from learner.cluster import WORKERS_ENV  # here: the learner's imports take seconds, and only this needs them
+
+    env = {**os.environ, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / 'runs.db'}", WORKERS_ENV: str(LEARNER_WORKERS)}
+    args = ["serve", "learner", "--port", "0"]
+    log_path = workdir / "learner.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([*budgetlab_command(), *args], env=env, cwd=workdir, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        with running(process, args, log_path, time.monotonic() + 120):
+            healthz = before = tree_cpu(process.pid)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                time.sleep(1.0)
+                now = tree_cpu(process.pid)
+                workers = [p for p in descendants(process.pid) if b"spawn_main" in _cmdline(p)]
+                if len(workers) >= LEARNER_WORKERS and now - before < IDLE_CPU_PER_SECOND:
+                    return healthz, before
+                before = now
+            raise RuntimeError(f"the learner's {LEARNER_WORKERS} workers did not start within 120 s (log: {log_path})")
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def install(report: Report, tmp: Path) -> None:
     venv = tmp / "venv"
     argv = ["make", "-C", str(ROOT), f"VENV={venv}", f"{venv}/.installed"]
@@ -209,6 +255,13 @@ def main() -> None:
         report.add("algorithms_list", time.perf_counter() - start, "s")
         if listed.returncode != 0:
             raise RuntimeError(listed.stderr.decode()[-2000:])
+
+        progress("budgetlab serve oracle, then learner, each from its start to ready (CPU) ...")
+        report.add("oracle_start_cpu", statistics.median(oracle_start_cpu(tmp / f"oracle-{i}") for i in range(repeats)),
+                   "CPU-s")
+        learners = [learner_start_cpu(tmp / f"learner-{i}") for i in range(repeats)]
+        report.add("learner_healthz_cpu", statistics.median(h for h, _ in learners), "CPU-s")
+        report.add("learner_start_cpu", statistics.median(r for _, r in learners), "CPU-s")
 
         if parser_args.install:
             install(report, tmp)

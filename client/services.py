@@ -26,13 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import uvicorn
 from uvicorn.importer import import_from_string
 from uvicorn.supervisors import Multiprocess
 
 from budgetlab.malloc import tune_malloc
-from budgetlab.service_client import tls_context
 from web.http_protocol import JsonHttpProtocol
 
 HEALTH_TIMEOUT = 60.0
@@ -173,6 +171,11 @@ def announced_url(args: Sequence[str], process: subprocess.Popen[bytes], log: Pa
 def wait_healthy(url: str, process: subprocess.Popen[bytes] | None, log: Path | None, deadline: float) -> None:
     """Return once ``url`` answers /healthz; raise ``ServiceError`` if ``process`` (None: one served in a thread)
     exits first or ``deadline`` passes."""
+    # Here, not at the top: ``budgetlab serve`` imports this module too, and a service process has no use for httpx.
+    import httpx
+
+    from budgetlab.service_client import tls_context
+
     where = "" if log is None else f" (log: {log})"
     # One client for every look (a new one each time builds its TLS settings again: ~45 ms of CPU a look).
     with httpx.Client(timeout=2, verify=tls_context()) as http:

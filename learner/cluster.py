@@ -25,7 +25,6 @@ import logging
 import os
 import queue
 import secrets
-import signal
 import threading
 import time
 from collections import OrderedDict
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunResult
 from budgetlab.errors import OracleError, OracleUnavailable
+from learner import worker_start
 from learner.algorithms import get_algorithm
 from learner.held import OpenSession
 from learner.http_oracle import HttpOracle
@@ -113,14 +113,6 @@ class _Marks:
 
 
 _MARKS = _Marks()
-
-
-def dask_setup(worker: object) -> None:
-    """A worker process of our LocalCluster (its preload) ignores SIGINT: Ctrl-C in a terminal reaches every process
-    of the foreground group, and the comparison, not its workers, stops the runs (each ends with its curve so
-    far)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _cancel_here(key: str) -> None:
@@ -255,7 +247,7 @@ class RunPool:
                 self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                                             processes=True, dashboard_address="127.0.0.1:0",
                                             worker_dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
-                                            preload=[__name__])
+                                            preload=[worker_start.__name__])
             self.client = Client(self.cluster)
         self.topic = f"{TOPIC}-{secrets.token_hex(4)}"
         self._queues: dict[str, queue.Queue[dict[str, Any]]] = {}

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
-
 from budgetlab import allowance as rules
 from budgetlab.contract.accounts import AccountInfo, AccountSpent, Allowance
 from budgetlab.errors import Code, refusal
 from server.store import Database
 from server.tables import AccountRecord, Base
+from web.database_faults import is_postgres_unique_violation
 
 ACCOUNTS = Base.metadata.tables[AccountRecord.__tablename__]
 ACCOUNT_COLUMNS = tuple(c.name for c in ACCOUNTS.columns)
@@ -178,9 +177,11 @@ class AccountRows:
             raise taken
         try:
             cursor.execute(self._insert, tuple(self._bind[c](record[c]) for c in ACCOUNT_COLUMNS))
-        except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
-            # Another admin request took the name since the look above (PostgreSQL: a concurrent transaction).
-            raise taken from None
+        except Exception as exc:
+            if isinstance(exc, sqlite3.IntegrityError) or is_postgres_unique_violation(exc):
+                # Another admin request took the name since the look above (PostgreSQL: a concurrent transaction).
+                raise taken from None
+            raise
 
     def opened(self, cursor: Any, account_id: str) -> None:
         cursor.execute(self._opened, (account_id,))

@@ -29,14 +29,19 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from sqlalchemy import Engine, Table
 
 from budgetlab.errors import Refused, SessionBusy
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, ChainLink, links_of_stored, rows_of_links, unpack_cells
 from server.checkpoint import WRITER_BACKSTOP_PAGES, Checkpointer
 from server.tables import Base, Cells, Link, SessionRecord
-from web.database_faults import database_refusal, is_disconnect
+from web.database_faults import (
+    database_refusal,
+    is_disconnect,
+    is_postgres_error,
+    is_postgres_lock_refused,
+    postgres_errors,
+)
 
 SESSIONS, LINKS, CELLS = (Base.metadata.tables[t.__tablename__] for t in (SessionRecord, Link, Cells))
 SESSION_COLUMNS = tuple(c.name for c in SESSIONS.columns)
@@ -226,26 +231,21 @@ class Database:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield cursor
             conn.commit()
-        except (sqlite3.OperationalError, psycopg.errors.LockNotAvailable) as exc:
-            busy = isinstance(exc, psycopg.errors.LockNotAvailable) or _is_busy(exc)
-            if not busy:
-                self._discard(conn)
-                self._after_fault(exc)
-                _raise_fault(exc)
-                raise
-            conn.rollback()
-            self._checkin(conn, idle)
-            if not wait:
-                raise NotNow from None
-            raise SessionBusy(BUSY) from None
         except (Refused, NotNow):
             conn.rollback()
             self._checkin(conn, idle)
             raise
-        except psycopg.Error as exc:
+        except Exception as exc:
+            if is_postgres_lock_refused(exc) or (isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)):
+                conn.rollback()
+                self._checkin(conn, idle)
+                if not wait:
+                    raise NotNow from None
+                raise SessionBusy(BUSY) from None
             self._discard(conn)
-            self._after_fault(exc)
-            _raise_fault(exc)
+            if isinstance(exc, sqlite3.OperationalError) or is_postgres_error(exc):
+                self._after_fault(exc)
+                _raise_fault(exc)
             raise
         except BaseException:
             self._discard(conn)
@@ -308,11 +308,13 @@ class Database:
         self._close_idle()
 
     def _close_idle(self) -> None:
+        # Taken meanwhile by another thread, or already broken.
+        gone: tuple[type[Exception], ...] = (IndexError, *postgres_errors())
         for idle in (self._idle, self._prompt):
             while idle:
                 try:
                     idle.pop().close()
-                except (IndexError, psycopg.Error):  # taken meanwhile by another thread, or already broken
+                except gone:
                     pass
 
     # --- statements -------------------------------------------------------------------------------------
@@ -422,6 +424,8 @@ def _alive(conn: Any) -> bool:
     """Whether an idle PostgreSQL connection may still be used, without a round trip: an idle connection has
     nothing to read unless the server closed it (a restart, an admin's terminate) or sent a notice, so a readable
     socket means it is dropped and a new one is opened (SQLAlchemy's pre-ping, for free)."""
+    import psycopg  # here: only PostgreSQL's connections are looked at, and the oracle on SQLite never imports it
+
     raw = conn.dbapi_connection
     if raw is None or raw.closed or raw.broken:
         return False

@@ -9,8 +9,8 @@ them). Anything else is not a fault of the database's state but a bug, and stays
 from __future__ import annotations
 
 import sqlite3
+import sys
 
-import psycopg
 from sqlalchemy.exc import DBAPIError
 
 from budgetlab.errors import Code, Refused
@@ -19,6 +19,13 @@ from budgetlab.errors import Code, Refused
 RETRY_AFTER = 1.0
 # SQLite's primary result codes (the low byte of an extended code).
 SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 8, 10, 13, 14
+
+
+def psycopg_loaded() -> bool:
+    """Whether this process has imported psycopg. Only then can an exception be one of its (an engine on a PostgreSQL
+    URL imports it as it is made), so the services on SQLite never import it (0.1 CPU-s per process start) just to
+    tell its exceptions apart: every look at one goes through here, and imports psycopg only once this is true."""
+    return "psycopg" in sys.modules
 
 
 def database_refusal(exc: BaseException, service: str = "the service") -> Refused | None:
@@ -34,6 +41,10 @@ def database_refusal(exc: BaseException, service: str = "the service") -> Refuse
         if code in (SQLITE_IOERR, SQLITE_CANTOPEN):
             return _unavailable(service, str(exc))
         return None
+    if not psycopg_loaded():
+        return None
+    import psycopg
+
     if isinstance(exc, psycopg.errors.DiskFull):
         return _full(service, str(exc).strip())
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
@@ -48,8 +59,44 @@ def is_disconnect(exc: BaseException) -> bool:
     """Whether the connection the exception came from is gone (so other connections opened before it likely are)."""
     if isinstance(exc, DBAPIError) and exc.orig is not None:
         exc = exc.orig
+    if not psycopg_loaded():
+        return False
+    import psycopg
+
     return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and not isinstance(
         exc, psycopg.errors.DiskFull | psycopg.errors.LockNotAvailable)
+
+
+def postgres_errors() -> tuple[type[Exception], ...]:
+    """``(psycopg.Error,)`` once psycopg is loaded, else none: what an ``except`` clause names for psycopg's errors."""
+    if not psycopg_loaded():
+        return ()
+    import psycopg
+
+    return (psycopg.Error,)
+
+
+def is_postgres_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is psycopg's (any ``psycopg.Error``)."""
+    return isinstance(exc, postgres_errors())
+
+
+def is_postgres_lock_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is PostgreSQL's refusal of a row lock not granted within ``lock_timeout``."""
+    if not psycopg_loaded():
+        return False
+    import psycopg
+
+    return isinstance(exc, psycopg.errors.LockNotAvailable)
+
+
+def is_postgres_unique_violation(exc: BaseException) -> bool:
+    """Whether ``exc`` is PostgreSQL's refusal of a row that a unique constraint forbids."""
+    if not psycopg_loaded():
+        return False
+    import psycopg
+
+    return isinstance(exc, psycopg.errors.UniqueViolation)
 
 
 def _unavailable(service: str, why: str) -> Refused:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -18,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from budgetlab.contract.budgets import Remaining
 from budgetlab.errors import Code, Refused, error_body, validation_detail
-from web.database_faults import database_refusal
+from web.database_faults import database_refusal, postgres_errors
 
 INVALID_REQUEST = Code.INVALID_REQUEST.value
 # The codes of the refusals the HTTP layer itself answers, by status (any other status: http_error).
@@ -45,7 +44,8 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(refused.status, refused.error, refused.detail, None, refused.retry_after)
 
     # A database fault that reaches the app unconverted (the learner's SQLAlchemy store) is the same 503 or 507.
-    for kind in (DBAPIError, sqlite3.Error, psycopg.Error):
+    # psycopg's, if it is loaded: an app on PostgreSQL has made its engine, which imports it, before this is called.
+    for kind in (DBAPIError, sqlite3.Error, *postgres_errors()):
         app.add_exception_handler(kind, _database)
 
     @app.exception_handler(RequestValidationError)

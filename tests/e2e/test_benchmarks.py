@@ -59,8 +59,11 @@ def test_learner_bench_json_holds_every_figure_as_a_positive_rate() -> None:
 def test_first_contact_bench_json_holds_every_figure() -> None:
     report = json.loads(run("first_contact.py", "--json"))
     figures = report["figures"]
-    for name in ("cli_import", "mnist_load_cold", "mnist_load_warm", "algorithms_list"):
+    for name in ("cli_import", "mnist_load_cold", "mnist_load_warm", "algorithms_list", "oracle_start_cpu",
+                 "learner_healthz_cpu"):
         assert figures[name]["value"] > 0, name
+    # The learner is ready once its workers are up too: its tree's CPU then holds theirs as well.
+    assert figures["learner_start_cpu"]["value"] > figures["learner_healthz_cpu"]["value"]
     for run_name in ("run_terminal_cold", "run_terminal_warm", "run_json"):
         first, silence, total = (figures[f"{run_name}_{f}"]["value"] for f in ("first_output", "longest_silence",
                                                                                "total"))

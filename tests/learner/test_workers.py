@@ -316,9 +316,23 @@ def test_a_scheduler_out_of_reach_is_said_once_in_words_and_its_return_too(
 
 
 def test_a_worker_process_imports_no_database_layer() -> None:
-    # What a Dask worker imports to execute runs (the cluster's preload, ``learner.cluster``) is paid by every worker
-    # process at its start: the run store's SQLAlchemy tables were 0.3-0.6 CPU-s of it, for nothing a run uses.
+    # What a Dask worker imports to execute runs (``learner.cluster``, with its first run) is paid by every worker
+    # process that runs one: the run store's SQLAlchemy tables were 0.3-0.6 CPU-s of it, for nothing a run uses.
     script = ("import json, sys; import learner.cluster; "
               "print(json.dumps(sorted(m for m in ('sqlalchemy', 'learner.store', 'psycopg') if m in sys.modules)))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
+
+
+def test_a_worker_process_starts_without_the_run_machinery(pool: RunPool) -> None:
+    # The cluster's preload is all a worker runs as it starts: with ``learner.cluster`` as the preload, each worker
+    # process of every learner paid about 0.45 CPU-s for the algorithms, the SDK clients and the contract's models
+    # before any run (a learner whose runs went to one worker, or that ran none, for nothing).
+    assert pool.cluster is not None
+    assert {tuple(spec["options"]["preload"]) for spec in pool.cluster.worker_spec.values()} == {
+        ("learner.worker_start",)}
+    script = ("import json, sys; before = set(sys.modules); import learner.worker_start; "
+              "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.partition('.')[0] not in "
+              "('signal', 'threading', '_weakrefset'))))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == ["learner", "learner.worker_start"]

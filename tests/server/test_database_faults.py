@@ -8,11 +8,15 @@ never of the team's shared server.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,6 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import event
 
 from budgetlab.oracle_client import OracleClient
@@ -31,6 +36,8 @@ from server.config import Settings
 from tests.helpers import caller, session_auth
 from tests.load import Client, StreamClient, assert_in_the_ledger_once
 from tests.servers import learner_app, serve_in_thread
+from web.database_faults import database_refusal, is_disconnect, is_postgres_lock_refused, is_postgres_unique_violation
+from web.errors import install_error_handlers
 
 POOL = {"dataset": "sparse-gaussian", "order": "pool", "budget": {"per_example": 10},
         "dataset_params": {"d": 20, "n_train": 200, "n_test": 10, "s_plus": 2, "s_minus": 2}}
@@ -326,3 +333,51 @@ def test_a_pooled_connection_that_cannot_be_reset_is_one_warning_line(caplog: py
     assert (record.levelname, record.exc_info) == ("WARNING", None)
     assert record.getMessage() == ("a pooled database connection could not be reset and was discarded: consuming input "
                                    "failed: server closed the connection unexpectedly")
+
+
+def test_both_services_on_sqlite_start_without_psycopg(tmp_path: Path) -> None:
+    # Importing psycopg only to name its exceptions cost every oracle and learner process 0.1 CPU-s at its start,
+    # on SQLite where none of them can be raised (web.database_faults.psycopg_loaded).
+    script = f"""
+import json, sys
+from learner.service import create_app as learner_app
+from learner.settings import LearnerSettings
+from server.app import create_app
+from server.config import Settings
+create_app(Settings(database_url="sqlite:///{tmp_path / 'ledger.db'}", batch_process=False))
+learner_app(LearnerSettings(database_url="sqlite:///{tmp_path / 'runs.db'}"))
+print(json.dumps(sorted(m for m in sys.modules if m.partition(".")[0] in ("psycopg", "psycopg_binary"))))
+"""
+    env = {**os.environ, "BUDGETLAB_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == []
+
+
+def test_psycopgs_errors_are_the_refusals_they_were_once_it_is_loaded() -> None:
+    # The same look the PostgreSQL fault tests make through a real server, here without one: each psycopg error the
+    # services tell apart, and an app's answer to one that reaches it unconverted.
+    import psycopg
+
+    refused = {name: database_refusal(exc, "the oracle") for name, exc in (
+        ("disk full", psycopg.errors.DiskFull("could not extend file")),
+        ("read only", psycopg.errors.ReadOnlySqlTransaction("cannot execute UPDATE in a read-only transaction")),
+        ("down", psycopg.OperationalError("connection refused")),
+        ("lost", psycopg.InterfaceError("the connection is lost")),
+        ("bug", psycopg.errors.UndefinedTable("relation does not exist")))}
+    assert {name: None if r is None else (r.status, r.error) for name, r in refused.items()} == {
+        "disk full": (507, "storage_full"), "read only": (507, "read_only"), "down": (503, "database_unavailable"),
+        "lost": (503, "database_unavailable"), "bug": None}
+    assert is_disconnect(psycopg.OperationalError("server closed the connection unexpectedly"))
+    assert not is_disconnect(psycopg.errors.DiskFull("could not extend file"))
+    assert not is_disconnect(psycopg.errors.LockNotAvailable("canceling statement due to lock timeout"))
+    assert is_postgres_lock_refused(psycopg.errors.LockNotAvailable("canceling statement due to lock timeout"))
+    assert not is_postgres_lock_refused(psycopg.errors.DiskFull("could not extend file"))
+    assert is_postgres_unique_violation(psycopg.errors.UniqueViolation("duplicate key value"))
+    assert not is_postgres_unique_violation(sqlite3.IntegrityError("UNIQUE constraint failed"))
+
+    app = FastAPI()
+    install_error_handlers(app)
+    answer = asyncio.run(app.exception_handlers[psycopg.Error](None, psycopg.OperationalError("connection refused")))
+    assert (answer.status_code, json.loads(answer.body)["error"], answer.headers["Retry-After"]) == (
+        503, "database_unavailable", "1")
