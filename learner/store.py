@@ -15,10 +15,8 @@ from sqlalchemy import Engine, func, insert, select, tuple_, update
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunPage, RunResult, RunSummary
 from learner.held import OpenSession
-from learner.tables import Base, CallerRecord, CurvePointRecord, HeldSessionRecord, RunRecord
+from learner.tables import CALLERS, HELD, POINTS, RUNS
 
-CALLERS, RUNS, POINTS, HELD = (Base.metadata.tables[t.__tablename__]
-                               for t in (CallerRecord, RunRecord, CurvePointRecord, HeldSessionRecord))
 POINT_FIELDS = ("examples", "attributes", "cost", "test_mse", "normalized_mse", "zero_one", "cumulative_loss")
 # Statuses of a run that has not ended: after a restart nothing executes them any more.
 UNENDED = ("pending", "queued", "running")

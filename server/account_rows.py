@@ -23,10 +23,9 @@ from budgetlab import allowance as rules
 from budgetlab.contract.accounts import AccountInfo, AccountSpent, Allowance
 from budgetlab.errors import Code, refusal
 from server.store import Database
-from server.tables import AccountRecord, Base
+from server.tables import ACCOUNTS
 from web.database_faults import is_postgres_unique_violation
 
-ACCOUNTS = Base.metadata.tables[AccountRecord.__tablename__]
 ACCOUNT_COLUMNS = tuple(c.name for c in ACCOUNTS.columns)
 # An account's id: the first part of its key, looked up before the secret part is compared in constant time.
 ID_BYTES = 8

@@ -34,7 +34,7 @@ from sqlalchemy import Engine, Table
 from budgetlab.errors import Refused, SessionBusy
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, ChainLink, links_of_stored, rows_of_links, unpack_cells
 from server.checkpoint import WRITER_BACKSTOP_PAGES, Checkpointer
-from server.tables import Base, Cells, Link, SessionRecord
+from server.tables import CELLS, LINKS, SESSIONS
 from web.database_faults import (
     database_refusal,
     is_disconnect,
@@ -43,11 +43,10 @@ from web.database_faults import (
     postgres_errors,
 )
 
-SESSIONS, LINKS, CELLS = (Base.metadata.tables[t.__tablename__] for t in (SessionRecord, Link, Cells))
 SESSION_COLUMNS = tuple(c.name for c in SESSIONS.columns)
 # The chain builds links and packed cells as tuples in these orders; they go to the driver as they are.
-assert tuple(c.name for c in LINKS.columns) == LINK_FIELDS, "server.tables.Link and ledger.LINK_FIELDS disagree"
-assert tuple(c.name for c in CELLS.columns) == CELLS_FIELDS, "server.tables.Cells and ledger.CELLS_FIELDS disagree"
+assert tuple(c.name for c in LINKS.columns) == LINK_FIELDS, "server.tables.LINKS and ledger.LINK_FIELDS disagree"
+assert tuple(c.name for c in CELLS.columns) == CELLS_FIELDS, "server.tables.CELLS and ledger.CELLS_FIELDS disagree"
 LINK_COLUMNS = LINK_FIELDS[1:]  # as read back, without the session key
 # What a step may change on the session row, besides the chain head.
 COUNTER_COLUMNS = ("status", "spent_cost", "spent_attributes", "labels", "issued", "predictions", "cumulative_loss")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from alembic import context
 
 from learner.database import make_engine
-from learner.tables import VERSION_TABLE, Base
+from learner.tables import VERSION_TABLE, metadata
 
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def run_migrations_online() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from alembic import context
 
 from server.db import make_engine
-from server.tables import Base
+from server.tables import metadata
 
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def run_migrations_online() -> None:
