@@ -35,7 +35,8 @@ from web.http_protocol import JsonHttpProtocol
 
 HEALTH_TIMEOUT = 60.0
 STARTUP_FAILURE = 3  # uvicorn's exit code when the app did not start
-BUDGETLAB = (sys.executable, "-m", "client.cli")
+# A package's __main__ (client/__main__.py), so that the processes a service spawns do not run the CLI again.
+BUDGETLAB = (sys.executable, "-m", "client")
 # How often a worker of ``serve --workers N`` looks whether its master is still there, and how long it then has
 # to finish the requests in flight before it exits regardless.
 MASTER_CHECK_SECONDS = 0.2
@@ -201,7 +202,7 @@ def service(args: Sequence[str], log: Path, *, port: int | None = None, env: dic
     ``/healthz``, and stops it after the ``with`` block.
 
     Without ``port`` the child picks a free port itself (``--port 0``) and says which; ``program`` is how
-    ``budgetlab`` is run (default: this interpreter, ``-m client.cli``).
+    ``budgetlab`` is run (default: this interpreter, ``-m client``).
     """
     deadline = time.monotonic() + timeout
     with log.open("w") as sink:

@@ -164,3 +164,29 @@ def test_listings_stay_readable_at_80_columns(command: list[str]) -> None:
         for info in list_datasets().datasets:
             assert any(line.startswith(f"{info.name}  {info.task}, ") for line in lines)
             assert info.description.split()[0] in result.stdout
+
+
+def test_the_processes_a_service_started_as_budgetlab_spawns_do_not_run_the_cli_again() -> None:
+    # The learner that `compare` or `sandbox` starts (client.services.BUDGETLAB) spawns its Dask workers, and a
+    # spawned process runs its parent's main module again unless that is a package's __main__: started as
+    # `python -m client.cli`, each worker imported typer and rich (0.15 CPU-s) for nothing.
+    from client.services import BUDGETLAB as SERVICE_COMMAND
+
+    python, flag, module = SERVICE_COMMAND
+    assert (python, flag) == (sys.executable, "-m")
+    script = ("import importlib.util, multiprocessing, sys\n"
+              # What `python -m MODULE` leaves as the main module's spec (a package's: its __main__'s), which a
+              # spawned process reads.
+              f"spec = importlib.util.find_spec({module!r})\n"
+              "if spec.submodule_search_locations is not None:\n"
+              f"    spec = importlib.util.find_spec({module + '.__main__'!r})\n"
+              "sys.modules['__main__'].__spec__ = spec\n"
+              "child = multiprocessing.get_context('spawn').Process(target=exec, args=(\"import json, sys; print(json."
+              "dumps(sorted(m for m in ('typer', 'rich', 'client.cli') if m in sys.modules)))\",))\n"
+              "child.start()\nchild.join(60)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == []
+    # And it is the budgetlab command.
+    usage = subprocess.run([*SERVICE_COMMAND, "--help"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 0 and "serve" in usage.stdout
