@@ -19,6 +19,10 @@ COPY server ./server
 COPY learner ./learner
 COPY client ./client
 RUN python -m pip install --progress-bar on -e '.[all]'
+# The project's own modules compiled once, here: the install is editable (pip compiles site-packages only), and under
+# PYTHONDONTWRITEBYTECODE every process (each service, Dask worker and command) would compile the ones it imports from
+# source at its start and keep nothing. Python reads bytecode that exists whatever that variable says.
+RUN python -m compileall -q budgetlab web server learner client
 
 EXPOSE 8000 8001
 # The oracle by default; the learner runs `budgetlab serve learner --host 0.0.0.0` (docker-compose.yml).
