@@ -44,7 +44,6 @@ from budgetlab.evaluation import evaluate_weights
 from client.claims import ClaimResult, claims_markdown, evaluate_claims
 from client.config import CompareConfig, Design
 from client.grid import RunOutcome
-from client.plots import plot_design
 from client.provenance import plugin_origins, provenance
 from client.summary import AlgorithmSummary, cell, stat, summarize
 from client.summary import Stat as SummaryStat
@@ -270,6 +269,10 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     comparison found (above the claims table), both also in results.json; ``oracle`` the oracle the runs used, asked
     for the task of a dataset this machine does not have; ``served`` the package and version of each algorithm the
     learner the runs used lists (one may be installed there only)."""
+    # Here, not at the top: matplotlib takes 0.75 CPU-s to import, and a comparison draws only at its end (one whose
+    # checks fail, or that is stopped before its report, never does).
+    from client.plots import plot_design
+
     out.mkdir(parents=True, exist_ok=True)
     tunings = tunings or []
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import json
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -191,3 +193,13 @@ def test_an_online_run_without_its_regret_says_why(tmp_path: Path) -> None:
            "dataset 'only-on-the-oracle'" in (tmp_path / "report.md").read_text()
     (run,) = json.loads((tmp_path / "results.json").read_text())["designs"][0]["algorithms"][0]["runs"]
     assert run["regret"] is None and run["regret_missing"] == outcomes[0].regret_missing
+
+
+def test_a_comparison_imports_matplotlib_only_to_draw_its_plots() -> None:
+    # matplotlib costs 0.75 CPU-s to import; `budgetlab compare` and `sandbox` draw only when they write their report
+    # (client.report.write_report), so one whose checks fail, or that is stopped before, never pays it.
+    script = ("import json, sys; import client.compare, client.sandbox; "
+              "print(json.dumps(sorted(m for m in sys.modules if m.partition('.')[0] == 'matplotlib')))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == []
