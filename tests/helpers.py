@@ -16,6 +16,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from budgetlab.service_client import tls_context
+
 ROOT = Path(__file__).resolve().parents[1]
 """The checkout: the project's files (docs, presets, pyproject.toml) as a user's clone has them."""
 DATA = Path(__file__).resolve().parent / "data"
@@ -49,7 +51,7 @@ def session_auth(created: dict[str, Any]) -> dict[str, str]:
 
 def new_caller(learner_url: str) -> tuple[str, dict[str, str]]:
     """A new caller of the learner, its token and headers: its runs are visible to it alone."""
-    r = httpx.post(f"{learner_url}/v1/callers")
+    r = httpx.post(f"{learner_url}/v1/callers", verify=tls_context())
     assert r.status_code == 201, r.text
     token = r.json()["token"]
     return token, bearer(token)

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from budgetlab.service_client import tls_context
 from client.services import ANNOUNCED
 from tests.dashboard_helpers import write_report
 from tests.helpers import ADMIN, ROOT, caller
@@ -71,7 +72,7 @@ def events(url: str, headers: dict[str, str], until: Any, timeout: float = 20.0)
     """Read server-sent events until ``until(events so far)`` holds."""
     seen: list[tuple[str, Any]] = []
     deadline = time.monotonic() + timeout
-    with httpx.stream("GET", url, headers=headers, timeout=timeout) as response:
+    with httpx.stream("GET", url, headers=headers, timeout=timeout, verify=tls_context()) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
         name = None
@@ -232,7 +233,7 @@ def test_an_open_page_does_not_keep_a_stopped_oracle_running(tmp_path: Path, htt
     try:
         url = wait_for(lambda: next((m[1] for m in map(ANNOUNCED.match, log.read_text().splitlines()) if m), None))
         wait_for(lambda: healthy(http, url))
-        with httpx.stream("GET", f"{url}/v1/events", timeout=30) as stream:
+        with httpx.stream("GET", f"{url}/v1/events", timeout=30, verify=tls_context()) as stream:
             assert next(stream.iter_lines()) == "event: sessions"
             process.send_signal(signal.SIGTERM)
             started = time.monotonic()

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from budgetlab.service_client import tls_context
 from tests.dashboard_helpers import HAVE_CHROMIUM, NO_CHROMIUM, chromium, js, screenshots, shoot, wait, write_report
 from tests.helpers import ADMIN_TOKEN
 from tests.servers import learner_server, oracle_server
@@ -103,7 +104,8 @@ def a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_p
     assert js(browser, f"return document.querySelector(\"tr[data-run='{run_id}'] .gauge-used\").classList.value") \
         == "gauge-used stopped"
     token = js(browser, "return JSON.parse(localStorage.getItem('budgetlab.learner.token'))")
-    info = httpx.get(f"{learner}/v1/runs/{run_id}", headers={"Authorization": f"Bearer {token}"}).json()
+    info = httpx.get(f"{learner}/v1/runs/{run_id}", headers={"Authorization": f"Bearer {token}"},
+                     verify=tls_context()).json()
     assert info["status"] == "cancelled"
     assert (info["request"]["seed"], info["request"]["eval_every"], info["request"]["budget"]["per_example"]) == \
         (7, 150, 4)
@@ -154,13 +156,13 @@ def the_oracle_page_hides_values_without_the_token_and_shows_them_live_with_it(
     created = httpx.post(f"{oracle}/v1/sessions", json={
         "dataset": "sparse-gaussian", "dataset_params": {"d": 10, "n_train": 100, "n_test": 10, "s_plus": 2,
                                                          "s_minus": 2},
-        "budget": {"per_example": 3, "total": 20}}).json()
+        "budget": {"per_example": 3, "total": 20}}, verify=tls_context()).json()
     sid, auth = created["id"], {"Authorization": f"Bearer {created['token']}"}
 
     def observe(attributes: list[int]) -> list[float]:
-        example = httpx.post(f"{oracle}/v1/sessions/{sid}/next", headers=auth).json()["example"]
+        example = httpx.post(f"{oracle}/v1/sessions/{sid}/next", headers=auth, verify=tls_context()).json()["example"]
         return httpx.post(f"{oracle}/v1/sessions/{sid}/observe", headers=auth,
-                          json={"example": example, "attributes": attributes}).json()["values"]
+                          json={"example": example, "attributes": attributes}, verify=tls_context()).json()["values"]
 
     values = observe([1, 2])
     browser.get(f"{oracle}/")
@@ -207,17 +209,19 @@ def the_admin_sees_the_accounts_their_allowances_and_sessions_live(
     keys = {}
     for name, allowance in [("student-a", {"total": 20, "per_example": 3, "sessions": 5, "evaluations": 4}),
                             ("student-b", {"per_example": 2, "splits": ["train"]})]:
-        created = httpx.post(f"{oracle}/v1/accounts", json={"name": name, "allowance": allowance}, headers=admin)
+        created = httpx.post(f"{oracle}/v1/accounts", json={"name": name, "allowance": allowance}, headers=admin,
+                             verify=tls_context())
         keys[name] = (created.json()["account"]["id"], created.json()["key"])
     body = {"dataset": "sparse-gaussian", "order": "pool",
             "dataset_params": {"d": 10, "n_train": 100, "n_test": 10, "s_plus": 2, "s_minus": 2}}
     opened = httpx.post(f"{oracle}/v1/sessions", json=body,
-                        headers={"Authorization": f"Bearer {keys['student-a'][1]}"}).json()
+                        headers={"Authorization": f"Bearer {keys['student-a'][1]}"}, verify=tls_context()).json()
     auth = {"Authorization": f"Bearer {opened['token']}"}
     for example in range(2):
         httpx.post(f"{oracle}/v1/sessions/{opened['id']}/observe", json={"example": example, "attributes": [0, 1, 2]},
-                   headers=auth)
-    httpx.post(f"{oracle}/v1/sessions", json=body, headers={"Authorization": f"Bearer {keys['student-b'][1]}"})
+                   headers=auth, verify=tls_context())
+    httpx.post(f"{oracle}/v1/sessions", json=body, headers={"Authorization": f"Bearer {keys['student-b'][1]}"},
+               verify=tls_context())
 
     browser.get(f"{oracle}/")  # still signed in as the admin (this tab's session storage)
     js(browser, "window.neverReloaded = true")
@@ -234,7 +238,7 @@ def the_admin_sees_the_accounts_their_allowances_and_sessions_live(
     assert "test shielded" in other and "0 spent · no limit" in other
     # The page follows the spend without a reload.
     httpx.post(f"{oracle}/v1/sessions/{opened['id']}/observe", json={"example": 2, "attributes": [0, 1, 2]},
-               headers=auth)
+               headers=auth, verify=tls_context())
     wait(lambda: "9 spent · 11 left of 20" in text(f"#accounts tr[data-account='{a_id}']"), "the account's spend, live")
 
     js(browser, f"document.querySelector(\"#accounts tr[data-account='{a_id}']\").click()")

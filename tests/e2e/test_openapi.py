@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-import schemathesis
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from budgetlab.service_client import tls_context
 from tests.helpers import ADMIN, TINY, caller, session_auth
 from tests.servers import serve_in_thread
 
@@ -40,14 +40,14 @@ def limited_oracle_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 
 @pytest.fixture(scope="module")
 def oracle_doc(shared_oracle_url: str) -> dict[str, Any]:
-    answer = httpx.get(f"{shared_oracle_url}/openapi.json")
+    answer = httpx.get(f"{shared_oracle_url}/openapi.json", verify=tls_context())
     assert answer.status_code == 200
     return answer.json()
 
 
 @pytest.fixture(scope="module")
 def learner_doc(learner_url: str) -> dict[str, Any]:
-    answer = httpx.get(f"{learner_url}/openapi.json")
+    answer = httpx.get(f"{learner_url}/openapi.json", verify=tls_context())
     assert answer.status_code == 200
     return answer.json()
 
@@ -79,6 +79,8 @@ def request_schema(op: dict[str, Any]) -> str | None:
 def test_the_documents_are_valid_openapi_31(which: str, request: pytest.FixtureRequest) -> None:
     doc = request.getfixturevalue(which)
     assert doc["openapi"].startswith("3.1")
+    import schemathesis  # here: every xdist worker collects this file, one runs it (~0.5 CPU-s of import)
+
     schemathesis.openapi.from_dict(doc).validate()  # against the OpenAPI 3.1 meta-schema; raises if invalid
     for schema in doc["components"]["schemas"].values():
         Draft202012Validator.check_schema(schema)
@@ -111,7 +113,7 @@ def test_session_and_admin_routes_carry_bearer_schemes_that_docs_can_authorize(o
 
 def test_bearers_are_parsed_as_before_the_schemes(shared_oracle_url: str) -> None:
     """The schemes never refuse: missing, malformed and non-ASCII bearers stay the oracle's own 401 JSON."""
-    with httpx.Client(base_url=shared_oracle_url) as http:
+    with httpx.Client(base_url=shared_oracle_url, verify=tls_context()) as http:
         created = http.post("/v1/sessions", json={"dataset": "online-sparse", "dataset_params": {"d": 10}}).json()
         path = f"/v1/sessions/{created['id']}"
         assert http.get(path, headers={"Authorization": f"Bearer {created['token']}"}).status_code == 200
@@ -173,7 +175,7 @@ def test_the_oracle_accepts_its_documented_examples(oracle_doc: dict[str, Any], 
     def example(name: str, index: int = 0) -> dict[str, Any]:
         return oracle_doc["components"]["schemas"][name]["examples"][index]
 
-    with httpx.Client(base_url=shared_oracle_url, timeout=30) as http:
+    with httpx.Client(base_url=shared_oracle_url, timeout=30, verify=tls_context()) as http:
         opened = [http.post("/v1/sessions", json=body) for body in oracle_doc["components"]["schemas"]
                   ["SessionCreate"]["examples"]]
         assert [answer.status_code for answer in opened] == [201, 201], opened[0].text
@@ -196,7 +198,7 @@ def test_the_oracle_accepts_its_documented_examples(oracle_doc: dict[str, Any], 
 
 
 def test_the_learner_accepts_its_documented_run(learner_doc: dict[str, Any], learner_url: str) -> None:
-    with httpx.Client(base_url=learner_url, timeout=30) as http:
+    with httpx.Client(base_url=learner_url, timeout=30, verify=tls_context()) as http:
         auth = {"Authorization": f"Bearer {http.post('/v1/callers').json()['token']}"}
         started = http.post("/v1/runs", json=learner_doc["components"]["schemas"]["RunCreate"]["examples"][0],
                             headers=auth)
@@ -247,7 +249,7 @@ def test_every_refusal_the_oracle_answers_is_listed_for_its_endpoint(oracle_doc:
         {"example": 0, "attributes": [0, 1]}]}, "step": {"attributes": [0, 1]}, "label": {"example": 0},
         "predict": {"example": 0, "prediction": 0.0}, "evaluate": {"weights": [0.0] * 10}}
 
-    with httpx.Client(base_url=limited_oracle_url, timeout=30) as http:
+    with httpx.Client(base_url=limited_oracle_url, timeout=30, verify=tls_context()) as http:
 
         def call(method: str, template: str, session_id: str = "", token: str | None = None,
                  **kw: Any) -> httpx.Response:

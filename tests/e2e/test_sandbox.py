@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from budgetlab.service_client import tls_context
 from learner.reports import Reports
 from tests.dashboard_helpers import HAVE_CHROMIUM, chromium, js, screenshots, shoot, wait
 from tests.helpers import ROOT
@@ -185,7 +186,7 @@ def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(t
     assert all(gone(pid) for pid in services)
     for url in urls:
         with pytest.raises(httpx.TransportError):
-            httpx.get(f"{url}/healthz", timeout=2)  # a new connection, not one the pool kept
+            httpx.get(f"{url}/healthz", timeout=2, verify=tls_context())  # a new connection, not one the pool kept
 
 
 def the_printed_links_open_the_pages_on_the_demo(text: str, runs: list[dict], headline: list[str],

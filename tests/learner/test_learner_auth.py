@@ -16,6 +16,7 @@ import pytest
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunCreate
 from budgetlab.learner_client import LearnerClient
+from budgetlab.service_client import tls_context
 from tests.helpers import LONG, new_caller
 from tests.servers import learner_server
 
@@ -34,7 +35,7 @@ def learner(shared_oracle_url: str, tmp_path_factory: pytest.TempPathFactory) ->
 def wait_progress(url: str, run_id: str, auth: dict[str, str]) -> None:
     deadline = time.monotonic() + 30
     # One client for the looks: httpx.get makes a new one a call, ~45-60 ms of CPU (its TLS settings).
-    with httpx.Client(timeout=60) as http:
+    with httpx.Client(timeout=60, verify=tls_context()) as http:
         while http.get(f"{url}/v1/runs/{run_id}", headers=auth).json()["progress_examples"] < 5:
             assert time.monotonic() < deadline, "the run made no progress"
             time.sleep(0.02)

@@ -15,6 +15,7 @@ import pytest
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.oracle_client import OracleClient
+from budgetlab.service_client import tls_context
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
@@ -40,7 +41,7 @@ def auth(learner_url: str) -> dict[str, str]:
 # The waits look through one client each: httpx.get makes a new one a call, ~45-60 ms of CPU (its TLS settings).
 def wait_run(learner_url: str, run_id: str, auth: dict[str, str], timeout: float = 120.0) -> dict:
     deadline = time.monotonic() + timeout
-    with httpx.Client(timeout=60) as http:
+    with httpx.Client(timeout=60, verify=tls_context()) as http:
         while time.monotonic() < deadline:
             info = http.get(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()
             if info["status"] not in ("queued", "running"):
@@ -51,7 +52,7 @@ def wait_run(learner_url: str, run_id: str, auth: dict[str, str], timeout: float
 
 def wait_progress(learner_url: str, run_id: str, examples: int, auth: dict[str, str], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    with httpx.Client(timeout=60) as http:
+    with httpx.Client(timeout=60, verify=tls_context()) as http:
         while http.get(f"{learner_url}/v1/runs/{run_id}", headers=auth).json()["progress_examples"] < examples:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"run {run_id} did not reach {examples} examples in {timeout} s")

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from budgetlab.service_client import tls_context
 from tests.helpers import LONG, caller
 from tests.servers import learner_app, oracle_server
 
@@ -47,7 +48,8 @@ def start(http: httpx.Client, url: str, auth: dict[str, str], **changes: object)
 
 
 def get(url: str, auth: dict[str, str], run_id: str, http: httpx.Client | None = None) -> dict:
-    r = (http.get if http else httpx.get)(f"{url}/v1/runs/{run_id}", headers=auth)
+    r = http.get(f"{url}/v1/runs/{run_id}", headers=auth) if http else httpx.get(
+        f"{url}/v1/runs/{run_id}", headers=auth, verify=tls_context())
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -67,7 +69,7 @@ def wait_closed(ledger: Path, session_id: str, timeout: float = 10.0) -> str:
 def wait_running(url: str, auth: dict[str, str], run_id: str, examples: int = 1, timeout: float = 30.0) -> dict:
     deadline = time.monotonic() + timeout
     # One client for the looks: httpx.get makes a new one a call, ~45-60 ms of CPU (its TLS settings).
-    with httpx.Client(timeout=60) as http:
+    with httpx.Client(timeout=60, verify=tls_context()) as http:
         while time.monotonic() < deadline:
             info = get(url, auth, run_id, http)
             if info["status"] == "running" and info["progress_examples"] >= examples:
@@ -84,7 +86,7 @@ def test_one_run_executes_at_a_time_the_others_wait_queued_and_every_session_clo
     statuses: dict[str, set[str]] = {i: set() for i in ids}
     deadline = time.monotonic() + 60
     # One client for the looks: httpx.get makes a new one a call, ~45-60 ms of CPU (its TLS settings).
-    with httpx.Client(timeout=60) as http:
+    with httpx.Client(timeout=60, verify=tls_context()) as http:
         while time.monotonic() < deadline:
             listed = {r["id"]: r["status"] for r in http.get(f"{url}/v1/runs", headers=auth).json()["runs"]}
             for i in ids:

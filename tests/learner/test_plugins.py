@@ -19,6 +19,7 @@ import httpx
 import numpy as np
 import pytest
 
+from budgetlab.service_client import tls_context
 from client.cli import app
 from learner.algorithms import algorithms, rescan
 from tests.helpers import BUDGETLAB, RUNNER, caller
@@ -116,7 +117,7 @@ def test_a_module_class_target_runs_from_the_cli_and_the_estimator(uninstalled_a
 def _finished(learner: str, auth: dict[str, str], run_id: str) -> dict:
     deadline = time.monotonic() + 120
     # One client for the looks: httpx.get makes a new one a call, ~45-60 ms of CPU (its TLS settings).
-    with httpx.Client(timeout=60) as http:
+    with httpx.Client(timeout=60, verify=tls_context()) as http:
         while (info := http.get(f"{learner}/v1/runs/{run_id}", headers=auth).json())["status"] in (
                 "pending", "queued", "running"):
             assert time.monotonic() < deadline, "the run did not end"

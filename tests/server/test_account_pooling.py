@@ -12,6 +12,7 @@ import pytest
 
 from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.oracle_client import OracleClient
+from budgetlab.service_client import tls_context
 from tests.helpers import ADMIN_TOKEN
 from tests.servers import cli_service
 
@@ -90,4 +91,4 @@ def test_nor_with_two_workers_on_postgresql(postgres_url: str, tmp_path: Path) -
     with cli_service(["serve", "oracle", "--workers", "2"], cwd=tmp_path,
                      env={"DATABASE_URL": postgres_url, "BUDGETLAB_ADMIN_TOKEN": ADMIN_TOKEN}) as url:
         pooled(url)
-        assert httpx.get(f"{url}/readyz").status_code == 200
+        assert httpx.get(f"{url}/readyz", verify=tls_context()).status_code == 200

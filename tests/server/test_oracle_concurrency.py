@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from budgetlab.service_client import tls_context
 from tests.servers import cli_service
 
 THREADS = 16
@@ -20,12 +21,12 @@ def hammer(url: str, workers: int = THREADS) -> tuple[str, dict]:
         "dataset": "sparse-gaussian",
         "dataset_params": {"d": 10, "n_train": 400, "n_test": 10, "s_plus": 2, "s_minus": 2},
         "order": "pool", "budget": {"total": BUDGET, "per_example": 3}, "seed": 5,
-    })
+    }, verify=tls_context())
     sid, headers = r.json()["id"], {"Authorization": f"Bearer {r.json()['token']}"}
 
     def worker(t: int) -> list[int]:
         codes = []
-        with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
+        with httpx.Client(base_url=url, headers=headers, timeout=60, verify=tls_context()) as c:
             for i in range(PER_THREAD):
                 example = t * PER_THREAD + i
                 attrs = [(example + j) % 10 for j in range(3)]
@@ -41,11 +42,11 @@ def hammer(url: str, workers: int = THREADS) -> tuple[str, dict]:
 
 
 def check_exact_spend(url: str, sid: str, headers: dict) -> dict:
-    info = httpx.get(f"{url}/v1/sessions/{sid}", headers=headers).json()
+    info = httpx.get(f"{url}/v1/sessions/{sid}", headers=headers, verify=tls_context()).json()
     # 66 full requests of 3 fit in 200; every other request was refused whole
     assert info["spent"]["cost"] == 3 * (BUDGET // 3)
     assert info["spent"]["attributes"] == 3 * (BUDGET // 3)
-    audit = httpx.get(f"{url}/v1/sessions/{sid}/audit", headers=headers).json()
+    audit = httpx.get(f"{url}/v1/sessions/{sid}/audit", headers=headers, verify=tls_context()).json()
     assert audit["compliant"], audit["reasons"]
     assert audit["chain_ok"] and audit["attributes_recomputed"] == info["spent"]["attributes"]
     assert audit["rows"] == info["ledger_rows"] == 1 + info["spent"]["attributes"]

@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from budgetlab.service_client import tls_context
 from client.services import announced_url, wait_healthy
 from tests.helpers import BUDGETLAB
 from tests.load import Client, assert_in_the_ledger_once
@@ -96,7 +97,8 @@ def kill_and_restart(database_url: str, tmp_path: Path) -> None:
     with stopped_at_the_end() as started:
         url = start(started, database_url, tmp_path, 0)
         port = int(url.rsplit(":", 1)[1])
-        sessions = [httpx.post(f"{url}/v1/sessions", json=POOL, timeout=30).json() for _ in range(CLIENTS)]
+        sessions = [httpx.post(f"{url}/v1/sessions", json=POOL, timeout=30, verify=tls_context()).json()
+                    for _ in range(CLIENTS)]
         stop = threading.Event()
         clients = [Client(url, s, seed, stop, d=D) for seed, s in enumerate(sessions)]
         for client in clients:

@@ -12,24 +12,16 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-import schemathesis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from budgetlab.service_client import tls_context
 from budgetlab.session_stream import stream_url
 from tests.helpers import ADMIN
 from tests.servers import oracle_server
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
-# Header values with at least one byte that is not ASCII (obs-text), and no control character or leading space the
-# client library itself would refuse to send.
-NON_ASCII = st.tuples(
-    st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=30),
-    st.characters(min_codepoint=0x80, max_codepoint=0xFF),
-).map(lambda parts: (parts[0].lstrip() + parts[1]).encode("latin-1"))  # requests refuses leading whitespace
 CONTROL_IDS = ["\x00", "\x01", "\x1f", "\x7f", "\x85"]
 MALFORMED_BEARERS = [b"Bearer \xc3\xa9t\xc3\xa9", b"Bearer tok\x01en", b"Bearer \xff\xfe", b"Bearer " + b"a" * 300,
                      b"Bearer", b"Basic dXNlcjpwYXNz", b"\xe9"]
@@ -60,13 +52,25 @@ def fuzz_target(database_url: str):
             "dataset": "sparse-gaussian",
             "dataset_params": {"d": 10, "n_train": 50, "n_test": 10, "s_plus": 2, "s_minus": 2},
             "budget": {"per_example": 3, "total": 100},
-        }).json()
+        }, verify=tls_context()).json()
         httpx.post(f"{url}/v1/sessions/{created['id']}/next",
-                   headers={"Authorization": f"Bearer {created['token']}"})
+                   headers={"Authorization": f"Bearer {created['token']}"}, verify=tls_context())
         yield url, created["id"], created["token"]
 
 
 def test_no_server_errors(fuzz_target) -> None:
+    # Schemathesis and Hypothesis are imported here, not at the top: every xdist worker collects every file, and
+    # the imports cost ~1.1 CPU-s, paid only by the worker that runs the fuzzing.
+    import schemathesis
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    # Header values with at least one byte that is not ASCII (obs-text), and no control character or leading space the
+    # client library itself would refuse to send.
+    non_ascii = st.tuples(
+        st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=30),
+        st.characters(min_codepoint=0x80, max_codepoint=0xFF),
+    ).map(lambda parts: (parts[0].lstrip() + parts[1]).encode("latin-1"))  # requests refuses leading whitespace
     url, session_id, token = fuzz_target
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
     failures: list[str] = []
@@ -77,7 +81,7 @@ def test_no_server_errors(fuzz_target) -> None:
         # carry a non-ASCII header, or a non-ASCII bearer instead of the token.
         @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
                   database=None)
-        @given(case=op.as_strategy(), aim=st.booleans(), noise=NON_ASCII,
+        @given(case=op.as_strategy(), aim=st.booleans(), noise=non_ascii,
                where=st.sampled_from(["none", "header", "bearer"]))
         def check(case, aim: bool, noise: bytes, where: str) -> None:
             if aim and case.path_parameters and "session_id" in case.path_parameters:
@@ -105,7 +109,7 @@ def test_no_server_errors(fuzz_target) -> None:
 
 def test_a_prediction_whose_loss_cannot_be_finite_is_refused_and_changes_nothing(fuzz_target) -> None:
     url = fuzz_target[0]
-    with httpx.Client(base_url=url, timeout=30) as http:
+    with httpx.Client(base_url=url, timeout=30, verify=tls_context()) as http:
         created = http.post("/v1/sessions", json={"dataset": "online-sparse", "dataset_params": {"d": 10, "k": 2},
                                                   "protocol": "online", "budget": {"per_example": 2}}).json()
         auth = {"Authorization": f"Bearer {created['token']}", "content-type": "application/json"}
@@ -128,7 +132,7 @@ def test_a_prediction_whose_loss_cannot_be_finite_is_refused_and_changes_nothing
 def test_ids_with_control_characters_get_422(fuzz_target) -> None:
     url, session_id, token = fuzz_target
     auth = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=url, timeout=30) as http:
+    with httpx.Client(base_url=url, timeout=30, verify=tls_context()) as http:
         for char in CONTROL_IDS:
             bad = quote(session_id[:8] + char + session_id[8:], safe="")
             for method, path in [("GET", f"/v1/sessions/{bad}"), ("GET", f"/v1/sessions/{bad}/audit"),
@@ -148,7 +152,7 @@ def test_ids_with_control_characters_get_422(fuzz_target) -> None:
 
 def test_malformed_bearers_get_401_everywhere(fuzz_target) -> None:
     url, session_id, _ = fuzz_target
-    with httpx.Client(base_url=url, timeout=30) as http:
+    with httpx.Client(base_url=url, timeout=30, verify=tls_context()) as http:
         for bearer in MALFORMED_BEARERS:
             for method, path in [("GET", f"/v1/sessions/{session_id}"), ("POST", f"/v1/sessions/{session_id}/next"),
                                  ("GET", f"/v1/sessions/{session_id}/audit"), ("POST", "/v1/admin/close-idle"),

@@ -21,6 +21,7 @@ from budgetlab.datasets.registry import CACHE_BYTES, CACHE_ENTRIES, cache_limits
 from budgetlab.errors import OracleError, RateLimited
 from budgetlab.local_session import LocalSession
 from budgetlab.oracle_client import OracleClient
+from budgetlab.service_client import tls_context
 from budgetlab.session_stream import stream_url
 from server.app import create_app
 from server.config import Settings
@@ -58,7 +59,7 @@ def test_a_body_declared_too_large_is_refused_before_any_of_it_is_sent(limited_o
 
 
 def test_bodies_over_the_limit_get_413_with_or_without_a_length_and_smaller_ones_pass(limited_oracle: str) -> None:
-    with httpx.Client(base_url=limited_oracle, timeout=30) as http:
+    with httpx.Client(base_url=limited_oracle, timeout=30, verify=tls_context()) as http:
         created = http.post("/v1/sessions", json=POOL).json()
         path = f"/v1/sessions/{created['id']}/observe/batch"
         padding = json.dumps({"items": [{"example": 0, "attributes": [1]}]}).replace("{", "{" + " " * LIMIT, 1)
@@ -80,7 +81,7 @@ def test_bodies_over_the_limit_get_413_with_or_without_a_length_and_smaller_ones
 
 
 def test_a_stream_message_over_the_limit_is_answered_413_and_the_stream_goes_on(limited_oracle: str) -> None:
-    created = httpx.post(f"{limited_oracle}/v1/sessions", json=POOL).json()
+    created = httpx.post(f"{limited_oracle}/v1/sessions", json=POOL, verify=tls_context()).json()
     with connect(stream_url(limited_oracle, created["id"]), additional_headers=session_auth(created),
                  legacy=True) as ws:
         ws.send(json.dumps({"op": "observe", "body": {"example": 0, "attributes": [1]}, "pad": " " * LIMIT}))
@@ -97,7 +98,7 @@ def test_the_cells_and_examples_caps_refuse_whole_requests_over_http_and_the_str
         ("observe/batch", {"items": [{"example": e, "attributes": list(range(26))} for e in range(2)]}),
         ("observe", {"example": 0, "attributes": list(range(MAX_CELLS + 1))}),
     ]
-    with httpx.Client(base_url=limited_oracle, timeout=30) as http:
+    with httpx.Client(base_url=limited_oracle, timeout=30, verify=tls_context()) as http:
         pool = http.post("/v1/sessions", json=POOL).json()
         stream = http.post("/v1/sessions", json={**POOL, "order": "stream"}).json()
         for path, body in over:
@@ -220,7 +221,7 @@ def test_sessions_past_the_rate_of_one_address_get_429_with_retry_after_and_noth
     # A token back every 20 s: the five requests take far less on any machine, however loaded.
     settings = Settings(database_url=sqlite_url, sessions_per_second=0.05, sessions_burst=3, batch_process=False)
     with serve_in_thread(create_app(settings)) as url:
-        answers = [httpx.post(f"{url}/v1/sessions", json=POOL) for _ in range(5)]
+        answers = [httpx.post(f"{url}/v1/sessions", json=POOL, verify=tls_context()) for _ in range(5)]
         assert [a.status_code for a in answers] == [201, 201, 201, 429, 429]
         refused = answers[3]
         assert refused.json()["error"] == "rate_limited"
@@ -229,7 +230,8 @@ def test_sessions_past_the_rate_of_one_address_get_429_with_retry_after_and_noth
         # Other requests are not counted: the sessions opened go on.
         created = answers[0].json()
         for _ in range(5):
-            assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=session_auth(created)).status_code == 200
+            assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=session_auth(created),
+                             verify=tls_context()).status_code == 200
 
 
 def _trickle(sock: socket.socket, data: bytes, every: float = 0.1, give_up: float = 30.0) -> bytes:
@@ -272,15 +274,15 @@ def test_slow_clients_are_dropped_a_trickle_of_headers_with_408_a_trickle_of_bod
             silent.settimeout(30)
             assert silent.recv(65536).startswith(b"HTTP/1.1 408")
         # A body a byte at a time: the connection is closed and nothing of the request is done.
-        before = httpx.get(f"{url}/v1/dashboard/sessions").json()["counts"]["sessions"]
+        before = httpx.get(f"{url}/v1/dashboard/sessions", verify=tls_context()).json()["counts"]["sessions"]
         payload = json.dumps(POOL).encode()
         with socket.create_connection(address) as slow:
             slow.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n" % len(payload))
             assert _trickle(slow, payload) == b""
-        assert httpx.get(f"{url}/v1/dashboard/sessions").json()["counts"]["sessions"] == before
+        assert httpx.get(f"{url}/v1/dashboard/sessions", verify=tls_context()).json()["counts"]["sessions"] == before
         # Clients that send in time are served as before, over the same connection.
-        with httpx.Client(base_url=url) as client:
+        with httpx.Client(base_url=url, verify=tls_context()) as client:
             assert [client.get("/healthz").status_code for _ in range(3)] == [200] * 3
             assert client.post("/v1/sessions", json=POOL).status_code == 201
 
@@ -291,8 +293,9 @@ def test_requests_past_the_rate_of_one_key_or_one_address_get_429_with_retry_aft
                         key_requests_per_second=0.05, key_requests_burst=3)
     with serve_in_thread(create_app(settings)) as url:
         # Two addresses of the loopback (not 127.0.0.1, which the start's health checks used): two clients.
-        here = httpx.Client(base_url=url, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
-        there = httpx.Client(base_url=url, transport=httpx.HTTPTransport(local_address="127.0.0.3"))
+        here, there = (httpx.Client(base_url=url, transport=httpx.HTTPTransport(local_address=address,
+                                                                                verify=tls_context()))
+                       for address in ("127.0.0.2", "127.0.0.3"))
         created = here.post("/v1/sessions", json=POOL).json()  # 1 of the address's 6
         auth = session_auth(created)
         keyed = [here.post(f"/v1/sessions/{created['id']}/observe", headers=auth,
@@ -352,9 +355,10 @@ def test_a_streams_messages_take_their_tokens_rate_as_its_http_requests_do(sqlit
     # A token back every 20 s: nothing comes back while the raw part runs, however loaded the machine.
     settings = Settings(database_url=sqlite_url, key_requests_per_second=0.05, key_requests_burst=3)
     with serve_in_thread(create_app(settings)) as url:
-        created = httpx.post(f"{url}/v1/sessions", json=POOL).json()
+        created = httpx.post(f"{url}/v1/sessions", json=POOL, verify=tls_context()).json()
         auth = session_auth(created)
-        assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=auth).status_code == 200  # 1 of 3
+        assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=auth,
+                         verify=tls_context()).status_code == 200  # 1 of 3
         with connect(stream_url(url, created["id"]), additional_headers=auth, legacy=True) as ws:
             answers = []
             for attribute in range(3):
@@ -366,7 +370,7 @@ def test_a_streams_messages_take_their_tokens_rate_as_its_http_requests_do(sqlit
         assert refused["error"] == "rate_limited" and "from this key" in refused["detail"]
         assert 1 < refused["retry_after"] <= 20
         # The key is spent for its HTTP requests too: one bucket.
-        assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=auth).status_code == 429
+        assert httpx.get(f"{url}/v1/sessions/{created['id']}", headers=auth, verify=tls_context()).status_code == 429
     with serve_in_thread(create_app(Settings(database_url=sqlite_url, key_requests_per_second=4,
                                              key_requests_burst=2))) as url:
         with OracleClient(url) as client:

@@ -17,6 +17,7 @@ from budgetlab.contract.calls import ObserveBatchRequest, ObserveRequest
 from budgetlab.contract.sessions import SessionCreate
 from budgetlab.errors import SessionBusy
 from budgetlab.oracle_client import OracleClient
+from budgetlab.service_client import tls_context
 from server.app import create_app
 from server.checkpoint import WRITER_BACKSTOP_PAGES
 from server.config import Settings
@@ -57,7 +58,7 @@ def test_a_held_lock_gives_503_busy_while_reads_and_health_answer(backend: str,
     # Long enough that the reads are answered while the write still waits, however loaded the machine.
     lock_timeout = 3.0
     app = create_app(Settings(database_url=database_url, admin_token="admin", lock_timeout=lock_timeout))
-    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30, verify=tls_context()) as http:
         sid, headers = session_with_one_value(http)
 
         holder = hold_sqlite_lock(database_url) if backend == "sqlite" else hold_postgres_row(database_url, sid)
@@ -99,13 +100,14 @@ def test_a_session_whose_dataset_was_removed_is_refused_not_a_500(sqlite_url: st
     csv.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
     admin = {"Authorization": "Bearer admin"}
     settings = Settings(database_url=sqlite_url, admin_token="admin")
-    with serve_in_thread(create_app(settings)) as url, httpx.Client(base_url=url) as http:
+    with serve_in_thread(create_app(settings)) as url, httpx.Client(base_url=url, verify=tls_context()) as http:
         assert http.post("/v1/datasets", headers=admin, json={"path": str(csv), "name": "tiny",
                                                               "target": "y"}).status_code == 201
         created = http.post("/v1/sessions", json={"dataset": "tiny", "order": "pool"}).json()
         assert http.delete("/v1/datasets/tiny", headers=admin).status_code == 204
     headers = {"Authorization": f"Bearer {created['token']}"}
-    with serve_in_thread(create_app(settings)) as url, httpx.Client(base_url=url) as http:  # a restarted oracle
+    # A restarted oracle:
+    with serve_in_thread(create_app(settings)) as url, httpx.Client(base_url=url, verify=tls_context()) as http:
         refused = http.post(f"/v1/sessions/{created['id']}/observe", headers=headers,
                             json={"example": 0, "attributes": [0]})
         assert refused.status_code == 409 and refused.json()["error"] == "dataset_unavailable"
@@ -175,7 +177,7 @@ def test_a_small_write_behind_another_write_of_the_worker_waits_on_the_loop(sqli
     lock_timeout = 1.0
     app = create_app(Settings(database_url=sqlite_url, lock_timeout=lock_timeout))
     service: SessionService = app.state.sessions
-    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30, verify=tls_context()) as http:
         sid, headers = session_with_one_value(http)
         holding, release = threading.Event(), threading.Event()
 
@@ -194,7 +196,7 @@ def test_a_small_write_behind_another_write_of_the_worker_waits_on_the_loop(sqli
         time.sleep(0.05)
         # Answered while the gate is still held (it is freed only after this), well within the lock timeout: a
         # write waiting for the gate on the event loop would hold every request of the worker up that long.
-        with httpx.Client(base_url=url, timeout=lock_timeout / 2) as other:
+        with httpx.Client(base_url=url, timeout=lock_timeout / 2, verify=tls_context()) as other:
             assert other.get("/healthz").status_code == 200
         if freed_in_time:
             release.set()
