@@ -176,7 +176,10 @@ def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_requ
 def test_a_target_allow_listed_in_the_learners_settings_is_listed_and_runs(
         oracle_url: str, tmp_path: Path, uninstalled_afterwards: pytest.MonkeyPatch, http: httpx.Client) -> None:
     uninstalled_afterwards.syspath_prepend(str(EXAMPLE))
-    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url, algorithm_targets=(TARGET,)) as learner:
+    # Its own worker, spawned with this path as a learner's are with its own: the test process's shared cluster may
+    # have started before the path had the example (conftest's shared_cluster), and its workers would not import it.
+    with learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle_url, algorithm_targets=(TARGET,),
+                        workers=1) as learner:
         auth = caller(learner)
         entry = {a["id"]: a for a in http.get(f"{learner}/v1/algorithms", timeout=60).json()["algorithms"]}[TARGET]
         assert entry["name"] == "Split-half SGD (example plugin)"
@@ -184,7 +187,8 @@ def test_a_target_allow_listed_in_the_learners_settings_is_listed_and_runs(
             "dataset": "powerlaw", "dataset_params": {"d": 30, "n_train": 300, "n_test": 50}, "algorithm": TARGET,
             "budget": {"per_example": 4}, "seed": 1, "max_examples": 100})
         assert started.status_code == 201, started.text
-        assert _finished(learner, auth, started.json()["id"])["status"] == "finished"
+        ended = _finished(learner, auth, started.json()["id"])
+        assert ended["status"] == "finished", ended
 
 
 def test_a_comparison_through_a_learner_names_a_plugin_installed_on_the_learner_only(
