@@ -9,6 +9,7 @@ import json
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,20 @@ from client.report import NORMALIZED_MSE, TEST_MSE, ZERO_ONE, metric_columns, wr
 from client.summary import summarize
 
 ZERO_MSE = {0: 2.0, 1: 2.5, 2: 3.0}  # the zero predictor's test MSE on each seed's test set
+
+
+# A figure left open past pyplot's 20 fails the test instead of warning.
+pytestmark = pytest.mark.filterwarnings("error:More than 20 figures have been opened:RuntimeWarning")
+
+
+@pytest.fixture(autouse=True)
+def _figures_closed() -> Iterator[None]:
+    # design_figures hands its figures to the caller, as write_report closes them once saved; these tests look at
+    # them and let go, so without this pyplot kept every one alive in the xdist worker (more than 20: its warning).
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
 
 
 def points(per_example: int, errors: list[float], seed: int, every: int = 10) -> list[CurvePoint]:
