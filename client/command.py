@@ -21,4 +21,6 @@ def main() -> None:
     # A package.module:Class algorithm names a module of the user's, found from the current directory as `python -m`
     # finds one; appended, so that it never shadows an installed package.
     sys.path.append(os.getcwd())
-    app()
+    # Named as the console script is, also where it runs as `python -m client` (the services compare and sandbox
+    # start): click would otherwise name it after sys.argv[0] in its usage lines.
+    app(prog_name="budgetlab")

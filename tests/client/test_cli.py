@@ -190,3 +190,4 @@ def test_the_processes_a_service_started_as_budgetlab_spawns_do_not_run_the_cli_
     # And it is the budgetlab command.
     usage = subprocess.run([*SERVICE_COMMAND, "--help"], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 0 and "serve" in usage.stdout
+    assert "Usage: budgetlab " in usage.stdout, usage.stdout  # named as the console script, not `python -m client`
