@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from client.services import running, service
+from client.services import running
 
 ADMIN_TOKEN = "bench-admin"
 
@@ -148,19 +148,33 @@ def fresh_oracle(workdir: Path, name: str, shared: OracleProcess | None) -> Iter
         yield oracle
 
 
+@dataclass
+class LearnerProcess:
+    url: str
+    process: subprocess.Popen
+
+
 @contextmanager
-def learner_process(workdir: Path, oracle_url: str, timeout: float = 90.0, workers: int | None = None) -> Iterator[str]:
-    """``budgetlab serve learner`` on a free loopback port, using ``oracle_url``, its runs in SQLite under ``workdir``,
-    on ``workers`` worker processes (default: the learner's, one per core); yields its URL."""
+def learner_process(workdir: Path, oracle_url: str | None = None, timeout: float = 90.0,
+                    workers: int | None = None) -> Iterator[LearnerProcess]:
+    """``budgetlab serve learner`` on a free loopback port, using ``oracle_url`` (default: none), its runs in SQLite
+    under ``workdir``, on ``workers`` worker processes (default: the learner's, one per core)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    env = {"ORACLE_URL": oracle_url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / 'runs.db'}"}
+    env = {**os.environ, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / 'runs.db'}"}
+    if oracle_url is not None:
+        env["ORACLE_URL"] = oracle_url
     if workers is not None:
         from learner.cluster import WORKERS_ENV  # here: the learner's imports take seconds, and only this needs them
 
         env[WORKERS_ENV] = str(workers)
-    with service(["serve", "learner"], workdir / "learner.log", env=env, cwd=workdir, program=budgetlab_command(),
-                 timeout=timeout) as url:
-        yield url
+    log_path = workdir / "learner.log"
+    # On a port the learner picks and announces itself, as the oracle's.
+    args = ["serve", "learner", "--port", "0"]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([*budgetlab_command(), *args], env=env, cwd=workdir, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        with running(process, args, log_path, time.monotonic() + timeout) as url:
+            yield LearnerProcess(url, process)
 
 
 def free_disk(path: Path) -> int:

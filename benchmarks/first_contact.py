@@ -40,9 +40,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _harness import Report, arguments, budgetlab_command, descendants, oracle_process, progress, tree_cpu
-
-from client.services import running
+from _harness import (
+    Report,
+    arguments,
+    budgetlab_command,
+    descendants,
+    learner_process,
+    oracle_process,
+    progress,
+    tree_cpu,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 README_RUN = ["run", "--algorithm", "aer", "--dataset", "mnist-3v5", "--per-example", "4", "--test-budget", "4",
@@ -169,26 +176,19 @@ def oracle_start_cpu(workdir: Path) -> float:
 
 def learner_start_cpu(workdir: Path) -> tuple[float, float]:
     """CPU seconds of ``budgetlab serve learner``'s tree at its first /healthz answer, and once its workers are up."""
-    workdir.mkdir(parents=True)
-    from learner.cluster import WORKERS_ENV  # here: the learner's imports take seconds, and only this needs them
-
-    env = {**os.environ, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / 'runs.db'}", WORKERS_ENV: str(LEARNER_WORKERS)}
-    args = ["serve", "learner", "--port", "0"]
-    log_path = workdir / "learner.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen([*budgetlab_command(), *args], env=env, cwd=workdir, stdout=log,
-                                   stderr=subprocess.STDOUT)
-        with running(process, args, log_path, time.monotonic() + 120):
-            healthz = before = tree_cpu(process.pid)
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                time.sleep(1.0)
-                now = tree_cpu(process.pid)
-                workers = [p for p in descendants(process.pid) if b"spawn_main" in _cmdline(p)]
-                if len(workers) >= LEARNER_WORKERS and now - before < IDLE_CPU_PER_SECOND:
-                    return healthz, before
-                before = now
-            raise RuntimeError(f"the learner's {LEARNER_WORKERS} workers did not start within 120 s (log: {log_path})")
+    with learner_process(workdir, workers=LEARNER_WORKERS) as learner:
+        pid = learner.process.pid
+        healthz = before = tree_cpu(pid)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            now = tree_cpu(pid)
+            workers = [p for p in descendants(pid) if b"spawn_main" in _cmdline(p)]
+            if len(workers) >= LEARNER_WORKERS and now - before < IDLE_CPU_PER_SECOND:
+                return healthz, before
+            before = now
+        raise RuntimeError(f"the learner's {LEARNER_WORKERS} workers did not start within 120 s (log: "
+                           f"{workdir / 'learner.log'})")
 
 
 def _cmdline(pid: int) -> bytes:

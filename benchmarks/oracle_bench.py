@@ -595,8 +595,8 @@ def attack_memory(workdir: Path, smoke: bool, report: Report, shared: OracleProc
     progress(f"memory of {sizes.learner_runs} learner runs on distinct seeds of that dataset ...")
     with fresh_oracle(workdir, "attack-runs", shared) as oracle, \
             learner_process(workdir / "attack-runs-learner", oracle.url,
-                            workers=sizes.learner_workers) as learner_url, \
-            LearnerClient(learner_url, timeout=600) as learner:
+                            workers=sizes.learner_workers) as served, \
+            LearnerClient(served.url, timeout=600) as learner:
         runs = [learner.start(RunCreate(dataset="powerlaw", dataset_params=sizes.seed_params, algorithm="aerr",
                                         budget=Budget(per_example=4), seed=seed, max_examples=sizes.run_examples,
                                         eval_every=sizes.run_examples))

@@ -38,20 +38,18 @@ Usage: ``python benchmarks/scaling.py [--json] [--smoke] [--local-only | --servi
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 from _harness import (
     OracleProcess,
     Report,
     arguments,
-    budgetlab_command,
     descendants,
     fresh_oracle,
+    learner_process,
     oracle_process,
     process_memory,
     progress,
@@ -59,8 +57,7 @@ from _harness import (
 
 from client.config import CompareConfig
 from client.grid import run_comparison
-from client.services import running
-from learner.cluster import WORKERS_ENV, RunPool
+from learner.cluster import RunPool
 
 FULL = {"d": 500, "n_train": 10_000, "n_test": 2_000}
 SMOKE = {"d": 50, "n_train": 200, "n_test": 100}
@@ -104,25 +101,11 @@ def timed_local(config: CompareConfig, workers: int, report: Report, figures: di
                     + ", ".join(f"{built[w]}/{executed[w]}" for w in sorted(rss)) + " (one per seed it met)")
 
 
-@contextmanager
-def learner_process(workdir: Path, env: dict[str, str], timeout: float = 90.0) -> Iterator[tuple[str, int]]:
-    """``budgetlab serve learner`` on a free loopback port with ``env``; yields its URL and process id."""
-    workdir.mkdir(parents=True)
-    log_path = workdir / "learner.log"
-    args = ["serve", "learner", "--port", "0"]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen([*budgetlab_command(), *args], env={**os.environ, **env}, cwd=workdir, stdout=log,
-                                   stderr=subprocess.STDOUT)
-        with running(process, args, log_path, time.monotonic() + timeout) as url:
-            yield url, process.pid
-
-
 def timed_services(config: CompareConfig, workers: int, report: Report, figures: dict[str, float],
                    workdir: Path, shared: OracleProcess | None) -> None:
     with fresh_oracle(workdir, f"oracle-{workers}", shared) as oracle:
-        env = {"ORACLE_URL": oracle.url, "LEARNER_DATABASE_URL": f"sqlite:///{workdir / f'runs-{workers}.db'}",
-               WORKERS_ENV: str(workers)}
-        with learner_process(workdir / f"learner-{workers}", env) as (learner, learner_pid):
+        with learner_process(workdir / f"learner-{workers}", oracle.url, workers=workers) as served:
+            learner, learner_pid = served.url, served.process.pid
             # The learner starts its workers as it starts (seconds): one short run first, untimed, waits for them.
             warm = config.model_copy(update={"seeds": [99], "max_examples": 10})
             started = time.perf_counter()
