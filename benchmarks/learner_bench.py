@@ -120,6 +120,9 @@ def mnist_remote_vs_in_process(workdir: Path, sizes: Sizes, report: Report) -> N
     progress("aerr in-process on mnist-3v5 ...")
     local = in_process("aerr", "mnist-3v5", 57, horizon, sizes.in_process_repeats)
     report.add("aerr_mnist_in_process_examples_per_s", examples_per_second(local), "examples/s")
+    # The "weights equal" figures ask for every bit on any machine: both runs do their arithmetic in this process,
+    # with the same BLAS kernel (the oracle only serves values), unlike weights pinned on another machine
+    # (learner/reproducibility.py).
     with oracle_process(workdir / "oracle") as oracle:
         for name, stream in (("stream", True), ("http", False)):
             progress(f"aerr on mnist-3v5 over the oracle ({name}) ...")

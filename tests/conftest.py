@@ -67,6 +67,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return FileScheduling(config, log)
 
 
+PINNED_FILES = {"tests/learner/algorithms/test_pinned_weights.py": "pinned_weights.json",
+                "tests/learner/algorithms/test_defaults_theory.py": "theory_weights.json"}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say how the weights pinned on another machine were compared on this one (learner/reproducibility.py): bit for
+    bit on the floating-point platform they were recorded on, within 1e-12 of the largest weight elsewhere."""
+    reports = [report for kind in ("passed", "failed") for report in terminalreporter.stats.get(kind, [])]
+    ran = {report.nodeid.split("::")[0] for report in reports if hasattr(report, "nodeid")}
+    files = [name for path, name in PINNED_FILES.items() if path in ran]
+    if not files:
+        return
+    from learner.reproducibility import RELATIVE_TOLERANCE, float_platform
+
+    here = float_platform()
+    for name in files:
+        recorded = json.loads((DATA / name).read_text())["platform"]
+        how = "bit for bit" if recorded == here else f"within {RELATIVE_TOLERANCE:g} of the largest weight"
+        terminalreporter.write_line(f"{name}: compared {how} (recorded on {recorded['blas']}, numpy "
+                                    f"{recorded['numpy']} {recorded['numpy_simd']}; this machine {here['blas']}, "
+                                    f"numpy {here['numpy']} {here['numpy_simd']})")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # Parsed datasets go to one cache of the test run, never the developer's: both xdist workers and the processes

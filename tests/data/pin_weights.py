@@ -4,7 +4,8 @@
 The file is what a refactoring of the algorithms must keep: ``tests/learner/algorithms/test_pinned_weights.py`` runs
 every case again and asks for the same weights. It was first written from main at the commit it names, before the
 ridge/lasso twins were collapsed into one implementation per family (#21 item 6). Re-record it only when an algorithm
-is meant to change, and say so in the commit.
+is meant to change, and say so in the commit. The file records the floating-point platform it was written on
+(``learner.reproducibility.float_platform``): the test compares bit for bit there, within 1e-12 elsewhere.
 
 The cases: each algorithm on the dataset of its paper's setting (the runs of ``theory_weights.json``), the cost-aware
 ones on priced data (where their prices matter), and the twins again with parameters off their defaults (a given
@@ -24,6 +25,7 @@ from budgetlab.contract.algorithms import Defaults
 from budgetlab.contract.budgets import Budget
 from learner.algorithms import algorithms
 from learner.oracle import LocalOracle
+from learner.reproducibility import float_platform
 from learner.runner import run_algorithm
 
 HERE = Path(__file__).parent
@@ -81,7 +83,7 @@ def main() -> None:
     runs = [run(spec, defaults) for spec in cases() for defaults in both]
     missing = set(algorithms()) - {r["algorithm"] for r in runs}
     assert not missing, f"no case for {sorted(missing)}"
-    OUT.write_text(json.dumps({"commit": commit, "runs": runs}, indent=1) + "\n")
+    OUT.write_text(json.dumps({"commit": commit, "platform": float_platform(), "runs": runs}, indent=1) + "\n")
     print(f"{len(runs)} runs of {len({r['algorithm'] for r in runs})} algorithms -> {OUT}")
 
 
