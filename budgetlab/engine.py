@@ -249,8 +249,8 @@ def session_view(model: type[V], config: SessionConfig, counters: Counters, *, s
     adds to ``SessionBasics``): ``SessionInfo`` for its owner, the dashboard's listing for others."""
     return model(
         id=session_id, dataset=config.dataset, dataset_params=config.dataset_params, split=config.split,
-        protocol=config.protocol, order=config.order, budget=config.budget, n_examples=config.n_examples, d=config.d,
-        status=counters.status,
+        protocol=config.protocol, order=config.order, budget=config.budget, n_examples=config.n_examples,
+        n_attributes=config.d, status=counters.status,
         spent=Spent(cost=counters.spent_cost, attributes=counters.spent_attributes, labels=counters.labels,
                     examples_issued=counters.issued),
         remaining=remaining(config, counters), predictions=counters.predictions, ledger_rows=ledger_rows,

@@ -204,7 +204,7 @@ def datasets_list(
     # descriptions into a column a few words wide.
     for info in listing.datasets:
         console.print(Text.assemble((info.name, "bold"), f"  {info.task}, {info.n_train:,} train / "
-                                                        f"{info.n_test:,} test examples, d = {info.d:,}"))
+                                                        f"{info.n_test:,} test examples, d = {info.n_attributes:,}"))
         console.print(Padding(Text(info.description), (0, 0, 0, 4)))
     if listing.families:
         console.print("families: " + ", ".join(listing.families))
@@ -285,7 +285,7 @@ def datasets_add(
             where = f"the data directory {data_dir()}"
     except (DatasetError, OracleError, OracleUnavailable, OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    console.print(f"added [bold]{escape(info.name)}[/] to {escape(where)}: {info.task}, d={info.d}, "
+    console.print(f"added [bold]{escape(info.name)}[/] to {escape(where)}: {info.task}, d={info.n_attributes}, "
                   f"{info.n_train:,} train / {info.n_test:,} test examples", soft_wrap=True)
     console.print(f"split: {split_statement(test_fraction, split_seed)}"
                   + ("" if split_seed is not None else " (--split-seed fixes one)"), soft_wrap=True)

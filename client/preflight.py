@@ -163,9 +163,9 @@ def check_config(config: CompareConfig, source: str, text: str, catalog: Catalog
             except DatasetError as exc:
                 found.add(dataset_loc + ("params",) if dataset.params else dataset_loc, str(exc))
                 continue
-            if section.budget.costs is not None and len(section.budget.costs) != info.d:
+            if section.budget.costs is not None and len(section.budget.costs) != info.n_attributes:
                 found.add(section.budget_loc + ("costs",), f"lists {len(section.budget.costs)} costs; "
-                                                           f"{info.name} has d = {info.d} attributes")
+                                                           f"{info.name} has d = {info.n_attributes} attributes")
             for entry, loc in known:
                 _check_entry(found, config, entry, loc, section.budget, info)
     return found.lines()
@@ -207,8 +207,8 @@ def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, 
     per_example = entry.per_example if entry.per_example is not None else budget.per_example
     total = entry.total if entry.total is not None else budget.total
     n = run_horizon(config.max_examples, info.n_train)
-    problem = Problem(d=info.d, k=per_example, n_examples=n, total=total,
-                      second_moments=np.ones(info.d) if cls.needs_second_moments else None,
+    problem = Problem(d=info.n_attributes, k=per_example, n_examples=n, total=total,
+                      second_moments=np.ones(info.n_attributes) if cls.needs_second_moments else None,
                       defaults=entry_defaults(config, entry))
     what = f"{entry.label} ({entry.id}) on {info.name} with k = {per_example if per_example is not None else 'all'}"
     message = _refusal(cls, problem, config.seeds[0], entry.params)

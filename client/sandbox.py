@@ -82,14 +82,14 @@ def demo_claims() -> list[dict[str, Any]]:
 def demo_config(info: DatasetInfo, examples: int | None = None, fallback: str | None = None) -> CompareConfig:
     """The demo on the dataset ``info`` describes; with a ``fallback``, its title says so."""
     examples = min(examples or DEMO_EXAMPLES, info.n_train)
-    same = PIXELS * examples
-    title = f"Sandbox demo: attribute-efficient regression with {PIXELS} of {info.d} pixels per image"
+    same, pixels = PIXELS * examples, info.n_attributes
+    title = f"Sandbox demo: attribute-efficient regression with {PIXELS} of {pixels} pixels per image"
     if fallback:
         title += f" (FALLBACK to {info.name}: {DEMO_DATASET} is not installed)"
     return CompareConfig.model_validate({
         "title": title,
         "description": f"DDAERR (Kukliansky & Shamir 2015), AERR and AELR (Hazan & Koren 2012) see {PIXELS} of the "
-                       f"{info.d} pixels of each of {examples:,} training images; online ridge sees every pixel of "
+                       f"{pixels} pixels of each of {examples:,} training images; online ridge sees every pixel of "
                        f"as many images as the same {same:,} attributes pay for; offline ridge sees every pixel of "
                        f"{RIDGE_IMAGES} images. Data: {info.name}, {info.description} ({info.n_train:,} training and "
                        f"{info.n_test:,} test images). Every algorithm with its default parameters; one seed.",
@@ -104,8 +104,8 @@ def demo_config(info: DatasetInfo, examples: int | None = None, fallback: str | 
             {"id": "ddaerr", "label": "DDAERR"},
             {"id": "aerr", "label": "AERR"},
             {"id": "aelr", "label": "AELR"},
-            {"id": "ogd-ridge", "label": ONLINE_RIDGE, "per_example": info.d, "total": same},
-            {"id": "ridge", "label": RIDGE, "per_example": info.d, "total": info.d * RIDGE_IMAGES},
+            {"id": "ogd-ridge", "label": ONLINE_RIDGE, "per_example": pixels, "total": same},
+            {"id": "ridge", "label": RIDGE, "per_example": pixels, "total": pixels * RIDGE_IMAGES},
         ],
         "claims": demo_claims(),
     })

@@ -66,7 +66,7 @@ class SessionOracle:
         self.session = session
         self.session_id = session_id
         self.dataset_params: dict[str, ParamValue] = dict(info.dataset_params)
-        self.d: int = info.d
+        self.d: int = info.n_attributes
         self.n_examples: int = info.n_examples
         self.budget: Budget = info.budget
         self.protocol: Protocol = info.protocol

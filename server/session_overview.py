@@ -70,8 +70,9 @@ class SessionSummary(SessionBasics):
 
 SUMMARY_EXAMPLE = {
     "id": SESSION_ID_EXAMPLE, "dataset": "powerlaw", "dataset_params": {"alpha": -1.0, "scenario": "ridge", "d": 100},
-    "split": "train", "protocol": "batch", "order": "stream", "budget": BUDGET_EXAMPLE, "n_examples": 20000, "d": 100,
-    "status": "open", "spent": SPENT_EXAMPLE, "remaining": REMAINING_EXAMPLE, "predictions": 0, "ledger_rows": 1001,
+    "split": "train", "protocol": "batch", "order": "stream", "budget": BUDGET_EXAMPLE, "n_examples": 20000,
+    "n_attributes": 100, "status": "open", "spent": SPENT_EXAMPLE, "remaining": REMAINING_EXAMPLE, "predictions": 0,
+    "ledger_rows": 1001,
     "created_at": "2026-11-23T15:32:02.148551Z", "last_active": "2026-11-23T15:34:40.512207Z",
     "account": "7c1e5a0f93d24b6e", "audit": VERDICT_EXAMPLE}
 

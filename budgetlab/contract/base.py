@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     ConfigDict,
     PlainSerializer,
@@ -27,6 +28,12 @@ def _in_utc(moment: datetime) -> datetime:
 
 UtcTime = Annotated[datetime, AfterValidator(_in_utc)]
 """A moment, always with its offset: the services store UTC, and a time without a zone is read as UTC."""
+
+# The number of attributes per example (the papers' d), as a session and a dataset show it: n_attributes since
+# 2026-11-29 (docs/reference/changelog.md), since a field named d broke generated clients (openapi-python-client
+# parses each answer into a local named d). Read as either name, so the SDK still reads an older oracle's answers;
+# written as n_attributes only.
+N_ATTRIBUTES_READ_AS = AliasChoices("n_attributes", "d")
 
 # Examples of the models that other models hold, for the fields that hold them: the OpenAPI documents show an
 # example of every field (tests/e2e/test_openapi.py checks each against its schema).

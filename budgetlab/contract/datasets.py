@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from budgetlab.contract.base import ParamValue
+from budgetlab.contract.base import N_ATTRIBUTES_READ_AS, ParamValue
 
 Task = Literal["regression", "classification"]
 
@@ -15,7 +15,7 @@ DATASET_PARAM_EXAMPLE = {"name": "alpha", "default": -1.0,
 DATASET_INFO_EXAMPLE = {
     "name": "powerlaw", "description": "Power-law Bernoulli attributes (alpha=-1, ridge scenario) with "
                                        "y = <w*, x> + noise (Kukliansky & Shamir 2015, section 5.1)",
-    "task": "regression", "n_train": 20000, "n_test": 2000, "d": 500, "costs": None,
+    "task": "regression", "n_train": 20000, "n_test": 2000, "n_attributes": 500, "costs": None,
     "params": {"alpha": -1.0, "scenario": "ridge", "d": 500}, "accepted_params": [DATASET_PARAM_EXAMPLE],
     "source": "synthetic: Kukliansky & Shamir (2015), section 5.1"}
 
@@ -39,7 +39,8 @@ class DatasetInfo(BaseModel):
     task: Task = Field(description="regression (real labels) or classification (labels ±1)", examples=["regression"])
     n_train: int = Field(description="examples in the training split", examples=[20000])
     n_test: int = Field(description="examples in the test split", examples=[2000])
-    d: int = Field(description="the dimension d: attributes per example, numbered 0..d-1", examples=[500])
+    n_attributes: int = Field(validation_alias=N_ATTRIBUTES_READ_AS, examples=[500],
+                              description="attributes per example (the dimension d), numbered 0..d-1")
     costs: list[float] | None = Field(None, description="per-attribute costs declared by the dataset",
                                       examples=[[1.0, 1.0, 2.5]])
     params: dict[str, ParamValue] = Field(default_factory=dict, description="parameters in effect",

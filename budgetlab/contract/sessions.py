@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from budgetlab.contract.base import SESSION_ID_EXAMPLE, ParamValue, Strict, UtcTime
+from budgetlab.contract.base import N_ATTRIBUTES_READ_AS, SESSION_ID_EXAMPLE, ParamValue, Strict, UtcTime
 from budgetlab.contract.budgets import BUDGET_EXAMPLE, REMAINING_EXAMPLE, SPENT_EXAMPLE, Budget, Remaining, Spent
 
 Split = Literal["train", "test"]
@@ -16,7 +16,7 @@ Order = Literal["stream", "pool"]
 SESSION_INFO_EXAMPLE = {
     "id": SESSION_ID_EXAMPLE, "dataset": "powerlaw", "dataset_params": {"alpha": -1.0, "scenario": "ridge", "d": 100},
     "split": "train", "protocol": "batch", "order": "stream", "budget": BUDGET_EXAMPLE, "seed": 0,
-    "n_examples": 20000, "d": 100, "status": "open", "spent": SPENT_EXAMPLE, "remaining": REMAINING_EXAMPLE,
+    "n_examples": 20000, "n_attributes": 100, "status": "open", "spent": SPENT_EXAMPLE, "remaining": REMAINING_EXAMPLE,
     "predictions": 0, "cumulative_loss": 0.0, "ledger_rows": 1001,
     "head_hash": "10da1aa5a5187019109e301fa5fba5d5f03c2eb203906ac3d2d91a43b2fe0c6e",
     "created_at": "2026-11-23T15:32:02.148551Z"}
@@ -68,7 +68,8 @@ class SessionBasics(BaseModel):
     order: Order = Field(description="stream (next, in a seeded order) or pool (by id)", examples=["stream"])
     budget: Budget = Field(description="the budgets the session was opened with", examples=[BUDGET_EXAMPLE])
     n_examples: int = Field(description="examples the session may use (its split, or its part)", examples=[20000])
-    d: int = Field(description="the dimension d: attributes per example", examples=[100])
+    n_attributes: int = Field(validation_alias=N_ATTRIBUTES_READ_AS, examples=[100],
+                              description="attributes per example (the dimension d), numbered 0..d-1")
     status: Literal["open", "closed"] = Field(description="closed: nothing more is charged or served",
                                               examples=["open"])
     spent: Spent = Field(description="what the session has spent", examples=[SPENT_EXAMPLE])

@@ -110,7 +110,7 @@ class Dataset:
             task=self.task,
             n_train=self.n("train"),
             n_test=self.n("test"),
-            d=self.d,
+            n_attributes=self.d,
             costs=None if self.costs is None else [float(c) for c in self.costs],
             params=dict(self.params),
             accepted_params=list(self.accepted_params),

@@ -186,7 +186,7 @@ def describe(name: str, params: Mapping[str, ParamValue] | None = None, seed: in
     n_train, n_test, d = family.sizes(args, resolved)
     costs = family.costs(args, resolved)
     return DatasetInfo(name=name, description=family.describe(args, resolved), task=family.task, n_train=n_train,
-                       n_test=n_test, d=d, costs=None if costs is None else [float(c) for c in costs],
+                       n_test=n_test, n_attributes=d, costs=None if costs is None else [float(c) for c in costs],
                        params=resolved, accepted_params=[p.spec() for p in family.params], source=family.source)
 
 

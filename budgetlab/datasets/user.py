@@ -153,7 +153,7 @@ def info(name: str, root: Path) -> DatasetInfo:
     meta = _meta(name, root)
     n_train, n_test = split_sizes(meta["n"], meta["test_fraction"])
     return DatasetInfo(name=name, description=_description(meta), task=meta["task"], n_train=n_train,
-                       n_test=n_test, d=meta["d"], costs=meta["costs"], source=meta["source"])
+                       n_test=n_test, n_attributes=meta["d"], costs=meta["costs"], source=meta["source"])
 
 
 def load(name: str, seed: int, root: Path) -> Dataset:

@@ -336,7 +336,8 @@ async function loadDatasets() {
     const list = await requestJson("/v1/dashboard/datasets");
     state.tasks = new Map(list.datasets.map((d) => [d.name, d.task]));
     clear($("datasets"), list.datasets.map((d) => h("option", { value: d.name },
-      `${d.task}, d=${d.d}, ${d.n_train} train`)), list.families.map((f) => h("option", { value: f }, "family")));
+      `${d.task}, d=${d.n_attributes}, ${d.n_train} train`)),
+      list.families.map((f) => h("option", { value: f }, "family")));
   } catch (error) {
     $("run-state").textContent = `the oracle's datasets could not be listed: ${error.message}`;
   }

@@ -42,7 +42,7 @@ def dataset(
     spec: Annotated[str, Path(min_length=1, max_length=300, description="name or name:key=value,...")],
     seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
 ) -> DatasetInfo:
-    """What a dataset is with these parameters (sizes n_train and n_test, dimension d, task, costs); never a value."""
+    """What a dataset is with these parameters (sizes n_train and n_test, n_attributes, task, costs); never a value."""
     try:
         name, params = parse_dataset_spec(spec)
         return describe(name, params, seed)

@@ -186,7 +186,7 @@ def test_the_oracle_accepts_its_documented_examples(oracle_doc: dict[str, Any], 
                                ("label", example("LabelRequest")), ("observe/batch", example("ObserveBatchRequest"))]:
             answer = http.post(f"{path}/{endpoint}", json=body, headers=auth)
             assert answer.status_code == 200, (endpoint, answer.text)
-        d = batch["session"]["d"]
+        d = batch["session"]["n_attributes"]
         weights = example("EvaluateRequest")["weights"]
         answer = http.post(f"{path}/evaluate", json={**example("EvaluateRequest"), "weights": (weights * d)[:d]},
                            headers=auth)

@@ -71,7 +71,7 @@ def test_powerlaw_attributes_are_bernoulli_with_the_papers_means(scenario: str) 
 
 
 def test_sparse_gaussian_is_the_papers_design() -> None:
-    assert describe("sparse-gaussian").d == 500
+    assert describe("sparse-gaussian").n_attributes == 500
     dataset = load_dataset("sparse-gaussian", {"d": 60, "n_train": 20_000, "n_test": 100}, 0)
     theta = dataset.true_weights
     np.testing.assert_array_equal(theta[:13], 1.0)
@@ -144,7 +144,7 @@ def test_synthetic_sets_are_deterministic_in_name_params_and_seed(name: str) -> 
     assert not np.array_equal(full_matrix(other)[0], X1)
     assert load_dataset(name, SMALL[name], 7) is again  # cached per (name, params, seed)
     info = describe(name, SMALL[name], 7)
-    assert (info.n_train, info.n_test, info.d) == (first.n("train"), first.n("test"), first.d)
+    assert (info.n_train, info.n_test, info.n_attributes) == (first.n("train"), first.n("test"), first.d)
 
 
 @pytest.mark.parametrize("name", ["mnist-3v5", "digits-3v5", "diabetes"])
@@ -171,7 +171,7 @@ def check_pair(name: str, n_train: int, n_test: int, d: int) -> None:
         assert set(np.unique(y)) == {-1.0, 1.0}
         assert X.min() >= 0.0 and X.max() <= 1.0 and X.max() > 0.9
     info = describe(name)
-    assert (info.n_train, info.n_test, info.d) == (n_train, n_test, d)
+    assert (info.n_train, info.n_test, info.n_attributes) == (n_train, n_test, d)
 
 
 def test_mnist_pairs_are_1000_images_of_two_digits() -> None:
@@ -299,7 +299,7 @@ def test_user_csv_with_a_named_target_column(tmp_path: Path) -> None:
     rows = [f"{a},{p},{b},{c}" for (a, b, c), p in zip(values, price, strict=True)]
     path.write_text("area,price,rooms,age\n" + "\n".join(rows) + "\n")
     info = add_dataset(path, target="price")
-    assert (info.name, info.d, info.n_train + info.n_test, info.task) == ("houses", 3, 50, "regression")
+    assert (info.name, info.n_attributes, info.n_train + info.n_test, info.task) == ("houses", 3, 50, "regression")
     dataset = load_dataset("houses", {}, 1)
     assert isinstance(dataset.X, np.memmap)
     rows_all = np.concatenate([dataset.train_rows, dataset.test_rows])
@@ -322,14 +322,14 @@ def test_user_npy_and_npz(tmp_path: Path) -> None:
     matrix = rng.normal(size=(40, 5))
     np.save(tmp_path / "m.npy", matrix)
     info = add_dataset(tmp_path / "m.npy", target=0)
-    assert info.d == 4
+    assert info.n_attributes == 4
     dataset = load_dataset("m")
     np.testing.assert_array_equal(dataset.y, matrix[:, 0])
     np.testing.assert_array_equal(dataset.X, matrix[:, 1:])
     signs = np.where(rng.random(30) < 0.5, -1.0, 1.0)
     np.savez(tmp_path / "z.npz", X=rng.integers(0, 255, size=(30, 6), dtype=np.uint8), y=signs)
     info = add_dataset(tmp_path / "z.npz")
-    assert (info.d, info.task) == (6, "classification")
+    assert (info.n_attributes, info.task) == (6, "classification")
     dataset = load_dataset("z")
     assert dataset.X.dtype == np.uint8 and isinstance(dataset.X, np.memmap)
     np.testing.assert_array_equal(dataset.y, signs)

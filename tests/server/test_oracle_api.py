@@ -52,14 +52,15 @@ def test_health_docs_and_datasets_never_show_values(oracle_url: str, http: httpx
     names = {d["name"] for d in listing["datasets"]}
     assert {"powerlaw", "sparse-gaussian", "online-sparse", "diabetes"} <= names
     info = http.get(f"{oracle_url}/v1/datasets/sparse-gaussian:d=20,n_train=300,n_test=100,s_plus=5,s_minus=5").json()
-    assert (info["d"], info["n_train"], info["n_test"]) == (20, 300, 100)
-    assert not {"X", "y", "values"} & set(info)
+    assert (info["n_attributes"], info["n_train"], info["n_test"]) == (20, 300, 100)
+    assert not {"X", "y", "values", "d"} & set(info)  # d: the number of attributes' name until 2026-11-29
     assert_error(http.get(f"{oracle_url}/v1/datasets/no-such-set"), 404, "unknown_dataset")
 
 
 def test_values_are_the_datasets_in_stream_order_and_reobserving_is_free(oracle_url: str, http: httpx.Client) -> None:
     sid, h, created = open_session(http, oracle_url, budget={"per_example": 3})
     assert created["session"]["remaining"]["per_example"] == 3
+    assert created["session"]["n_attributes"] == PARAMS["d"] and "d" not in created["session"]
     dataset = load_dataset(DATASET, PARAMS, 3)
     order = stream_order(dataset.n("train"), 3)
     first = http.post(f"{oracle_url}/v1/sessions/{sid}/next", headers=h).json()
