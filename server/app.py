@@ -30,6 +30,7 @@ from server.steps import Caps
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
 from web.openapi_refusals import add_refusals, database_refusals
+from web.openapi_security import optional_credentials_at_root
 from web.rates import Rate, RateLimits, limited_keys
 
 # A worker's small requests wait on the GIL behind a big request's Python work (parsing, hashing) as well as on
@@ -104,6 +105,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         return codes
 
     add_refusals(app, refusals)
+    optional_credentials_at_root(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
                        larger=admin_upload(settings))
 

@@ -129,13 +129,14 @@ def example_of(content: dict[str, Any], schemas: dict[str, Any]) -> Any:
 
 
 def render_operation(method: str, path: str, op: dict[str, Any], schemes: dict[str, Any],
-                     schemas: dict[str, Any]) -> list[str]:
+                     schemas: dict[str, Any], root_security: list[dict[str, Any]]) -> list[str]:
     lines = [f"### {method.upper()} `{path}`", ""]
     if op.get("summary"):
         lines += [f"**{op['summary']}**", ""]
     if op.get("description"):
         lines += [prose(op["description"]), ""]
-    security = [name for requirement in op.get("security", []) for name in requirement]
+    # An operation without credentials of its own takes the document's (the oracle states its optional key there).
+    security = [name for requirement in op.get("security", root_security) for name in requirement]
     if security:
         described = [cell(schemes.get(name, {}).get("description", name)) for name in security]
         lines += ["Credentials: " + "; or ".join(described), ""]
@@ -197,7 +198,7 @@ def render(service: str, command: str, port: int, doc: dict[str, Any]) -> str:
     for tag, operations in by_tag.items():
         lines += [f"## {tag.capitalize()}", ""]
         for method, path, op in operations:
-            lines += render_operation(method, path, op, schemes, schemas)
+            lines += render_operation(method, path, op, schemes, schemas, doc.get("security", []))
     if schemas:
         lines += ["## Schemas", ""]
         for name in sorted(schemas):

@@ -38,7 +38,8 @@ def serialized(model: BaseModel) -> Response:
 
 
 # The account's key is optional where the oracle opens anonymous sessions: {} is the OpenAPI for "or none" (FastAPI
-# adds it to the AccountKey requirement that the route's dependency declares).
+# adds it to the AccountKey requirement that the route's dependency declares; the app states the pair at the
+# document's root, web.openapi_security says why).
 @router.post("", status_code=201, response_model=SessionCreated, responses=responses(*OPEN_REFUSALS),
              openapi_extra={"security": [{}]})
 def open_session(body: SessionCreate, sessions: Service, key: ApiKey) -> SessionCreated:
