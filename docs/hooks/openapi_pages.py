@@ -186,7 +186,8 @@ def render(service: str, command: str, port: int, doc: dict[str, Any]) -> str:
     lines = [f"# {info['title']}: HTTP API", "",
              f"Generated when this site was built, from the OpenAPI {doc['openapi']} document the {service} "
              f"produces. A running {service} (`{command}`) serves the same document at `/openapi.json` and an "
-             f"interactive page at `/docs` (`http://localhost:{port}/docs`).", ""]
+             f"interactive page at `/docs` (`http://localhost:{port}/docs`). What changed in it, and when: the "
+             "[changelog](changelog.md).", ""]
     if info.get("description"):
         lines += [prose(info["description"]), ""]
     schemas = doc.get("components", {}).get("schemas", {})
