@@ -1,18 +1,22 @@
 """The claims table: each result a preset reproduces (an ordering, a ρ value, a table cell), with the paper's figure,
-ours, and whether it holds.
+ours with its statistics, and the verdict they support.
 
 A preset declares its claims as ``[[claims]]`` (``client.config.ClaimSpec``); they are checked here against the
-comparison's summaries. A claim is never dropped: one whose design did not run (``--quick`` runs fewer) says
-"not run", one whose algorithms produced no result says so, and one that fails shows the numbers that fail it and
-the cause its preset names (or says that it was expected to hold). Each claim carries the paper's sentence or table
-cell it stands for (``quote``), listed under the table.
+comparison's runs, seed by seed. A claim about runs is decided by one-sided paired t-tests over the seeds
+(``client.verdicts``), corrected with Holm's procedure over every test of the report: it **holds** when each of its
+tests is significant in its direction, **fails** when one is significant in the reverse direction, and is
+**inconclusive** when the tests decide neither. With fewer than ``MIN_SEEDS`` seeds, or a ``--quick`` run, nothing is
+decided: the claim is **indicative**, its numbers shown. A ρ claim (a property of the data) compares a bootstrap
+interval with the paper's band. A claim is never dropped: one whose design did not run says "not run", one whose
+algorithms produced no result says so, and one that fails shows the numbers that fail it and the cause its preset
+names (or says that it was expected to hold). Each claim carries the paper's sentence or table cell it stands for
+(``quote``), listed under the table.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -21,10 +25,39 @@ from rich.table import Table
 from budgetlab.contract.runs import CurvePoint
 from budgetlab.datasets import DatasetError, load_dataset
 from client.config import ClaimSpec, CompareConfig, Design
+from client.grid import RunOutcome
 from client.summary import AlgorithmSummary
+from client.verdicts import ALPHA, MIN_SEEDS, TEST_NAME, PairedTest, bootstrap_interval, holm, paired_test
 
-Verdict = Literal["holds", "fails", "not run", "no result"]
-VERDICT_STYLE = {"holds": "green", "fails": "bold red", "not run": "yellow", "no result": "bold red"}
+Verdict = Literal["holds", "fails", "inconclusive", "indicative", "not run", "no result"]
+VERDICT_STYLE = {"holds": "green", "fails": "bold red", "inconclusive": "yellow", "indicative": "cyan",
+                 "not run": "yellow", "no result": "bold red"}
+Direction = Literal["less", "greater"]
+METRIC_WORDS = {"test_mse": "test MSE", "normalized_mse": "normalized MSE", "zero_one": "0-1 error",
+                "regret": "regret R_T", "attributes": "attributes paid"}
+
+
+@dataclass
+class Check:
+    """One test of a claim: the mean over seeds of ``text`` (a paired difference, or a value minus its bound) is
+    below 0 (``less``) or above it (``greater``)."""
+
+    text: str
+    direction: Direction
+    n: int
+    """Seeds paired (fewer than 2: no test)."""
+    test: PairedTest | None
+    p_holm: float = 1.0
+    """Holm-adjusted p-value of the claim's direction, among the report's tests of that direction."""
+    p_reverse_holm: float = 1.0
+    """The same for the reverse direction, among the report's tests of theirs."""
+
+    def json(self) -> dict[str, object]:
+        found = self.test
+        return {"text": self.text, "direction": self.direction, "n": self.n,
+                "mean": found.mean if found else None, "low": found.low if found else None,
+                "high": found.high if found else None, "p": found.p(self.direction) if found else None,
+                "p_holm": self.p_holm if found else None}
 
 
 @dataclass
@@ -38,28 +71,41 @@ class ClaimResult:
     values: dict[str, float]
     quote: str = ""
     cause: str = ""  # why it fails here, as the preset states it; empty: expected to hold
+    test: str = ""  # how the verdict was reached: the test and its correction, or the interval
+    seeds: int = 0  # the seeds paired in its tests (the fewest, where its tests differ)
+    p_value: float | None = None  # the largest Holm-adjusted p-value of its direction (None: nothing tested)
+    attributes: list[float] = field(default_factory=list)  # where it was read at equal attributes, per design
+    checks: list[Check] = field(default_factory=list)
 
     @property
     def expected(self) -> Literal["holds", "fails"]:
         return "fails" if self.cause else "holds"
 
     def json(self) -> dict[str, object]:
-        return {**asdict(self), "expected": self.expected}
+        found = asdict(self)
+        found["checks"] = [c.json() for c in self.checks]
+        return {**found, "expected": self.expected}
 
 
-def _result(claim: ClaimSpec, design: str, ours: str, verdict: Verdict, values: dict[str, float]) -> ClaimResult:
+def _result(claim: ClaimSpec, design: str, ours: str, verdict: Verdict, values: dict[str, float], test: str = "",
+            seeds: int = 0, p_value: float | None = None, attributes: list[float] | None = None,
+            checks: list[Check] | None = None) -> ClaimResult:
     return ClaimResult(claim.claim, claim.source, design, claim.paper, ours, verdict, values, claim.quote,
-                       claim.cause)
+                       claim.cause, test, seeds, p_value, attributes or [], checks or [])
 
 
 def improvement_ratio(second_moments: np.ndarray, scenario: str) -> float:
     """Kukliansky & Shamir's ρ: eq. (11) ||E x²||_{1/2} / (d E||x²||_1) for ridge, eq. (12)
     ||E x²||_1 / (d ||E x²||_∞) for lasso; a property of the data alone."""
-    m = np.asarray(second_moments, dtype=np.float64)
-    d = m.size
+    return float(improvement_ratios(np.asarray(second_moments, dtype=np.float64)[None, :], scenario)[0])
+
+
+def improvement_ratios(moments: np.ndarray, scenario: str) -> np.ndarray:
+    """``improvement_ratio`` of each row of ``moments`` (one E[x²] per row)."""
+    d = moments.shape[1]
     if scenario == "ridge":
-        return float(np.sqrt(m).sum() ** 2 / (d * m.sum()))
-    return float(m.sum() / (d * m.max()))
+        return np.sqrt(moments).sum(axis=1) ** 2 / (d * moments.sum(axis=1))
+    return moments.sum(axis=1) / (d * moments.max(axis=1))
 
 
 def _zero_predictor(point: CurvePoint, metric: str) -> float:
@@ -71,100 +117,85 @@ def _zero_predictor(point: CurvePoint, metric: str) -> float:
     return float(getattr(point, metric))
 
 
-def _at_attributes(summary: AlgorithmSummary, metric: str, attributes: float) -> tuple[float | None, bool]:
-    """The mean over seeds of each run's curve read at ``attributes`` paid, linearly between its evaluations and
-    from the zero predictor at 0 attributes; and whether that reading fell before a run's first evaluation."""
-    values = []
-    early = False
-    for run in summary.completed:
-        curve = run.result.curve
-        if curve:
-            xs = [0.0, *(float(p.attributes) for p in curve)]
-            ys = [_zero_predictor(curve[0], metric), *(float(getattr(p, metric)) for p in curve)]
-            early |= attributes < curve[0].attributes
-            values.append(float(np.interp(attributes, xs, ys)))
-    return (statistics.fmean(values) if values else None), early
+def _read_at(curve: list[CurvePoint], metric: str, attributes: float) -> tuple[float, bool]:
+    """A run's curve read at ``attributes`` paid, linearly between its evaluations and from the zero predictor at 0
+    attributes; and whether that reading fell before its first evaluation."""
+    xs = [0.0, *(float(p.attributes) for p in curve)]
+    ys = [_zero_predictor(curve[0], metric), *(float(getattr(p, metric)) for p in curve)]
+    return float(np.interp(attributes, xs, ys)), attributes < curve[0].attributes
 
 
-def _final(summary: AlgorithmSummary, metric: str) -> float | None:
+def _final_value(run: RunOutcome, metric: str) -> float | None:
     if metric == "regret":
-        regret = summary.regret()  # R_T itself; Ito et al.'s tables print R_T / 10^2, the presets quote R_T
-        return regret.mean if regret else None
-    found = summary.of("attributes") if metric == "attributes" else summary.final(metric)
-    return found.mean if found else None
+        value = run.regret  # R_T itself; Ito et al.'s tables print R_T / 10^2, the presets quote R_T
+    elif metric == "attributes":
+        value = float(run.result.attributes)
+    else:
+        value = getattr(run.result.final, metric)
+    return None if value is None else float(value)
 
 
-def _design_values(summaries: list[AlgorithmSummary], labels: list[str], metric: str,
-                   at: str) -> tuple[dict[str, float | None], set[str]]:
-    """Per label its value in one design, and the labels read before their first evaluation."""
+@dataclass
+class Readings:
+    """Per label, its value at each seed in one design (or the median over a group's designs at that seed)."""
+
+    per_seed: dict[str, dict[int, float]]
+    attributes: list[float]  # where each design was read at equal attributes (empty: final values)
+    early: set[str]  # labels read before their first evaluation
+
+    def mean(self, label: str) -> float | None:
+        found = self.per_seed[label]
+        return statistics.fmean(found.values()) if found else None
+
+
+def _design_readings(summaries: list[AlgorithmSummary], claim: ClaimSpec) -> Readings:
     by_label = {s.label: s for s in summaries}
-    if at == "end" or metric in ("regret", "attributes"):
-        return {label: _final(by_label[label], metric) for label in labels}, set()
+    labels = claim.labels
+    if claim.at == "end" or claim.metric in ("regret", "attributes"):
+        return Readings({label: {r.seed: v for r in by_label[label].completed
+                                 if (v := _final_value(r, claim.metric)) is not None} for label in labels}, [], set())
     paid = [by_label[label].of("attributes") for label in labels]
     if any(p is None for p in paid):
-        return {label: None for label in labels}, set()
+        return Readings({label: {} for label in labels}, [], set())
     frugal = min(p.mean for p in paid if p is not None)
-    read = {label: _at_attributes(by_label[label], metric, frugal) for label in labels}
-    return {label: v for label, (v, _) in read.items()}, {label for label, (_, early) in read.items() if early}
+    per_seed: dict[str, dict[int, float]] = {}
+    early: set[str] = set()
+    for label in labels:
+        per_seed[label] = {}
+        for run in by_label[label].completed:
+            if run.result.curve:
+                value, before = _read_at(run.result.curve, claim.metric, frugal)
+                per_seed[label][run.seed] = value
+                if before:
+                    early.add(label)
+    return Readings(per_seed, [frugal], early)
 
 
-def _values(claim: ClaimSpec, members: list[list[AlgorithmSummary]]) -> tuple[dict[str, float | None], set[str]]:
-    """Per label: its value in the one design, or the median over a group's designs (the paper's table)."""
-    per_design = [_design_values(m, claim.labels, claim.metric, claim.at) for m in members]
-    out: dict[str, float | None] = {}
+def _readings(claim: ClaimSpec, members: list[list[AlgorithmSummary]]) -> Readings:
+    """One design's readings, or for a group (the paper's table over datasets) each seed's median over its designs."""
+    found = [_design_readings(m, claim) for m in members]
+    if len(found) == 1:
+        return found[0]
+    per_seed: dict[str, dict[int, float]] = {}
     for label in claim.labels:
-        found = [value for v, _ in per_design if (value := v[label]) is not None]
-        out[label] = statistics.median(found) if found else None
-    return out, set().union(*(early for _, early in per_design))
+        seeds = sorted(set().union(*(f.per_seed[label].keys() for f in found)))
+        per_seed[label] = {seed: statistics.median(v) for seed in seeds
+                           if (v := [f.per_seed[label][seed] for f in found if seed in f.per_seed[label]])}
+    return Readings(per_seed, [a for f in found for a in f.attributes], set().union(*(f.early for f in found)))
 
 
 def _number(x: float) -> str:
     return f"{x:.4g}"
 
 
-def _per_seed(summary: AlgorithmSummary, metric: str) -> dict[int, float]:
-    """Each completed run's final ``metric`` by its seed."""
-    out = {}
-    for run in summary.completed:
-        value = (run.regret if metric == "regret" else float(run.result.attributes) if metric == "attributes"
-                 else getattr(run.result.final, metric))
-        if value is not None:
-            out[run.seed] = float(value)
-    return out
+def _pair(readings: Readings, first: str, second: str, scale: float = 1.0) -> list[float]:
+    """first − scale × second at each seed both have."""
+    a, b = readings.per_seed[first], readings.per_seed[second]
+    return [a[seed] - scale * b[seed] for seed in sorted(a.keys() & b.keys())]
 
 
-@dataclass(frozen=True)
-class Difference:
-    """first − second paired by seed: its mean, the standard error of that mean, and the number of seeds."""
-
-    first: str
-    second: str
-    mean: float
-    se: float
-    n: int
-
-    def text(self) -> str:
-        return f"{self.first} − {self.second} = {_number(self.mean)} ± {_number(self.se)} (paired over {self.n} " \
-               "seeds, ± one standard error)"
-
-
-Paired = Callable[[str, str], Difference | None]
-
-
-def _paired(claim: ClaimSpec, summaries: list[AlgorithmSummary]) -> Paired:
-    """The difference of two labels' final values paired by seed: what says whether an ordering that fails is a
-    reversal or a tie within the spread over seeds."""
-    by_label = {s.label: _per_seed(s, claim.metric) for s in summaries if s.label in claim.labels}
-
-    def paired(first: str, second: str) -> Difference | None:
-        seeds = sorted(by_label[first].keys() & by_label[second].keys())
-        if len(seeds) < 2:
-            return None
-        diffs = [by_label[first][seed] - by_label[second][seed] for seed in seeds]
-        return Difference(first, second, statistics.fmean(diffs), statistics.stdev(diffs) / len(diffs) ** 0.5,
-                          len(seeds))
-
-    return paired
+def _check(text: str, direction: Direction, differences: list[float]) -> Check:
+    return Check(text, direction, len(differences), paired_test(differences))
 
 
 def _tier(labels: list[str], values: dict[str, float]) -> str:
@@ -172,36 +203,22 @@ def _tier(labels: list[str], values: dict[str, float]) -> str:
     return text if len(labels) == 1 else f"{{{text}}}"
 
 
-def _ordering(claim: ClaimSpec, values: dict[str, float], paired: Paired | None) -> tuple[str, bool]:
-    """The tiers with their values, ``<`` where every pair is in order (``≥``, or ``≮`` between tiers, where one
-    is not); then the paired difference of every pair out of order, or within ``margin_se`` of a tie."""
+def _ordering(claim: ClaimSpec, readings: Readings, values: dict[str, float]) -> tuple[str, list[Check]]:
+    """The tiers with their means, ``<`` where the means are in order (``≥``, or ``≮`` between tiers, where one is
+    not); and a check of every pair of adjacent tiers: the better lies below (1 − margin) × the worse."""
     tiers = claim.tiers
     text = _tier(tiers[0], values)
-    failing: list[tuple[str, str]] = []
-    in_order: list[tuple[str, str]] = []
+    checks = []
+    scale = 1.0 - claim.margin
     for before, after in zip(tiers, tiers[1:], strict=False):
-        wrong = [(b, a) for b in before for a in after if not values[b] < values[a]]
-        failing += wrong
-        in_order += [(b, a) for b in before for a in after if (b, a) not in wrong]
+        wrong = [(b, a) for b in before for a in after if not values[b] < scale * values[a]]
         sign = "<" if not wrong else "≥" if len(before) == len(after) == 1 else "≮"
         text += f" {sign} {_tier(after, values)}"
-    shown = [d.text() for d in (paired(b, a) for b, a in failing) if d] if paired else []
-    ties = False
-    if claim.margin_se and paired:
-        margins = [paired(b, a) for b, a in in_order]
-        close = [d for d in margins if d is not None and -d.mean <= claim.margin_se * d.se]
-        shown += [d.text() for d in close]
-        ties = bool(close) or None in margins
-        if ties:
-            shown.append(f"each pair must be apart by more than {claim.margin_se:g} standard error(s)"
-                         + (" (one seed: no standard error)" if None in margins else ""))
-    if shown:
-        text += "; " + "; ".join(shown)
-    return text, not failing and not ties
-
-
-def _bounded(value: float, claim: ClaimSpec) -> bool:
-    return (claim.below is None or value < claim.below) and (claim.above is None or value > claim.above)
+        for b in before:
+            for a in after:
+                name = f"{b} − {a}" if not claim.margin else f"{b} − {scale:g} × {a}"
+                checks.append(_check(name, "less", _pair(readings, b, a, scale)))
+    return text, checks
 
 
 def _bounds(claim: ClaimSpec) -> str:
@@ -210,71 +227,189 @@ def _bounds(claim: ClaimSpec) -> str:
     return " and ".join(p for p in parts if p)
 
 
-def _rho(claim: ClaimSpec, design: Design, seed: int) -> ClaimResult:
+@dataclass(frozen=True)
+class Statistic:
+    """What a value, ratio or difference claim bounds: its name, its text with the means, its value at each seed
+    and its value of the means."""
+
+    name: str
+    text: str
+    per_seed: list[float]
+    value: float
+
+
+def _statistic(claim: ClaimSpec, readings: Readings, values: dict[str, float]) -> Statistic:
+    assert claim.algorithm is not None
+    name, mine = claim.algorithm, readings.per_seed[claim.algorithm]
+    if claim.kind == "value":
+        return Statistic(name, f"{name} {_number(values[name])}", list(mine.values()), values[name])
+    assert claim.over is not None
+    theirs = readings.per_seed[claim.over]
+    seeds = sorted(mine.keys() & theirs.keys())
+    a, b = values[name], values[claim.over]
+    if claim.kind == "ratio":
+        ratio = a / b if b else float("inf")
+        return Statistic(f"{name} / {claim.over}", f"{name} / {claim.over} = {_number(a)} / {_number(b)} = "
+                         f"{_number(ratio)}", [mine[s] / theirs[s] for s in seeds if theirs[s]], ratio)
+    return Statistic(f"{name} − {claim.over}", f"{name} − {claim.over} = {_number(a)} − {_number(b)} = "
+                     f"{_number(a - b)}", [mine[s] - theirs[s] for s in seeds], a - b)
+
+
+def _bound_checks(claim: ClaimSpec, name: str, per_seed: list[float]) -> list[Check]:
+    checks = []
+    if claim.below is not None:
+        checks.append(_check(f"{name} − {claim.below:g}", "less", [v - claim.below for v in per_seed]))
+    if claim.above is not None:
+        checks.append(_check(f"{name} − {claim.above:g}", "greater", [v - claim.above for v in per_seed]))
+    return checks
+
+
+def _rho(claim: ClaimSpec, design: Design, seed: int, decidable: str) -> ClaimResult:
+    """ρ of the design's training data, with the 95 % bootstrap interval over its training examples: holds when the
+    interval lies within the paper's ``target`` ± ``tolerance``, fails when it lies outside."""
     try:
         dataset = load_dataset(design.dataset.name, design.dataset.params, seed)
     except DatasetError as exc:
         return _result(claim, design.name, f"dataset unavailable: {exc}", "no result", {})
     assert claim.rho is not None and claim.target is not None and claim.tolerance is not None
-    rho = improvement_ratio(dataset.second_moments(), claim.rho)
-    holds = abs(rho - claim.target) <= claim.tolerance
-    return _result(claim, design.name, f"ρ_{claim.rho} = {rho:.3g} from E x_i² over the {dataset.n('train'):,} "
-                   f"training examples (needs {claim.target:g} ± {claim.tolerance:g})", "holds" if holds else "fails",
-                   {"rho": rho})
+    scenario = claim.rho
+    squares = np.concatenate([X * X for X, _ in dataset.iter_split("train")])
+    rho = improvement_ratio(dataset.second_moments(), scenario)
+    low, high = bootstrap_interval(len(squares), lambda w: improvement_ratios(w @ squares, scenario), seed=seed)
+    band = (claim.target - claim.tolerance, claim.target + claim.tolerance)
+    verdict: Verdict = ("indicative" if decidable else "holds" if band[0] <= low and high <= band[1]
+                        else "fails" if high < band[0] or low > band[1] else "inconclusive")
+    text = (f"ρ_{scenario} = {rho:.3g}, 95 % bootstrap interval [{low:.3g}, {high:.3g}] over the "
+            f"{dataset.n('train'):,} training examples (needs {claim.target:g} ± {claim.tolerance:g})")
+    if decidable:
+        text += f"; {decidable}"
+    return _result(claim, design.name, text, verdict, {"rho": rho, "low": low, "high": high},
+                   test="95 % percentile bootstrap interval over the training examples")
 
 
-def evaluate_claim(claim: ClaimSpec, config: CompareConfig, designs: list[Design],
-                   summaries: list[list[AlgorithmSummary]]) -> ClaimResult:
-    where = claim.design or ""
-    chosen = [i for i, d in enumerate(designs) if claim.design is None or claim.design in (d.name, d.group)]
-    if not chosen:
-        return _result(claim, where, "—", "not run", {})
-    if claim.kind == "rho":
-        return _rho(claim, designs[chosen[0]], config.seeds[0])
-    values, early = _values(claim, [summaries[i] for i in chosen])
-    if len(chosen) > 1:
-        where = f"{where} (median over {len(chosen)} datasets)".strip()
-    missing = [label for label, v in values.items() if v is None]
+@dataclass
+class Draft:
+    """A claim about runs before the report's tests are corrected together."""
+
+    claim: ClaimSpec
+    where: str
+    text: str
+    values: dict[str, float]
+    checks: list[Check]
+    readings: Readings
+    indicative: str  # why nothing is decided ("" when the tests decide)
+
+
+def _draft(claim: ClaimSpec, where: str, members: list[list[AlgorithmSummary]], quick: bool) -> Draft | ClaimResult:
+    readings = _readings(claim, members)
+    means = {label: readings.mean(label) for label in claim.labels}
+    missing = [label for label, v in means.items() if v is None]
     if missing:
         return _result(claim, where, f"no completed run of {', '.join(missing)}", "no result", {})
-    got = {label: float(v) for label, v in values.items() if v is not None}
+    values = {label: float(v) for label, v in means.items() if v is not None}
     if claim.kind == "ordering":
-        one_run_each = len(chosen) == 1 and (claim.at == "end" or claim.metric in ("regret", "attributes"))
-        text, holds = _ordering(claim, got, _paired(claim, summaries[chosen[0]]) if one_run_each else None)
+        text, checks = _ordering(claim, readings, values)
     else:
-        assert claim.algorithm is not None
-        value = got[claim.algorithm]
-        text = f"{claim.algorithm} {_number(value)}"
-        if claim.kind == "ratio":
-            assert claim.over is not None
-            value = value / got[claim.over] if got[claim.over] else float("inf")
-            text = f"{claim.algorithm} / {claim.over} = {_number(got[claim.algorithm])} / " \
-                   f"{_number(got[claim.over])} = {_number(value)}"
-            got["ratio"] = value
-        elif claim.kind == "difference":
-            assert claim.over is not None
-            value = got[claim.algorithm] - got[claim.over]
-            text = f"{claim.algorithm} − {claim.over} = {_number(got[claim.algorithm])} − " \
-                   f"{_number(got[claim.over])} = {_number(value)}"
-            got["difference"] = value
-        holds = _bounded(value, claim)
-        text += f" (needs {_bounds(claim)})"
-    if early:
-        text += (f"; {', '.join(sorted(early))} read before the first evaluation, between the zero predictor at 0 "
-                 "attributes and that evaluation")
-    return _result(claim, where, text, "holds" if holds else "fails", got)
+        statistic = _statistic(claim, readings, values)
+        if claim.kind in ("ratio", "difference"):
+            values[claim.kind] = statistic.value
+        checks = _bound_checks(claim, statistic.name, statistic.per_seed)
+        text = f"{statistic.text} (needs {_bounds(claim)})"
+    seeds = min(c.n for c in checks)
+    indicative = ("--quick: fewer seeds and examples than the full comparison" if quick
+                  else f"{seeds} seed{'s' if seeds != 1 else ''} paired, fewer than the {MIN_SEEDS} a verdict needs"
+                  if seeds < MIN_SEEDS else "")
+    return Draft(claim, where, text, values, checks, readings, indicative)
 
 
-def evaluate_claims(config: CompareConfig, designs: list[Design],
-                    summaries: list[list[AlgorithmSummary]]) -> list[ClaimResult]:
-    return [evaluate_claim(c, config, designs, summaries) for c in config.claims]
+def _check_text(check: Check, decided: bool) -> str:
+    """``A − B = -0.054 [-0.07, -0.04], 5 seeds, p = 0.002 (Holm 0.01)``: the mean difference with its 95 %
+    interval, and the one-sided p-value of the claimed direction, or of the reverse one where that one decided."""
+    found = check.test
+    if found is None:
+        return f"{check.text}: {check.n} seed{'s' if check.n != 1 else ''} paired, no spread to test"
+    text = f"{check.text} = {_number(found.mean)} [{_number(found.low)}, {_number(found.high)}], {found.n} seeds, "
+    if decided and check.p_reverse_holm < ALPHA:
+        reverse = "greater" if check.direction == "less" else "less"
+        return text + f"the reverse: p = {found.p(reverse):.2g} (Holm {check.p_reverse_holm:.2g})"
+    return text + f"p = {found.p(check.direction):.2g}" + (f" (Holm {check.p_holm:.2g})" if decided else "")
+
+
+def _finish(draft: Draft, total_tests: int) -> ClaimResult:
+    claim, checks = draft.claim, draft.checks
+    decided = not draft.indicative
+    if not decided:
+        verdict: Verdict = "indicative"
+    elif any(c.p_reverse_holm < ALPHA for c in checks):
+        verdict = "fails"
+    elif all(c.p_holm < ALPHA and c.test is not None
+             and (c.test.mean + claim.margin_se * c.test.se < 0 if c.direction == "less"
+                  else c.test.mean - claim.margin_se * c.test.se > 0) for c in checks):
+        verdict = "holds"
+    else:
+        verdict = "inconclusive"
+    readings = draft.readings
+    text = draft.text
+    if readings.attributes:
+        at = sorted(set(readings.attributes))
+        text += (f"; {METRIC_WORDS[claim.metric]} read at {at[0]:,.0f} attributes paid (the most frugal's)"
+                 if len(at) == 1 else f"; read at each design's most frugal attributes paid ({at[0]:,.0f} to "
+                 f"{at[-1]:,.0f})")
+    text += "; " + "; ".join(_check_text(c, decided) for c in checks)
+    if claim.margin_se and decided:
+        text += f"; each mean difference must also exceed {claim.margin_se:g} standard error(s)"
+    if draft.indicative:
+        text += f"; indicative: {draft.indicative}"
+    if readings.early:
+        text += (f"; {', '.join(sorted(readings.early))} read before the first evaluation, between the zero "
+                 "predictor at 0 attributes and that evaluation")
+    tested = [c.p_holm for c in checks if c.test is not None]
+    return _result(claim, draft.where, text, verdict, draft.values,
+                   test=f"{TEST_NAME}, Holm's correction over the report's {total_tests} tests" if decided else "",
+                   seeds=min(c.n for c in checks),
+                   p_value=max(tested) if decided and tested else None, attributes=readings.attributes,
+                   checks=checks)
+
+
+def _correct(drafts: list[Draft]) -> int:
+    """Holm's correction over every test of the decided claims, in their directions and in the reverse ones; the
+    number of tests in each family."""
+    checks = [c for d in drafts if not d.indicative for c in d.checks if c.test is not None]
+    ps = [c.test.p(c.direction) for c in checks if c.test is not None]
+    reverse = [c.test.p("greater" if c.direction == "less" else "less") for c in checks if c.test is not None]
+    for check, p, q in zip(checks, holm(ps), holm(reverse), strict=True):
+        check.p_holm, check.p_reverse_holm = p, q
+    return len(checks)
+
+
+def evaluate_claims(config: CompareConfig, designs: list[Design], summaries: list[list[AlgorithmSummary]],
+                    quick: bool = False) -> list[ClaimResult]:
+    """Every claim of ``config`` checked against the runs of ``designs``: the tests of the claims about runs are
+    corrected together (Holm), so a verdict depends on how many the report decides."""
+    out: list[ClaimResult | Draft] = []
+    seeds = len(config.seeds)
+    for claim in config.claims:
+        where = claim.design or ""
+        chosen = [i for i, d in enumerate(designs) if claim.design is None or claim.design in (d.name, d.group)]
+        if not chosen:
+            out.append(_result(claim, where, "—", "not run", {}))
+        elif claim.kind == "rho":
+            why = ("--quick: fewer seeds and examples than the full comparison" if quick
+                   else f"{seeds} seed(s), fewer than the {MIN_SEEDS} a verdict needs" if seeds < MIN_SEEDS else "")
+            out.append(_rho(claim, designs[chosen[0]], config.seeds[0], why))
+        else:
+            if len(chosen) > 1:
+                where = f"{where} (median over {len(chosen)} datasets at each seed)".strip()
+            out.append(_draft(claim, where, [summaries[i] for i in chosen], quick))
+    drafts = [d for d in out if isinstance(d, Draft)]
+    total = _correct(drafts)
+    return [_finish(d, total) if isinstance(d, Draft) else d for d in out]
 
 
 def metric_words(claim: ClaimSpec) -> str:
     if claim.kind == "rho":
         return ""  # a property of the data, not of a run
-    words = {"test_mse": "test MSE", "normalized_mse": "normalized MSE", "zero_one": "0-1 error",
-             "regret": "regret R_T", "attributes": "attributes paid"}[claim.metric]
+    words = METRIC_WORDS[claim.metric]
     return words + (", at equal attributes" if claim.at == "equal_attributes" else "")
 
 
@@ -288,20 +423,50 @@ def _failure_line(r: ClaimResult) -> str:
     return f"{line} Cause not established: the preset expected this claim to hold."
 
 
+def count_line(results: list[ClaimResult]) -> str:
+    """"3 of 7 hold; 2 inconclusive, 2 indicative": how many hold, then every other verdict with its count."""
+    held = sum(r.verdict == "holds" for r in results)
+    others = [(verdict, sum(r.verdict == verdict for r in results)) for verdict in VERDICT_STYLE
+              if verdict != "holds"]
+    rest = ", ".join(f"{n} {verdict}" for verdict, n in others if n)
+    return f"{held} of {len(results)} hold" + (f"; {rest}" if rest else "")
+
+
+def how_decided(results: list[ClaimResult]) -> str:
+    """The paragraph under the claims table that says how its verdicts were reached."""
+    tests = max((int(t.split("over the report's ")[1].split()[0]) for r in results if (t := r.test)
+                 and "over the report's" in t), default=0)
+    text = (f"How the verdicts are reached: each claim about runs is a {TEST_NAME} (the paired difference of the two "
+            f"algorithms' results at each seed, or of a value and its bound) at {ALPHA:.0%}, with Holm's correction "
+            f"over the report's tests ({tests} here) in each direction; it holds when all its tests are significant "
+            f"in the claimed direction, fails when one is significant in the reverse direction, and is inconclusive "
+            f"otherwise. With fewer than {MIN_SEEDS} seeds, or with --quick, nothing is decided and the claim is "
+            "indicative. A claim read at equal attributes compares the curves at what the most frugal of its "
+            "algorithms paid. A ρ claim compares a 95 % bootstrap interval over the training examples with the "
+            "paper's number and tolerance.")
+    return text
+
+
 def claims_markdown(config: CompareConfig, results: list[ClaimResult]) -> list[str]:
-    """The table that opens the report; under it a line for every claim that does not hold, with its cause, and
-    the paper's words each claim stands for."""
+    """The table that opens the report; under it how the verdicts are reached, a line for every claim that does not
+    hold, with its cause, and the paper's words each claim stands for."""
     if not results:
         return []
-    held = sum(r.verdict == "holds" for r in results)
-    lines = [f"## Claims: {held} of {len(results)} hold", "",
-             "| # | claim | paper | ours | verdict |", "|---|---|---|---|---|"]
+    lines = [f"## Claims: {count_line(results)}", "",
+             "| # | claim | paper | ours | seeds | p (Holm) | verdict |", "|---|---|---|---|---|---|---|"]
     for number, (spec, r) in enumerate(zip(config.claims, results, strict=True), 1):
         context = "; ".join(x for x in (r.source, r.design, metric_words(spec)) if x)
-        lines.append(f"| {number} | {r.claim} ({context}) | {r.paper} | {r.ours} | **{r.verdict}** |")
+        p = f"{r.p_value:.2g}" if r.p_value is not None else "—"
+        lines.append(f"| {number} | {r.claim} ({context}) | {r.paper} | {r.ours} | {r.seeds or '—'} | {p} "
+                     f"| **{r.verdict}** |")
+    lines += ["", how_decided(results)]
     failing = [r for r in results if r.verdict in ("fails", "no result")]
     if failing:
         lines += ["", "Not reproduced here:", "", *(_failure_line(r) for r in failing)]
+    undecided = [r for r in results if r.verdict == "inconclusive"]
+    if undecided:
+        lines += ["", "Not decided by the tests here (more seeds may decide them):", ""]
+        lines += [f"- {r.claim} ({r.source}): the paper has {r.paper}; we get {r.ours}." for r in undecided]
     surprises = [r for r in results if r.verdict == "holds" and r.cause]
     if surprises:
         lines += ["", "Expected to fail, but holding in this run:", ""]
@@ -319,7 +484,9 @@ def claims_markdown(config: CompareConfig, results: list[ClaimResult]) -> list[s
 
 def claims_table(results: list[ClaimResult]) -> Table:
     """The claims for the terminal: four columns that wrap within 80."""
-    table = Table(title="Claims", show_lines=True, expand=False)
+    table = Table(title=f"Claims: {count_line(results)}", show_lines=True, expand=False,
+                  caption=f"each a {TEST_NAME} at {ALPHA:.0%}, Holm-corrected: mean difference [95 % interval], "
+                          f"seeds, p; fewer than {MIN_SEEDS} seeds or --quick: indicative")
     table.add_column("claim", ratio=3, overflow="fold")
     table.add_column("paper", ratio=2, overflow="fold")
     table.add_column("ours", ratio=3, overflow="fold")
@@ -328,3 +495,4 @@ def claims_table(results: list[ClaimResult]) -> Table:
         ours = f"{r.ours} Cause: {r.cause}" if r.verdict == "fails" and r.cause else r.ours
         table.add_row(f"{r.claim} ({r.source})", r.paper, ours, f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]")
     return table
+

@@ -73,6 +73,8 @@ class QuickSpec(Strict):
 
 
 ClaimKind = Literal["ordering", "value", "ratio", "difference", "rho"]
+# Words that claim more than an order: such an ordering needs a margin.
+APART = re.compile(r"\b(considerabl[ey]|substantial(ly)?|significant(ly)?|much)\b", re.IGNORECASE)
 ClaimMetric = Literal["test_mse", "normalized_mse", "zero_one", "regret", "attributes"]
 
 
@@ -87,6 +89,9 @@ class ClaimSpec(Strict):
     ``rho``: the improvement ratio of Kukliansky & Shamir (eqs. (11)-(12)) of the design's data is within
     ``tolerance`` of ``target``. A ``design`` that names a group (``datasets = [...]``) takes the median over it.
     A claim is never loosened to hold: one that fails here keeps the paper's statement and names its ``cause``.
+
+    Every claim about runs is decided by paired tests over the seeds (``client.verdicts``); an ordering that says
+    its algorithms are "considerably", "substantially" or "significantly" apart states the ``margin`` it needs.
     """
 
     claim: str = Field(..., description="the paper's words, shortened")
@@ -103,9 +108,11 @@ class ClaimSpec(Strict):
     at: Literal["end", "equal_attributes"] = Field("end", description="final values, or each curve read at the "
                                                    "attributes the most frugal of the compared algorithms paid")
     order: list[str | list[str]] = Field(default_factory=list, description="labels best first; a list is a tier")
-    margin_se: float = Field(0.0, ge=0, description="an ordering holds only where each pair is apart by more than "
-                             "this many standard errors of their difference paired by seed (0: the means' order, "
-                             "as the papers' tables; a tie then holds or fails by chance)")
+    margin: float = Field(0.0, ge=0, lt=1, description="an ordering holds only where each better algorithm lies "
+                          "below (1 - margin) times the next, by a paired test over seeds: 0.1 asks for 10 % lower "
+                          "(a claim that says 'considerably' states one)")
+    margin_se: float = Field(0.0, ge=0, description="an ordering holds only where, besides its test, each pair's mean "
+                             "difference paired by seed is more than this many standard errors")
     algorithm: str | None = None
     over: str | None = None
     below: float | None = None
@@ -124,6 +131,9 @@ class ClaimSpec(Strict):
                              + (" with two or more labels" if self.kind == "ordering" else ""))
         if self.kind in ("value", "ratio", "difference") and self.below is None and self.above is None:
             raise ValueError(f"claim {self.claim!r} needs a bound: below and/or above")
+        if self.kind == "ordering" and not self.margin and APART.search(self.claim):
+            raise ValueError(f"claim {self.claim!r} says its algorithms are far apart: state the margin it needs "
+                             "(margin = 0.1: each lies at least 10 % below the next, by a paired test over seeds)")
         return self
 
     @property

@@ -1,4 +1,5 @@
-"""Figures in the style of the papers: one line per algorithm, its mean over the seeds with a ± 1 sd band.
+"""Figures in the style of the papers: one line per algorithm, its mean over the seeds with a band of its 95 %
+t-interval.
 
 Test error against attributes paid (Hazan & Koren Figs. 1-2, Kukliansky & Shamir Figs. 1-4, Cesa-Bianchi et al.
 Fig. 4 bottom), against examples seen (Cesa-Bianchi et al. Fig. 4 top, Murata & Suzuki Fig. 1), and for online
@@ -8,11 +9,12 @@ On a classification dataset each of these figures has a second panel below, the 
 prediction) on the same x axis: the papers regress on the ±1 labels but quote how often the sign is wrong, and a
 squared error near the zero predictor's can go with a 0-1 error near ridge's.
 
-Every band says what it is (the sd is over seeds with ddof = 1, as in the report's tables); the zero predictor's
-error is a reference line; a full-information reference (ridge, lasso: all d attributes of every example) is a
-horizontal line at its final error on the attributes axis, where its curve would run hundreds of times further
-than the budgeted ones; the x axis turns logarithmic by itself when the curves' spans differ a lot; the legend sits
-below the axes, never on the data.
+Every band says what it is (the 95 % t-interval of the mean over seeds, as in the report's tables); the zero
+predictor's error is a reference line, left off the axis (and said so in the legend) where it would squeeze the
+curves into a sliver of it, as a 50 % 0-1 error does to curves between 0.5 and 5 %; a full-information reference
+(ridge, lasso: all d attributes of every example) is a horizontal line at its final error on the attributes axis,
+where its curve would run hundreds of times further than the budgeted ones; the x axis turns logarithmic by itself
+when the curves' spans differ a lot; the legend sits below the axes, never on the data.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter, PercentFormatter  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from budgetlab.contract.datasets import Task  # noqa: E402
 from client.config import Design  # noqa: E402
@@ -49,12 +52,13 @@ ITO_NAMES = {"k": "assumes k = ", "k1": "k1 = "}
 
 @dataclass
 class Curve:
-    """One algorithm's curve: the mean over its seeds at each point, and the sd (ddof = 1) when n > 1."""
+    """One algorithm's curve: the mean over its seeds at each point, and the half-width of its 95 % t-interval when
+    n > 1."""
 
     label: str
     x: np.ndarray
     mean: np.ndarray
-    sd: np.ndarray | None
+    half: np.ndarray | None
     n: int
 
 
@@ -68,20 +72,41 @@ def curve(label: str, xs: list[list[float]], ys: list[list[float]]) -> Curve:
     x, y = _aligned(xs), _aligned(ys)
     length = min(x.shape[1], y.shape[1])
     x, y = x[:, :length].mean(axis=0), y[:, :length]
-    return Curve(label, x, y.mean(axis=0), y.std(axis=0, ddof=1) if len(y) > 1 else None, len(y))
+    n = len(y)
+    half = stats.t.ppf(0.975, n - 1) * y.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else None
+    return Curve(label, x, y.mean(axis=0), half, n)
 
 
 def band_label(label: str, n: int) -> str:
-    return f"{label}: mean ± 1 sd over {n} seeds" if n > 1 else f"{label} (1 seed)"
+    return f"{label}: mean and 95 % interval over {n} seeds" if n > 1 else f"{label} (1 seed)"
 
 
 def _draw(ax: plt.Axes, c: Curve) -> tuple[object, str]:
     """The curve and its band; the legend entry shows both, named for what the band is."""
     (line,) = ax.plot(c.x, c.mean, linewidth=1.6, marker="o", markersize=2.5)
-    if c.sd is None:
+    if c.half is None:
         return line, band_label(c.label, c.n)
-    ax.fill_between(c.x, c.mean - c.sd, c.mean + c.sd, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.fill_between(c.x, c.mean - c.half, c.mean + c.half, color=line.get_color(), alpha=0.2, linewidth=0)
     return (Patch(color=line.get_color(), alpha=0.2, linewidth=0), line), band_label(c.label, c.n)
+
+
+def _zero_line(ax: plt.Axes, zero: float, curves: list[Curve], levels: list[float], metric: str
+               ) -> tuple[object, str]:
+    """The zero predictor's reference line, or, where drawing it would leave the curves less than a third of the
+    axis (a 50 % 0-1 error above curves between 0.5 and 5 %), the curves' own range and the level in words."""
+    values = np.concatenate([*(c.mean + (c.half if c.half is not None else 0) for c in curves),
+                             *(c.mean - (c.half if c.half is not None else 0) for c in curves), levels])
+    finite = values[np.isfinite(values)]
+    if finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        span = max(high - low, abs(high) * 0.05, 1e-12)
+        if max(high, zero) - min(low, zero) > 3 * span:
+            ax.set_ylim(low - 0.08 * span, high + 0.08 * span)
+            shown = f"{zero:.1%}" if metric == "zero_one" else f"{zero:.4g}"
+            where = "above" if zero > high else "below"
+            return (plt.Line2D([], [], color="0.45", linestyle=":", linewidth=1.3),
+                    f"zero predictor (w = 0): {shown}, off the axis {where}")
+    return ax.axhline(zero, color="0.45", linestyle=":", linewidth=1.3), "zero predictor (w = 0)"
 
 
 def is_full_information(summary: AlgorithmSummary) -> bool:
@@ -214,6 +239,7 @@ def design_figures(design: Design, summaries: list[AlgorithmSummary], *, metric:
         # would squeeze the budgeted ones into the corner; alone, it is a curve.
         as_lines = references if axis == "attributes" and budgeted else []
         legend: list[tuple[object, str]] = []
+        off_axis: list[tuple[object, str]] = []  # a lower panel's zero predictor left off its axis, in words
         logarithmic = False
         for ax, shown in zip(panels, metrics, strict=True):
             curves = [curve(_label(design, s), [[float(getattr(p, axis)) for p in c] for c in runs[s.label]],
@@ -228,8 +254,11 @@ def design_figures(design: Design, summaries: list[AlgorithmSummary], *, metric:
                                       + (f" (mean of {len(final)} seeds)" if len(final) > 1 else "")))
             zero = zeros[shown]
             if zero is not None:
-                handles.append((ax.axhline(zero, color="0.45", linestyle=":", linewidth=1.3),
-                                "zero predictor (w = 0)"))
+                levels = [float(np.mean([getattr(c[-1], shown) for c in runs[s.label]])) for s in as_lines]
+                handles.append(_zero_line(ax, zero, curves, levels, shown))
+                if ax is not panels[0] and "off the axis" in handles[-1][1]:
+                    off_axis.append((handles[-1][0], handles[-1][1].replace(
+                        "zero predictor (w = 0)", f"zero predictor's {METRIC_LABELS[shown].split(' (')[0].lower()}")))
             if shown == "zero_one":
                 ax.yaxis.set_major_formatter(PercentFormatter(1.0))
             if ax is panels[0]:
@@ -239,7 +268,7 @@ def design_figures(design: Design, summaries: list[AlgorithmSummary], *, metric:
         if logarithmic:
             for ax in panels:
                 log_x(ax)
-        _legend(fig, legend)
+        _legend(fig, legend + off_axis)
         figures.append((axis, fig))
     regrets = {s.label: [(r.result.curve, r.regret_curve) for r in s.completed if r.regret_curve] for s in summaries}
     online = [s for s in summaries if regrets[s.label]]

@@ -1,9 +1,9 @@
 """The written record of a comparison: ``report.md`` for people and ``results.json`` with every curve.
 
-Per design and algorithm: the final errors that fit the task as mean ± sd (ddof = 1) over the seeds that produced
-a curve (test MSE; normalized MSE unless the labels are ±1, where it is the same number; 0-1 error unless it is a
-regression), what was paid, wall time, the audit of every session and every failure, then the same per seed;
-online runs add their cumulative loss and regret R_T (eq. (1) of Ito et al.; their Tables 2-3 print R_T / 10^2,
+Per design and algorithm: the final errors that fit the task as the mean over the seeds that produced a curve with
+its 95 % t-interval (test MSE; normalized MSE unless the labels are ±1, where it is the same number; 0-1 error
+unless it is a regression), what was paid, wall time, the audit of every session and every failure, then the same per
+seed; online runs add their cumulative loss and regret R_T (eq. (1) of Ito et al.; their Tables 2-3 print R_T / 10^2,
 which the presets quote converted to R_T). Designs that
 share a group (the digit pairs of Cesa-Bianchi et al.'s table) are also summarised by the median over the group.
 The claims table (``client.claims``) opens the report; a tuned algorithm's section says what tuning chose and what
@@ -125,7 +125,8 @@ def design_section(design: Design, summaries: list[AlgorithmSummary], plots: lis
               + f"; budget: {per.format(budget.per_example or 'all')}"
               + (f", {budget.total:g} in total" if budget.total is not None else "") + ".", ""]
     columns = metric_columns(task, summaries)
-    lines += ["Mean ± sd (ddof = 1) over the seeds whose run completed; the plots' bands are the same sd.", ""]
+    lines += ["Mean over the seeds whose run completed, with its 95 % t-interval in brackets (none for a single "
+              "seed); the plots' bands are the same interval.", ""]
     lines += ["| algorithm | per example | " + " | ".join(c.header for c in columns)
               + " | attributes paid | examples | wall time (s) | runs ok | audit |",
               "|---|---|" + "---|" * len(columns) + "---|---|---|---|---|"]
@@ -277,7 +278,7 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     tunings = tunings or []
     per_design = [summarize(i, d, outcomes) for i, d in enumerate(designs)]
     tasks = [design_task(d, oracle) for d in designs]
-    claims = evaluate_claims(config, designs, per_design)
+    claims = evaluate_claims(config, designs, per_design, quick=quick)
     origin = {**provenance(), "algorithms": plugin_origins((e.id for d in designs for e in d.algorithms), served)}
     lines = [f"# {config.title}", ""]
     if interrupted:
@@ -287,6 +288,10 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     if headline:
         lines += [" ".join(headline), ""]
     lines += claims_markdown(config, claims)
+    if quick:
+        lines += [f"**A quick run** (--quick): seeds {', '.join(map(str, config.seeds))}, at most "
+                  f"{config.max_examples or 'all'} examples per run; every verdict is indicative, and the description "
+                  "below is the full comparison's.", ""]
     if config.description:
         lines += [config.description, ""]
     lines += [f"- mode: {mode}" + (f"; preset `{preset}`" + (" with --quick" if quick else "") if preset else ""),
@@ -359,7 +364,7 @@ def _blank(value: float | None) -> float | str:
 
 
 def _stat(value: SummaryStat | None) -> Stat | None:
-    return None if value is None else Stat(mean=value.mean, std=value.std, n=value.n)
+    return None if value is None else Stat(mean=value.mean, std=value.std, n=value.n, low=value.low, high=value.high)
 
 
 def design_record(design: Design, summaries: list[AlgorithmSummary], plots: list[str], task: Task | None,

@@ -27,7 +27,7 @@ from budgetlab.datasets import DatasetError, UnknownDataset
 from budgetlab.errors import Unavailable
 from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
-from client.claims import ClaimResult, claims_table, evaluate_claims
+from client.claims import ClaimResult, claims_table, count_line, evaluate_claims
 from client.config import CompareConfig
 from client.console import UsageError
 from client.grid import run_comparison
@@ -35,6 +35,7 @@ from client.preflight import RemoteCatalog
 from client.report import metric_columns, write_report, zero_predictor
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
 from client.summary import AlgorithmSummary, cell, summarize
+from client.verdicts import MIN_SEEDS
 
 # The story of the papers in miniature, on one pair of classes: learners that see 5 pixels of each image against
 # full-information ridge, online (the same attributes, spent on a few whole images) and offline (every pixel of
@@ -63,7 +64,9 @@ def demo_claims() -> list[dict[str, Any]]:
     return [
         {"claim": "DDAERR considerably better than AERR", "source": f"{kukliansky}-5.3, Figs. 3 and 5",
          "paper": "\"our DDAERR algorithm performs considerably better than the AERR algorithm\"",
-         "kind": "ordering", "metric": "normalized_mse", "at": "equal_attributes", "order": ["DDAERR", "AERR"]},
+         # "considerably": the paper gives no number; at least 10 % lower, as the kukliansky-mnist preset asks
+         "kind": "ordering", "metric": "normalized_mse", "at": "equal_attributes", "order": ["DDAERR", "AERR"],
+         "margin": 0.1},
         {"claim": "DDAERR better than online ridge for a small number of attributes", "source": f"{kukliansky}, Fig. 3",
          "paper": "\"the DDAERR algorithm performs similarly to the online ridge algorithm, and even better for a "
                   "small total number of examined attributes\"",
@@ -170,10 +173,16 @@ def headline(config: CompareConfig, summaries: list[AlgorithmSummary], claims: l
     if online.completed:
         lines.append(f"Online ridge, spending the same budget on every pixel of {seen(online)} images "
                      f"({paid(online)} attributes paid), ends at {scores([online])}.")
-    held = [c for c in claims if c.verdict == "holds"]
+    if claims and all(c.verdict == "indicative" for c in claims):
+        seeds = len(config.seeds)
+        lines.append(f"Claims: all {len(claims)} indicative: {seeds} seed{'s' if seeds != 1 else ''}, and a verdict "
+                     f"needs a paired test over at least {MIN_SEEDS} (the claims table gives this run's numbers, each "
+                     "with the attributes paid where it was read).")
+        return lines
     failing = [c for c in claims if c.verdict != "holds"]
-    lines.append(f"Claims: {len(held)} of {len(claims)} hold" + (
-        "." if not failing else "; not: " + "; ".join(f"{c.claim} ({c.verdict}: {c.ours})" for c in failing) + "."))
+    lines.append(f"Claims: {count_line(claims)}" + (
+        "." if not failing else "; not holding: " + "; ".join(f"{c.claim} ({c.verdict}: {c.ours})"
+                                                             for c in failing) + "."))
     return lines
 
 

@@ -1,5 +1,6 @@
-"""Per design and algorithm, what its runs add up to: mean ± std over the seeds of the final scores, what was
-paid, the regret of online runs, the audits and the failures. The report's tables and the plots read these."""
+"""Per design and algorithm, what its runs add up to: the mean over the seeds of the final scores with its 95 %
+t-interval, what was paid, the regret of online runs, the audits and the failures. The report's tables and the plots
+read these."""
 
 from __future__ import annotations
 
@@ -10,16 +11,24 @@ from typing import Any
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from client.config import Design
 from client.grid import RunOutcome
+from client.verdicts import t_interval
 
 
 @dataclass
 class Stat:
+    """A metric over seeds: its mean, standard deviation (ddof = 1), count and the 95 % t-interval of the mean."""
+
     mean: float
     std: float
     n: int
+    low: float | None = None
+    high: float | None = None
 
     def text(self, digits: int = 4) -> str:
-        return f"{self.mean:.{digits}g} ± {self.std:.2g}" if self.n > 1 else f"{self.mean:.{digits}g}"
+        """``0.6387 [0.612, 0.666]``: the mean and its 95 % interval (a single seed: the value alone)."""
+        if self.low is None or self.high is None:
+            return f"{self.mean:.{digits}g}"
+        return f"{self.mean:.{digits}g} [{self.low:.3g}, {self.high:.3g}]"
 
 
 def cell(value: Stat | None, digits: int = 4) -> str:
@@ -30,7 +39,9 @@ def cell(value: Stat | None, digits: int = 4) -> str:
 def stat(values: list[float]) -> Stat | None:
     if not values:
         return None
-    return Stat(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values))
+    interval = t_interval(values)
+    return Stat(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values),
+                *(interval or (None, None)))
 
 
 @dataclass

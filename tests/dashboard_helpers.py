@@ -24,7 +24,7 @@ CONFIG = """
 title = "dashboard demo"
 dataset = { name = "digits-3v5" }
 budget = { per_example = 4 }
-seeds = [0]
+seeds = [0, 1, 2, 3, 4]
 max_examples = 40
 eval_every = 10
 

@@ -2,7 +2,8 @@
 dashboard and the MLflow logging read back. Written and read only through ``ComparisonResults``.
 
 The file carries its format's ``version``. A file written before the field existed (budgetlab up to 0.1's first
-releases) has none and reads as version 1, whose fields are a subset of version 2's; a file of a version newer than
+releases) has none and reads as version 1, whose fields are a subset of version 2's; version 3 adds each claim's
+statistics (its test, seeds, p-value and checks) and each summary's 95 % interval. A file of a version newer than
 this budgetlab reads is refused by ``ResultsError`` naming both versions.
 """
 
@@ -20,7 +21,7 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.contract.datasets import Task
 from budgetlab.contract.runs import RunResult
 
-RESULTS_VERSION = 2
+RESULTS_VERSION = 3
 """The format this budgetlab writes (and the newest it reads)."""
 # The final scores a design's table may show; a design names those that fit its task (version 1 files may not).
 SCORES = ("test_mse", "normalized_mse", "zero_one")
@@ -42,6 +43,10 @@ class Stat(Record):
     std: float = Field(0.0, description="their standard deviation, ddof = 1 (0 for a single seed)",
                        examples=[0.0412])
     n: int = Field(0, description="how many seeds (completed runs) it is over", examples=[5])
+    low: float | None = Field(None, description="the 95 % t-interval of the mean over the seeds: its low end (null: "
+                                                "fewer than 2 seeds, or a file older than version 3)",
+                              examples=[0.5778])
+    high: float | None = Field(None, description="that interval's high end", examples=[0.6800])
 
 
 class AlgorithmOrigin(Record):
@@ -85,6 +90,21 @@ class RecordedConfig(Record):
     eval_every: int | None = None
 
 
+class CheckRecord(Record):
+    """One test of a claim: the mean over seeds of a paired difference (or of a value minus its bound) is below 0
+    (``less``) or above it (``greater``)."""
+
+    text: str = Field("", examples=["DDAERR − AERR"])
+    direction: str = Field("less", description="less or greater: the direction the claim asserts")
+    n: int = Field(0, description="the seeds paired")
+    mean: float | None = None
+    low: float | None = Field(None, description="the 95 % t-interval of the mean: its low end")
+    high: float | None = None
+    p: float | None = Field(None, description="the one-sided p-value of the claimed direction")
+    p_holm: float | None = Field(None, description="the same after Holm's correction over the report's tests "
+                                                   "(null: the claim was not decided, e.g. too few seeds)")
+
+
 class ClaimRecord(Record):
     """One claim of a paper checked against the comparison (``client.claims.ClaimResult``)."""
 
@@ -93,11 +113,17 @@ class ClaimRecord(Record):
     design: str = ""
     paper: str = ""
     ours: str = ""
-    verdict: str = Field("", description="holds, fails, not run or no result")
+    verdict: str = Field("", description="holds, fails, inconclusive, indicative, not run or no result")
     values: dict[str, float] = Field(default_factory=dict)
     quote: str = ""
     cause: str = ""
     expected: str = "holds"
+    test: str = Field("", description="how the verdict was reached: the test and its correction, or the interval")
+    seeds: int = Field(0, description="the seeds paired in its tests")
+    p_value: float | None = Field(None, description="the largest Holm-adjusted p-value of its tests (null: none)")
+    attributes: list[float] = Field(default_factory=list, description="the attributes paid at which each design "
+                                    "was read, for a claim at equal attributes")
+    checks: list[CheckRecord] = Field(default_factory=list)
 
 
 class RunRecord(Record):

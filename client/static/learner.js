@@ -343,10 +343,16 @@ async function loadDatasets() {
   }
 }
 
+// The mean with its 95 % interval, as the report's tables print it (a results.json older than format 3: ± sd).
 function statText(stat, digits = 4) {
   if (!stat) return "—";
-  return stat.n > 1 ? `${fmt(stat.mean, digits)} ± ${fmt(stat.std, 2)}` : fmt(stat.mean, digits);
+  if (stat.n > 1 && stat.low != null && stat.high != null) {
+    return `${fmt(stat.mean, digits)} [${fmt(stat.low, 3)}, ${fmt(stat.high, 3)}]`;
+  }
+  return stat.n > 1 ? `${fmt(stat.mean, digits)} ± ${fmt(stat.std, 2)} sd` : fmt(stat.mean, digits);
 }
+
+const VERDICT_BADGE = { holds: "compliant", fails: "violation", "no result": "violation" };
 
 function reportBody(detail) {
   const parts = [h("p", { class: "hint" }, "Report: ", h("code", {}, detail.report), ` · mode: ${detail.mode}`
@@ -355,10 +361,12 @@ function reportBody(detail) {
   if (detail.headline.length) parts.push(h("p", { class: "headline" }, detail.headline.join(" ")));
   if (detail.claim_rows.length) {
     parts.push(h("table", { class: "claims" },
-      h("thead", {}, h("tr", {}, ["claim", "source", "design", "paper", "ours", "verdict"].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["claim", "source", "design", "paper", "ours", "seeds", "p (Holm)", "verdict"]
+        .map((c) => h("th", {}, c)))),
       h("tbody", {}, detail.claim_rows.map((c) => h("tr", {},
         h("td", {}, c.claim), h("td", {}, c.source), h("td", {}, c.design), h("td", {}, c.paper), h("td", {}, c.ours),
-        h("td", {}, h("span", { class: `badge ${c.verdict === "holds" ? "compliant" : "violation"}` }, c.verdict)))))));
+        h("td", {}, c.seeds ? String(c.seeds) : "—"), h("td", {}, c.p_value == null ? "—" : fmt(c.p_value, 2)),
+        h("td", {}, h("span", { class: `badge ${VERDICT_BADGE[c.verdict] || "pending"}` }, c.verdict)))))));
   } else {
     parts.push(h("p", { class: "hint" }, "This comparison states no claims."));
   }

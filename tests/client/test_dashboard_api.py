@@ -322,7 +322,7 @@ def test_past_comparisons_list_their_claims_and_serve_only_their_own_plots(
     assert listed["directory"] == str(root.resolve())
     assert [r["name"] for r in listed["reports"]] == ["demo"], "the unreadable report should be left out"
     summary = listed["reports"][0]
-    assert (summary["title"], summary["runs"], summary["completed"]) == ("dashboard demo", 2, 2)
+    assert (summary["title"], summary["runs"], summary["completed"]) == ("dashboard demo", 10, 10)
     assert (summary["claims"], summary["claims_held"]) == (1, 1)
 
     detail = http.get(f"{learner}/v1/dashboard/comparisons/demo").json()

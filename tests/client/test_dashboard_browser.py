@@ -129,7 +129,7 @@ def past_comparisons_show_their_claims_and_plots(browser: Any, services: tuple[s
     browser.get(f"{services[1]}/?oracle=javascript:alert(document.domain)")
     summary = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] summary"),
                    "the report is listed")[0]
-    assert "1 of 1 hold" in summary.text and "2/2 runs completed" in summary.text
+    assert "1 of 1 hold" in summary.text and "10/10 runs completed" in summary.text
     summary.click()
     claims = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-report='demo'] table.claims tbody tr"),
                   "the claims table")

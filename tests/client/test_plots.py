@@ -22,7 +22,7 @@ from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, Design
 from client.grid import RunOutcome, attach_regret
 from client.plots import design_figures
 from client.report import NORMALIZED_MSE, TEST_MSE, ZERO_ONE, metric_columns, write_report
-from client.summary import summarize
+from client.summary import stat, summarize
 
 ZERO_MSE = {0: 2.0, 1: 2.5, 2: 3.0}  # the zero predictor's test MSE on each seed's test set
 
@@ -74,16 +74,16 @@ def legend(fig: Figure) -> list[str]:
     return [t.get_text() for t in fig.legends[0].get_texts()]
 
 
-def test_bands_are_labelled_and_use_the_tables_sd(figures: dict[str, Figure]) -> None:
+def test_bands_are_labelled_and_are_the_tables_interval(figures: dict[str, Figure]) -> None:
     fig = figures["examples"]
-    assert "AER: mean ± 1 sd over 3 seeds" in legend(fig)
+    assert "AER: mean and 95 % interval over 3 seeds" in legend(fig)
     ax = fig.axes[0]
     band = ax.collections[0].get_paths()[0].vertices[:, 1]
     for i in range(3):
         values = [AER_ERRORS[s][i] for s in ZERO_MSE]
-        upper = statistics.fmean(values) + statistics.stdev(values)  # ddof = 1, as the report's tables
-        assert np.isclose(band, upper).any()
-        assert not np.isclose(band, statistics.fmean(values) + statistics.pstdev(values)).any()
+        upper = stat(values).high  # the report's tables' 95 % t-interval
+        assert upper is not None and np.isclose(band, upper).any()
+        assert not np.isclose(band, statistics.fmean(values) + statistics.stdev(values)).any()
 
 
 def test_zero_predictor_line_and_full_information_as_a_level(figures: dict[str, Figure]) -> None:
@@ -98,7 +98,7 @@ def test_zero_predictor_line_and_full_information_as_a_level(figures: dict[str, 
     # No curve of ridge on the attributes axis: the axis spans the budgeted curve (at most 120 attributes).
     assert ax.get_xlim()[1] < 200
     # Against examples ridge is a curve like the others.
-    assert "Ridge: mean ± 1 sd over 3 seeds" in legend(figures["examples"])
+    assert "Ridge: mean and 95 % interval over 3 seeds" in legend(figures["examples"])
 
 
 def test_the_legend_is_below_the_axes_never_on_the_data(figures: dict[str, Figure]) -> None:
@@ -189,6 +189,28 @@ def test_classification_figures_add_the_0_1_error_below_the_squared_error() -> N
     for task in ("regression", None):
         single = dict(design_figures(d, summaries, metric="normalized_mse", task=task))
         assert len(single["attributes"].axes) == 1
+
+
+def test_a_zero_predictor_far_above_the_curves_is_named_not_drawn_over_them() -> None:
+    """The demo's 0-1 panel (#34): curves between 0.5 and 5 % under a zero predictor at 50 % were flattened into one
+    line at the bottom of a 0-50 % axis. The axis now spans the curves, and the legend names the level it leaves
+    off; where the level is close, it is drawn as before."""
+    d = design([AER, RIDGE])
+    zero_one = {AER.label: [0.05, 0.02, 0.012], RIDGE.label: [0.008, 0.006, 0.005]}
+    outcomes = [outcome(e, seed, [p.model_copy(update={"zero_one": z + 0.001 * seed}) for p, z in
+                                  zip(points(e.per_example or 4, [0.9, 0.8, 0.7], seed), zero_one[e.label],
+                                      strict=True)])
+                for e in (AER, RIDGE) for seed in ZERO_MSE]
+    figs = dict(design_figures(d, summarize(0, d, outcomes), metric="normalized_mse", task="classification",
+                               zero_one_of_zero=0.5))
+    top, bottom = figs["examples"].axes
+    low, high = bottom.get_ylim()
+    assert 0 < high < 0.1 and low < 0.005  # every curve's values, none of the axis spent on 5-50 %
+    assert not any(np.isclose(line.get_ydata()[0], 0.5) for line in bottom.lines if len(set(line.get_ydata())) == 1)
+    assert "zero predictor's test 0-1 error: 50.0%, off the axis above" in legend(figs["examples"])
+    # The upper panel's zero predictor (1.0 in normalized units) is near its curves: drawn.
+    assert any(np.isclose(line.get_ydata()[0], 1.0) for line in top.lines if len(set(line.get_ydata())) == 1)
+    assert top.get_ylim()[1] >= 1.0
 
 
 def test_an_online_run_without_its_regret_says_why(tmp_path: Path) -> None:

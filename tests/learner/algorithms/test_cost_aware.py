@@ -173,7 +173,8 @@ def test_the_preset_states_the_gain_as_a_measured_ratio_and_no_change_at_equal_p
     assert result.exit_code == 0, result.output
     claims = {c["design"]: c for c in json.loads((tmp_path / "results.json").read_text())["claims"]}
     gain, same = claims["4 of 20 attributes at 100 times the price"], claims["equal prices"]
-    assert gain["verdict"] == "holds" and gain["values"]["ratio"] < 0.9
-    assert same["verdict"] == "holds" and same["values"]["ratio"] == 1.0
+    # --quick decides nothing (#34); the full preset's five seeds do (docs/papers.md)
+    assert gain["verdict"] == "indicative" and gain["values"]["ratio"] < 0.9
+    assert same["verdict"] == "indicative" and same["values"]["ratio"] == 1.0
     report = (tmp_path / "report.md").read_text()
     assert "beyond the papers" in report and f"= {gain['values']['ratio']:.4g} (needs < 0.9)" in report
