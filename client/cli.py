@@ -19,6 +19,7 @@ import typer
 from rich.markup import escape
 
 from client.accounts_cli import accounts_app
+from client.bench_times import FULL_TIME, QUICK_TIME
 from client.console import App, UsageError, call, console, err
 from client.runs_cli import runs_app
 
@@ -602,6 +603,13 @@ def _run_grid(algorithm: str, options: list[str] | None) -> dict[str, list[Param
 # --- comparisons and the sandbox -----------------------------------------------------------------
 
 
+BENCH_HELP = ("Run every algorithm that applies on the standard grid (datasets x local budgets x seeds), resuming "
+              "from the results store; write the ranks per budget (Friedman test, critical-difference diagram) and "
+              f"each dataset's table and plot. Full grid: {FULL_TIME}; --quick: {QUICK_TIME}. Exit code: 0 every "
+              "run completed; 1 nothing ran; 3 some runs did not complete (they run again next time); 130 "
+              "interrupted (the finished runs are kept).")
+
+
 @app.command("compare")
 def compare(
     config: Annotated[Path | None, typer.Argument(help="comparison config (TOML)", exists=True, dir_okay=False)]
@@ -655,6 +663,78 @@ def compare(
                        mlflow=mlflow or mlflow_experiment is not None, mlflow_experiment=mlflow_experiment,
                        workers=workers, scheduler=scheduler, api_key=api_key)
     raise typer.Exit(code)
+
+
+@app.command("bench", help=BENCH_HELP)
+def bench(
+    out: Annotated[Path, typer.Option("--out", help="directory of the report and of the results store (runs.sqlite), "
+                                                    "which a second invocation resumes from")] = Path("bench-report"),
+    quick: Annotated[bool, typer.Option("--quick", help="the small grid (about half a minute on 2 cores)")] = False,
+    list_grids: Annotated[bool, typer.Option("--list", help="list both grids, their runs and measured times")]
+    = False,
+    local: Annotated[bool, typer.Option("--local", help="run on LocalOracles in Dask worker processes (the default "
+                                                        "without --oracle/--learner)")] = False,
+    learner: Annotated[str | None, typer.Option("--learner", help="learner service URL (with --oracle)")] = None,
+    oracle: Annotated[str | None, typer.Option("--oracle", help="oracle URL the runs use (with --learner)")] = None,
+    learner_token: Annotated[str | None, typer.Option(
+        "--learner-token", envvar="BUDGETLAB_LEARNER_TOKEN", show_envvar=True,
+        help="with --learner: start the runs as this caller (default: a new caller)")] = None,
+    algorithm: Annotated[list[str] | None, typer.Option(
+        "--algorithm", help="an installed plugin's algorithm id to add to the grid (repeatable)")] = None,
+    parallel: Annotated[int | None, typer.Option(
+        min=1, help="runs at the same time (default: as many as the workers execute at once)")] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="worker processes of the Dask LocalCluster started here (default: the machine's "
+                                 "cores)")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", envvar="BUDGETLAB_SCHEDULER", show_envvar=True,
+        help="a running Dask scheduler (tcp://HOST:8786) whose workers execute the runs")] = None,
+    store: Annotated[Path | None, typer.Option(
+        "--store", help="the results store (default: OUT/runs.sqlite): a report written elsewhere from the same runs")]
+    = None,
+) -> None:
+    from client.bench import Where, run_bench, show_grids
+    from client.bench_grid import FULL, QUICK
+
+    if list_grids:
+        raise typer.Exit(show_grids(console, err))
+    if local and (learner or oracle):
+        raise UsageError("--local runs in-process: drop --learner/--oracle")
+    where = Where(oracle=oracle, learner=learner, learner_token=learner_token, workers=workers, scheduler=scheduler,
+                  parallel=parallel)
+    raise typer.Exit(run_bench(grid=QUICK if quick else FULL, out=out, where=where, console=console, err=err,
+                               extra=algorithm, store=store))
+
+
+@app.command("claims")
+def claims(
+    out: Annotated[Path, typer.Argument(help="a comparison's output directory (its results.json)", exists=True,
+                                        file_okay=False)],
+    preset: Annotated[str | None, typer.Option(
+        "--preset", help="decide the claims of this preset as they are now, instead of those written in results.json")]
+    = None,
+    markdown: Annotated[Path | None, typer.Option(
+        "--markdown", help="also write the claims table, as a report opens with it, into this file")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the claims as JSON (results.json's form)")] = False,
+) -> None:
+    """Decide the claims of a comparison written earlier again, from its runs in results.json, under the current
+    rules (paired tests over seeds, Holm's correction): nothing is run."""
+    from client.claims import claims_markdown, claims_table
+    from client.presets import UnknownPreset, load_preset
+    from client.recorded import read_recorded
+
+    try:
+        specs = load_preset(preset).claims if preset else None
+    except UnknownPreset as exc:
+        raise UsageError(str(exc)) from None
+    recorded = read_recorded(out, specs)
+    decided = recorded.claims()
+    if markdown is not None:
+        markdown.write_text("\n".join(claims_markdown(recorded.config, decided)))
+    if as_json:
+        print(json.dumps([c.json() for c in decided], indent=1))
+    else:
+        console.print(claims_table(decided))
 
 
 @app.command("mlflow-log")

@@ -180,6 +180,25 @@ def test_the_claims_table_opens_the_report_and_failures_show_their_numbers(compa
     assert report.index("| 1 | ridge beats a learner that cannot move") < report.index("1. Fig. 9: ")
 
 
+def test_claims_of_a_written_comparison_are_decided_again_from_its_results(compared: dict, tmp_path: Path,
+                                                                            tmp_path_factory: pytest.TempPathFactory
+                                                                            ) -> None:
+    """``budgetlab claims DIR`` decides a written comparison's claims from its results.json alone, as its report
+    did; ``--preset`` takes a preset's current claims instead; a folder without results is a usage error."""
+    out = made_once(tmp_path_factory, "claims", lambda tmp: None) / "out"
+    again = RUNNER.invoke(app, ["claims", str(out), "--json", "--markdown", str(tmp_path / "claims.md")])
+    assert again.exit_code == 0, again.output
+    decided = json.loads(again.stdout)
+    assert [(c["verdict"], c["ours"], c["p_value"]) for c in decided] == \
+        [(c["verdict"], c["ours"], c["p_value"]) for c in compared["claims"]]
+    written = (tmp_path / "claims.md").read_text()
+    assert written.startswith("## Claims: 3 of 6 hold") and written in compared["report"]
+    other = RUNNER.invoke(app, ["claims", str(out), "--preset", "murata-synthetic"])
+    assert other.exit_code == 1 and f"those claims do not fit the comparison in {out}" in " ".join(other.output.split())
+    refused = RUNNER.invoke(app, ["claims", str(tmp_path)])
+    assert refused.exit_code == 1 and f"cannot read the comparison in {tmp_path}" in " ".join(refused.output.split())
+
+
 def test_with_fewer_than_five_seeds_or_quick_no_claim_holds_or_fails(tmp_path: Path) -> None:
     """The same comparison on 2 seeds decides nothing: every claim about runs, and the data's ρ, is indicative,
     and says why; --quick likewise, whatever its seeds."""
