@@ -74,6 +74,9 @@ def a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_p
     oracle, learner = services
     browser.get(f"{learner}/")
     wait(lambda: js(browser, "return document.querySelectorAll('#algorithm option').length") > 5, "algorithms listed")
+    # The form lists the oracle's datasets, each with its number of attributes (n_attributes on the wire).
+    listed = "return document.querySelector(\"#datasets option[value='mnist-3v5']\")?.textContent"
+    assert wait(lambda: js(browser, listed), "the datasets listed") == "classification, d=784, 900 train"
     js(browser, "window.neverReloaded = true")
     fill(browser, "dataset-params", RUN_PARAMS)
     fill(browser, "per-example", "4")
