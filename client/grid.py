@@ -59,6 +59,8 @@ class Job:
 
 
 Chosen = dict[tuple[int, str, int], dict[str, ParamValue]]
+# Told of each run of a grid as it ends (its job and outcome), in the thread that followed it.
+Done = Callable[[Job, RunOutcome], None]
 
 
 NOT_STARTED = "not started: the comparison was interrupted"
@@ -179,9 +181,9 @@ def gather(cells: list[Future[RunOutcome]], jobs: list[Job], stop: Callable[[], 
 
 
 def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel: int,
-              bars: GridBars) -> list[RunOutcome]:
+              bars: GridBars, done: Done | None = None) -> list[RunOutcome]:
     """Every job on a LocalOracle of a worker of ``pool``, ``parallel`` at a time, a freed worker taking a job of a
-    dataset it holds first (``client.placement``)."""
+    dataset it holds first (``client.placement``); ``done`` is told of each run as it ends."""
     cancel = threading.Event()
     placement = Placement(jobs, lambda job: dataset_key(job.request))
     cells: list[Future[RunOutcome]] = [Future() for _ in jobs]
@@ -193,9 +195,11 @@ def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel
                          progress=lambda p: bars.show(task, p.examples, p.max_examples, f"attrs {p.attributes}"))
         result = local_result(job.request, ended)
         bars.end(task, label, result)
-        return RunOutcome(job.design, job.entry, job.seed, result,
-                          audit="local (no ledger)" if ended.started else "no session (the run did not start)"
-                          ), ended.worker
+        outcome = RunOutcome(job.design, job.entry, job.seed, result,
+                             audit="local (no ledger)" if ended.started else "no session (the run did not start)")
+        if done is not None:
+            done(job, outcome)
+        return outcome, ended.worker
 
     def runner() -> None:
         worker: str | None = None
@@ -284,14 +288,15 @@ class PatientLearner(LearnerClient):
 
 
 def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, parallel: int, bars: GridBars,
-                run_timeout: float, learner_token: str | None = None, restart_grace: float = 0.0) -> list[RunOutcome]:
+                run_timeout: float, learner_token: str | None = None, restart_grace: float = 0.0,
+                done: Done | None = None) -> list[RunOutcome]:
     """Every job through the learner service, ``parallel`` at a time, each followed until it ends and audited.
 
     The runs belong to ``learner_token``'s caller (a new caller when None). A run still going after ``run_timeout``
     seconds is cancelled and reported with its curve so far. A learner that cannot be reached for
     ``restart_grace`` seconds ends the comparison (``LearnerUnavailable``); one that comes back sooner (a restart)
     has kept its runs, the one it was executing as 'interrupted', and the grid goes on. A run the learner refuses
-    is one failed cell.
+    is one failed cell. ``done`` is told of each run as it ends, audited.
     """
     def say(text: str) -> None:
         bars.bars.console.print(escape(text), soft_wrap=True)
@@ -310,6 +315,12 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
                 cancel_quietly(learner, run_id)
 
         def one(job: Job) -> RunOutcome:
+            outcome = one_run(job)
+            if done is not None:
+                done(job, outcome)
+            return outcome
+
+        def one_run(job: Job) -> RunOutcome:
             label = _label(job, designs)
             task = bars.start(label, job.request.max_examples)
 
@@ -420,22 +431,24 @@ def attach_regret(outcomes: list[RunOutcome], designs: list[Design]) -> None:
 
 def execute(jobs: list[Job], designs: list[Design], *, local: bool, learner_url: str | None, parallel: int | None,
             console: Console, run_timeout: float, show_progress: bool = True, learner_token: str | None = None,
-            restart_grace: float = 0.0, pool: RunPool | None = None) -> list[RunOutcome]:
+            restart_grace: float = 0.0, pool: RunPool | None = None, done: Done | None = None) -> list[RunOutcome]:
     """The jobs on LocalOracles of ``pool``'s workers (``local``; a LocalCluster started for them when ``pool`` is
     None) or through the learner service (``run_service``), in job order; ``parallel`` runs at a time (by default
-    as many as the workers execute at once, else the machine's cores)."""
+    as many as the workers execute at once, else the machine's cores). ``done`` is told of each run as it ends, in
+    the thread that followed it (``budgetlab bench`` keeps each one then, so that an interruption loses none)."""
     if local and pool is None:
         with RunPool() as own:
             return execute(jobs, designs, local=local, learner_url=learner_url, parallel=parallel, console=console,
-                           run_timeout=run_timeout, show_progress=show_progress, pool=own)
+                           run_timeout=run_timeout, show_progress=show_progress, pool=own, done=done)
     with progress_bars(console, show_progress, len(jobs)) as bars:
         if local:
             assert pool is not None
-            return run_local(jobs, designs, pool=pool, parallel=parallel or pool.slots(), bars=bars)
+            return run_local(jobs, designs, pool=pool, parallel=parallel or pool.slots(), bars=bars, done=done)
         parallel = parallel or default_workers()
         assert learner_url is not None
         return run_service(jobs, designs, learner_url=learner_url, parallel=parallel, bars=bars,
-                           run_timeout=run_timeout, learner_token=learner_token, restart_grace=restart_grace)
+                           run_timeout=run_timeout, learner_token=learner_token, restart_grace=restart_grace,
+                           done=done)
 
 
 def run_comparison(config: CompareConfig, *, local: bool, learner_url: str | None, oracle_url: str | None,
