@@ -26,7 +26,8 @@ from budgetlab.errors import OracleError
 from budgetlab.oracle_client import OracleClient
 from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, entry_defaults
 from client.config_errors import Loc, did_you_mean, key_lines, line_of, located, unknown
-from learner.algorithms import Algorithm, ParamError, Problem, algorithms, get_algorithm, is_target
+from learner.algorithms import ParamError, Problem, algorithms, get_algorithm, is_target
+from learner.applicability import refusal
 from learner.runner import run_horizon
 
 
@@ -211,7 +212,7 @@ def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, 
                       second_moments=np.ones(info.n_attributes) if cls.needs_second_moments else None,
                       defaults=entry_defaults(config, entry))
     what = f"{entry.label} ({entry.id}) on {info.name} with k = {per_example if per_example is not None else 'all'}"
-    message = _refusal(cls, problem, config.seeds[0], entry.params)
+    message = refusal(cls, problem, config.seeds[0], entry.params)
     if message:
         found.add(loc, f"{what}: {message}")
     tune = config.tune
@@ -221,15 +222,6 @@ def _check_entry(found: Findings, config: CompareConfig, entry: AlgorithmEntry, 
         if name not in cls.params:
             continue  # [tune]'s own check names it
         for value in values:
-            message = _refusal(cls, problem, config.seeds[0], {**entry.params, name: value})
+            message = refusal(cls, problem, config.seeds[0], {**entry.params, name: value})
             if message:
                 found.add(("tune", "grid", key, name), f"{what}, {name} = {value!r}: {message}")
-
-
-def _refusal(cls: type[Algorithm], problem: Problem, seed: int, params: dict[str, ParamValue]) -> str:
-    """Why the algorithm refuses to be built with these parameters (nothing when it accepts them)."""
-    try:
-        cls(problem, seed=seed, **params)
-    except (ParamError, ValueError, TypeError) as exc:
-        return str(exc)
-    return ""
