@@ -29,7 +29,7 @@ from learner.algorithms import ParamError, algorithms, describe, get_algorithm, 
 from learner.auth import Caller, Callers, CurrentCaller
 from learner.database import make_engine, upgrade
 from learner.http_oracle import HttpOracle
-from learner.oracle_access import OracleAllowList, busy, unusable
+from learner.oracle_access import OracleAllowList, busy
 from learner.runs import RunManager
 from learner.settings import LearnerSettings
 from learner.store import RunStore
@@ -48,7 +48,7 @@ CALLER = (Code.UNAUTHORIZED, Code.INVALID_REQUEST)
 ASKS_ORACLE = (Code.ORACLE_UNAVAILABLE, Code.ORACLE_BUSY)
 
 
-def open_session(request: RunCreate) -> HttpOracle:
+def open_session(request: RunCreate, oracles: OracleAllowList) -> HttpOracle:
     """The run's training session on its (allowed) oracle; the oracle's own refusals are passed on."""
     assert request.oracle_url is not None
     try:
@@ -63,7 +63,7 @@ def open_session(request: RunCreate) -> HttpOracle:
     except OracleError as exc:
         raise learner_refusal(Code.ORACLE_REJECTED, exc.detail) from None
     except NOT_AN_ORACLE:
-        raise unusable() from None
+        raise oracles.unusable() from None
 
 
 def loadable(algorithm: str, settings: LearnerSettings) -> None:
@@ -161,7 +161,7 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
         request = request.model_copy(update={"oracle_url": oracles.resolve(request.oracle_url),
                                              "api_key": request.api_key or settings.api_key})
         with manager.admitted(caller.id):
-            return manager.start(caller.id, request, open_session(request))
+            return manager.start(caller.id, request, open_session(request, oracles))
 
     @app.get("/v1/runs", response_model=RunPage, tags=["runs"], responses=responses(*CALLER))
     def list_runs(
@@ -204,7 +204,7 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
         except OracleError as exc:
             raise learner_refusal(Code.ORACLE_ERROR, exc.detail) from None
         except NOT_AN_ORACLE:
-            raise unusable() from None
+            raise oracles.unusable() from None
 
     @app.delete("/v1/runs/{run_id}", response_model=RunInfo, tags=["runs"],
                 responses=responses(*CALLER, Code.NOT_FOUND))

@@ -14,7 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+import pytest
 
+from budgetlab.errors import LearnerError
+from learner.oracle_access import OracleAllowList
 from tests.servers import learner_server, oracle_server
 
 SECRET = "internal-secret-7f3a9c"
@@ -168,3 +171,54 @@ def test_a_busy_oracle_is_a_503_with_retry_after_and_starts_nothing(tmp_path: Pa
     assert answer.status_code == 503 and answer.json()["error"] == "oracle_busy", answer.text
     assert answer.headers["Retry-After"] == "1" and SECRET not in answer.text
     assert listed == [], "a run was started on a busy oracle"
+
+
+def test_the_loopback_spellings_of_a_configured_loopback_oracle_are_one_oracle(tmp_path: Path,
+                                                                               http: httpx.Client) -> None:
+    """The README's ``--oracle http://localhost:8000`` reaches a learner configured with ``http://127.0.0.1:8000``
+    (the sandbox's): ``localhost``, ``127.0.0.1`` and ``[::1]`` name one oracle, with the same port and path only;
+    the run uses the configured URL, never the spelling the request chose (nothing listens on [::1] here)."""
+    with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle, \
+            secret_http_server(422, {"error": "x", "detail": SECRET}) as (secret_url, secret), \
+            learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle) as learner:
+        spellings = [oracle.replace("127.0.0.1", host) for host in ("localhost", "LocalHost", "[::1]")]
+        accepted = [start(http, learner, url) for url in spellings]
+        port = int(oracle.rsplit(":", 1)[1])
+        others = [oracle.replace("127.0.0.1", "127.0.0.2"), oracle.replace("127.0.0.1", "127.1"),
+                  f"http://localhost:{port + 1}", f"{oracle.replace('127.0.0.1', 'localhost')}/v1",
+                  oracle.replace("http://127.0.0.1", "https://localhost"),
+                  secret_url.replace("127.0.0.1", "localhost"), secret_url.replace("127.0.0.1", "[::1]")]
+        refused = [start(http, learner, url) for url in others]
+    for answer in accepted:
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["request"]["oracle_url"] == f"{oracle}", "the run uses the configured URL"
+    assert secret.hits == 0
+    for answer in refused:
+        assert answer.status_code == 502 and answer.json()["error"] == "oracle_unavailable", answer.text
+
+
+def test_only_a_loopback_oracle_gains_the_other_loopback_spellings() -> None:
+    allowed = OracleAllowList("http://oracle:8000", ["http://10.0.0.5:8000", "http://localhost:9000/base"])
+    assert allowed.resolve("http://ORACLE:8000/") == "http://oracle:8000"
+    for url in ("http://localhost:8000", "http://127.0.0.1:8000", "http://[::1]:8000", "http://10.0.0.5:8000@x",
+                "http://127.0.0.1:9000", "http://127.0.0.1:9000/other", "http://user:pw@localhost:9000/base"):
+        with pytest.raises(LearnerError):
+            allowed.resolve(url)
+    assert allowed.resolve("http://[::1]:9000/base/") == "http://localhost:9000/base"
+    assert allowed.resolve("http://127.0.0.1:9000/base") == "http://localhost:9000/base"
+
+
+def test_the_refusal_names_the_oracles_a_run_may_use_and_nothing_else(tmp_path: Path, http: httpx.Client) -> None:
+    """Every refusal (off the list, closed, not an oracle) is one text, which names the configured oracles: what a
+    caller may use, never credentials nor anything the remote side said (``learner.oracle_access``)."""
+    down = closed_port()
+    with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle, \
+            learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle,
+                           extra_oracles=(down, "http://user:secret-pw@10.9.9.9:8000")) as learner:
+        off_list = start(http, learner, "http://10.9.9.9:8000")
+        closed = start(http, learner, down)
+    assert off_list.status_code == closed.status_code == 502 and off_list.json() == closed.json()
+    detail = off_list.json()["detail"]
+    assert detail.endswith(f"BUDGETLAB_LEARNER_ORACLES: {oracle}, {down} (a loopback one also as localhost, "
+                           "127.0.0.1 or [::1])"), detail
+    assert "secret-pw" not in detail and "10.9.9.9" not in detail
