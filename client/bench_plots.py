@@ -20,6 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from client.bench_stats import Interval, Ranking  # noqa: E402
 
 ROW = 0.28  # inches between two labels of the diagram
+MARKERS = "osD^vP*Xph<>"
+DODGE = 1.012  # factor between the x positions of two neighbouring lines at one budget (the axis is logarithmic)
 
 
 def cd_diagram(ranking: Ranking, path: Path, title: str) -> None:
@@ -86,6 +88,7 @@ def budget_plot(series: list[Series], path: Path, *, title: str, metric: str, d:
     fig, ax = plt.subplots(figsize=(8.0, 5.2))
     colours = plt.get_cmap("tab20")
     drawn = sorted({k for s in series if not s.reference for k in s.budgets})
+    budgeted = [s for s in series if not s.reference]
     for i, s in enumerate(series):
         colour = colours(i % 20)
         if s.reference:
@@ -94,8 +97,11 @@ def budget_plot(series: list[Series], path: Path, *, title: str, metric: str, d:
             continue
         means = [v.mean for v in s.values]
         errors = [[v.mean - v.low for v in s.values], [v.high - v.mean for v in s.values]]
-        ax.errorbar(s.budgets, means, yerr=errors, color=colour, marker="o", markersize=3.5, linewidth=1.2,
-                    capsize=2.5, label=s.label)
+        # Each line a little aside of the budget, so that the intervals of one budget do not hide each other.
+        j = budgeted.index(s)
+        x = [k * DODGE ** (j - (len(budgeted) - 1) / 2) for k in s.budgets]
+        ax.errorbar(x, means, yerr=errors, color=colour, marker=MARKERS[j % len(MARKERS)], markersize=4,
+                    linewidth=1.2, capsize=2.5, elinewidth=0.9, label=s.label)
     if len(drawn) > 1:
         ax.set_xscale("log")
     ax.set_xticks(drawn or [d])

@@ -195,8 +195,9 @@ def write_report(out: Path, grid: BenchGrid, expanded: Expanded, results: dict[i
         for a in dict.fromkeys(a for (q, a, _) in sorted(scores.values) if q == p):
             ks = sorted(k for (q, b, k) in scores.values if q == p and b == a)
             series.append(Series(a, ks, [scores.interval((p, a, k)) for k in ks], a in scores.references))
-        budget_plot(series, out / figure, title=grid.problems[p].name, metric=scores.metric[p],
-                    d=info.n_attributes)
+        budget_plot(series, out / figure, metric=scores.metric[p], d=info.n_attributes,
+                    title=f"{grid.problems[p].name}: {scores.metric[p]}, mean and {CONFIDENCE:.0%} t-interval over "
+                          f"{len(grid.seeds)} seeds")
         sections += problem_section(grid, expanded, scores, p, figure)
     prov = provenance()
     runs = len(expanded.cells)
