@@ -468,7 +468,7 @@ def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report, shared: O
         info = sdk.add_dataset(str(source), name="mapped")
         report.add("mapped_add_seconds", time.perf_counter() - start, "s")
         source.unlink()  # the oracle serves its own stored copy; free the disk early
-        if info.d != sizes.big_attributes or info.n_train + info.n_test != rows:
+        if info.n_attributes != sizes.big_attributes or info.n_train + info.n_test != rows:
             raise RuntimeError(f"the added dataset has the wrong shape: {info}")
 
         progress(f"observing random attributes of random examples for {sizes.observe_seconds:g} s ...")
@@ -478,7 +478,7 @@ def mapped_dataset_memory(workdir: Path, sizes: Sizes, report: Report, shared: O
         requests = 0
         start = time.perf_counter()
         while time.perf_counter() - start < sizes.observe_seconds and requests < len(examples):
-            session.observe(int(examples[requests]), rng.choice(info.d, 5, replace=False).tolist())
+            session.observe(int(examples[requests]), rng.choice(info.n_attributes, 5, replace=False).tolist())
             requests += 1
         rate = requests / (time.perf_counter() - start)
         memory = tree_memory(pid)
