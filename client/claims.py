@@ -222,7 +222,7 @@ def _ordering(claim: ClaimSpec, readings: Readings, values: dict[str, float]) ->
 
 
 def _bounds(claim: ClaimSpec) -> str:
-    parts = [f"> {claim.above:g}" if claim.above is not None else "", f"< {claim.below:g}"
+    parts = [f"> {claim.above:.12g}" if claim.above is not None else "", f"< {claim.below:.12g}"
              if claim.below is not None else ""]
     return " and ".join(p for p in parts if p)
 
@@ -258,9 +258,9 @@ def _statistic(claim: ClaimSpec, readings: Readings, values: dict[str, float]) -
 def _bound_checks(claim: ClaimSpec, name: str, per_seed: list[float]) -> list[Check]:
     checks = []
     if claim.below is not None:
-        checks.append(_check(f"{name} − {claim.below:g}", "less", [v - claim.below for v in per_seed]))
+        checks.append(_check(f"{name} − {claim.below:.12g}", "less", [v - claim.below for v in per_seed]))
     if claim.above is not None:
-        checks.append(_check(f"{name} − {claim.above:g}", "greater", [v - claim.above for v in per_seed]))
+        checks.append(_check(f"{name} − {claim.above:.12g}", "greater", [v - claim.above for v in per_seed]))
     return checks
 
 
