@@ -183,7 +183,12 @@ def _names_known(found: Findings, entry: AlgorithmEntry, loc: Loc, table: Algori
     accepted = table.accepted(entry.id)
     if accepted is None:
         what = "unknown algorithm" if table.served is None else f"{table.where} runs no algorithm"
-        found.add(loc + ("id",), unknown(what, entry.id, table.names(), f"known: {', '.join(table.names())}"))
+        message = unknown(what, entry.id, table.names(), f"known: {', '.join(table.names())}")
+        if table.served is not None and (is_target(entry.id) or _built_here(entry.id)):
+            # runs here, not there: a plugin installed on this machine only, or a target the learner does not allow
+            message += ("; install its package where the learner runs (it finds it without a restart), or list "
+                        "its package.module:Class in the learner's BUDGETLAB_LEARNER_ALGORITHMS")
+        found.add(loc + ("id",), message)
         return False
     strange = [name for name in entry.params if name not in accepted]
     for name in strange:

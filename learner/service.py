@@ -25,7 +25,7 @@ from budgetlab.contract.service import Health
 from budgetlab.errors import Code, LearnerError, OracleError, OracleUnavailable, SessionBusy, learner_refusal, responses
 from budgetlab.oracle_client import OracleClient
 from learner import dashboard
-from learner.algorithms import ParamError, algorithms, describe, get_algorithm, is_target, rescan
+from learner.algorithms import ParamError, UnknownAlgorithm, algorithms, describe, get_algorithm, is_target, rescan
 from learner.auth import Caller, Callers, CurrentCaller
 from learner.database import make_engine, upgrade
 from learner.http_oracle import HttpOracle
@@ -46,6 +46,11 @@ NOT_AN_ORACLE = (OracleUnavailable, ValidationError, ValueError, httpx.HTTPError
 CALLER = (Code.UNAUTHORIZED, Code.INVALID_REQUEST)
 # What one that asks the run's oracle may refuse beyond.
 ASKS_ORACLE = (Code.ORACLE_UNAVAILABLE, Code.ORACLE_BUSY)
+# What a plugin's author needs to hear when the learner does not know its id: the learner is another machine, or
+# another environment, than the one where the plugin runs with --local.
+RUNS_ALGORITHMS = ("This learner runs budgetlab's algorithms, the plugins installed where it runs (found without a "
+                   "restart) and the package.module:Class targets its BUDGETLAB_LEARNER_ALGORITHMS allow-lists; GET "
+                   "/v1/algorithms lists them")
 
 
 def open_session(request: RunCreate, oracles: OracleAllowList) -> HttpOracle:
@@ -56,6 +61,8 @@ def open_session(request: RunCreate, oracles: OracleAllowList) -> HttpOracle:
         return HttpOracle(request.oracle_url, request.dataset, dataset_params=request.dataset_params,
                           protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
                           seed=request.seed, api_key=request.key())
+    except UnknownAlgorithm as exc:
+        raise learner_refusal(Code.INVALID_PARAMS, f"{exc}. {RUNS_ALGORITHMS}") from None
     except ParamError as exc:
         raise learner_refusal(Code.INVALID_PARAMS, str(exc)) from None
     except SessionBusy as exc:

@@ -16,6 +16,7 @@ while a service runs is found without a restart). For quick work a local tool ma
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib
 import inspect
 import re
@@ -31,7 +32,7 @@ from budgetlab.contract.algorithms import AlgorithmInfo
 from learner.algorithms.base import Algorithm, DataScale, Observed, ParamError, Problem
 
 __all__ = ["ENTRY_POINT_GROUP", "TARGET", "Algorithm", "DataScale", "Observed", "Origin", "ParamError", "Problem",
-           "algorithm_modules", "algorithms", "describe", "get_algorithm", "is_target",
+           "UnknownAlgorithm", "algorithm_modules", "algorithms", "describe", "get_algorithm", "is_target",
            "origin", "plugins", "rescan"]
 
 # The entry point group of algorithm plugins: a package adds algorithms with
@@ -202,15 +203,23 @@ def origin(name: str) -> Origin:
     return Origin(*_distribution(entry), entry.value)
 
 
+class UnknownAlgorithm(ParamError):
+    """An id that is none of budgetlab's algorithms nor an installed plugin's, with the closest ids if any."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        close = difflib.get_close_matches(name, known, n=2)
+        hint = f"; did you mean {' or '.join(map(repr, close))}? Known" if close else "; known"
+        super().__init__(f"unknown algorithm {name!r}{hint}: {', '.join(known)} (a plugin is an installed package's "
+                         f"entry point in the group {ENTRY_POINT_GROUP!r}, or package.module:Class)")
+
+
 def _lookup_plugin(name: str) -> EntryPoint:
     found = plugins()
     if name not in found:
         rescan()  # installed since the entry points were read: found without a restart
         found = plugins()
     if name not in found:
-        known = [*algorithm_modules(), *found]
-        raise ParamError(f"unknown algorithm {name!r}; known: {', '.join(known)} (a plugin is an installed package's "
-                         f"entry point in the group {ENTRY_POINT_GROUP!r}, or package.module:Class)")
+        raise UnknownAlgorithm(name, [*algorithm_modules(), *found])
     return found[name]
 
 

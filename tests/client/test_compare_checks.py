@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from client.cli import app
+from client.config import CompareConfig
 from client.config_errors import key_lines
+from client.preflight import Algorithms, LocalCatalog, check_config
 from tests.helpers import RUNNER
 
 TYPOS = """title = "typos"
@@ -117,6 +120,20 @@ def test_algorithms_are_checked_against_the_learner_the_runs_will_use(tmp_path: 
            "did you mean 'aerr'" in output
     assert f"{tmp_path / 'c.toml'}:9: algorithms[1].params.etaa: aerr has no parameter 'etaa'; did you mean " \
         "'eta'" in output
+
+
+def test_an_algorithm_this_machine_runs_and_the_learner_does_not_says_how_the_learner_gets_it() -> None:
+    """A plugin installed here only (``ddaerr`` stands for one) or a ``package.module:Class`` target: the learner
+    needs the package, or the target in its BUDGETLAB_LEARNER_ALGORITHMS. A typo gets no such advice."""
+    text = ('title = "plugins"\ndataset = { name = "diabetes" }\nbudget = { per_example = 4 }\n\n[[algorithms]]\n'
+            'id = "ddaerr"\n\n[[algorithms]]\nid = "tests.learner.broken_plugins:ReadsUnpaid"\n\n[[algorithms]]\n'
+            'id = "zzz"\n')
+    table = Algorithms({"aerr": ["eta"]}, "the learner at http://learner:8001")
+    problems = check_config(CompareConfig.model_validate(tomllib.loads(text)), "c.toml", text, LocalCatalog(), table)
+    advice = "install its package where the learner runs (it finds it without a restart), or list its " \
+             "package.module:Class in the learner's BUDGETLAB_LEARNER_ALGORITHMS"
+    assert [advice in line for line in problems] == [True, True, False], problems
+    assert all("the learner at http://learner:8001 runs no algorithm" in line for line in problems)
 
 
 def test_a_learner_out_of_reach_or_a_refused_caller_token_stops_compare_before_any_run(

@@ -138,7 +138,10 @@ def test_the_learner_runs_a_plugin_installed_while_it_runs_and_never_code_a_requ
         assert ALGORITHM not in {a["id"] for a in listed}
         run = {"dataset": "powerlaw", "dataset_params": {"d": 30, "n_train": 300, "n_test": 50},
                "budget": {"per_example": 4}, "seed": 1, "max_examples": 200}
-        assert http.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM}).status_code == 422
+        refused = http.post(f"{learner}/v1/runs", headers=auth, json={**run, "algorithm": ALGORITHM})
+        # What its author needs to hear: where the learner looks for algorithms, the setting for a target included.
+        assert refused.status_code == 422 and "plugins installed where it runs" in refused.json()["detail"]
+        assert "BUDGETLAB_LEARNER_ALGORITHMS" in refused.json()["detail"], refused.text
 
         # pip install, while the learner and its workers run
         shutil.copytree(EXAMPLE / PACKAGE.replace("-", "_"), site / PACKAGE.replace("-", "_"))
