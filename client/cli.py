@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 app = App(help="budgetlab: budgeted learning against a charging, auditable feature oracle.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
 serve_app = App(help="Start a service.", no_args_is_help=True)
-datasets_app = App(help="List, describe and add datasets.", no_args_is_help=True)
+datasets_app = App(help="List, describe, add and remove datasets.", no_args_is_help=True)
 session_app = App(help="Single attribute queries on an oracle session.", no_args_is_help=True)
 algorithms_app = App(help="List the algorithms (budgetlab's and the installed plugins'); check one against the "
                           "contract.", invoke_without_command=True)
@@ -291,6 +291,23 @@ def datasets_add(
     console.print(f"split: {split_statement(test_fraction, split_seed)}"
                   + ("" if split_seed is not None else " (--split-seed fixes one)"), soft_wrap=True)
     console.print(f"costs: {_costs_line(info.costs)}", soft_wrap=True)
+
+
+@datasets_app.command("remove")
+def datasets_remove(
+    name: Annotated[str, typer.Argument(help="a user dataset's name (see 'budgetlab datasets list')")],
+) -> None:
+    """Remove a user dataset from the data directory (BUDGETLAB_DATA_DIR, else the per-user one); built-in datasets
+    stay. An oracle reading that directory then refuses its sessions on it (409 dataset_unavailable)."""
+    from budgetlab.datasets import DatasetError, remove_dataset
+    from budgetlab.datasets.user import data_dir
+
+    root = data_dir()
+    try:
+        remove_dataset(name, root)
+    except (DatasetError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    console.print(f"removed [bold]{escape(name)}[/] from the data directory {escape(str(root))}", soft_wrap=True)
 
 
 def _costs_line(costs: list[float] | None) -> str:
@@ -640,9 +657,10 @@ def compare(
         "--learner-token", envvar="BUDGETLAB_LEARNER_TOKEN", show_envvar=True,
         help="with --learner: start the runs as this caller, so that 'budgetlab runs' lists them (default: a new "
              "caller)")] = None,
+    # "\\[": help texts are Rich markup, which takes [mlflow] for a style and prints nothing of it
     mlflow: Annotated[bool, typer.Option(
         "--mlflow", help="log the report to MLflow (tracking server: MLFLOW_TRACKING_URI; needs "
-                         "pip install 'budgetlab[mlflow]')")] = False,
+                         "pip install 'budgetlab\\[mlflow]')")] = False,
     mlflow_experiment: Annotated[str | None, typer.Option(
         "--mlflow-experiment", help="MLflow experiment name (default: the comparison's title; implies --mlflow)")]
     = None,

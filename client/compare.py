@@ -75,8 +75,6 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
             raise UsageError(str(exc)) from None
     if (config is None) == (preset is None):
         raise UsageError("give a CONFIG.toml or --preset NAME (see --list)")
-    if out is None:
-        raise UsageError("give --out DIR for the report")
     if local and (learner or oracle):
         raise UsageError("--local runs in-process: drop --learner/--oracle")
     if bool(learner) != bool(oracle):
@@ -90,7 +88,6 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     if workers and scheduler:
         raise UsageError("--workers sizes a cluster started here; with --scheduler the runs go to that cluster's "
                          "workers")
-    assert out is not None
     source = _source(config, preset)
     try:
         if preset is not None:
@@ -103,6 +100,8 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
         raise UsageError(str(exc)) from None
     except ValidationError as exc:
         raise UsageError(f"{source}: {exc}") from None
+    if out is None:  # asked once the config is read: a misspelt preset or config is said first
+        raise UsageError("give --out DIR for the report")
     # The learner's algorithms, not this machine's, are what its runs can name (a plugin may be installed there only).
     table = check_learner(learner, learner_token) if learner else Algorithms()
     problems = preflight(cfg, source, oracle, table)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from client.config import CompareConfig, load_config, quick_config
+from client.config_errors import unknown
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -20,7 +21,7 @@ def preset_names() -> list[str]:
 def load_preset(name: str, *, quick: bool = False) -> CompareConfig:
     path = PRESET_DIR / f"{name}.toml"
     if not path.is_file():
-        raise UnknownPreset(f"unknown preset {name!r}; presets: {', '.join(preset_names())}")
+        raise UnknownPreset(unknown("unknown preset", name, preset_names(), f"presets: {', '.join(preset_names())}"))
     config = load_config(path)
     return quick_config(config) if quick else config
 

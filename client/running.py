@@ -16,8 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.runs import RunCreate, RunResult
-from budgetlab.datasets import DatasetError
+from budgetlab.datasets import DatasetError, UnknownDataset, describe, list_datasets
 from budgetlab.errors import OracleError, OracleUnavailable
+from client.config_errors import did_you_mean
 from client.console import UsageError
 from learner.algorithms import ParamError, get_algorithm
 from learner.runner import Progress as RunnerProgress
@@ -68,6 +69,17 @@ def _info(p: RunnerProgress) -> str:
     return f"attrs {p.attributes}" + (f"  mse {p.point.test_mse:.4g}" if p.point else "")
 
 
+def described_here(name: str, params: dict[str, ParamValue]) -> None:
+    """In-process, a dataset this machine does not serve is a usage error naming the closest it does: the engine would
+    refuse it as an oracle refuses a session (422 invalid_session), though no oracle is involved."""
+    try:
+        describe(name, params)
+    except UnknownDataset as exc:
+        raise UsageError(f"{exc}{did_you_mean(name, [d.name for d in list_datasets().datasets])}") from None
+    except DatasetError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def execute_run(request: RunCreate, *, console: Console, tune: dict[str, list[ParamValue]] | None = None,
                 tune_folds: int = 1) -> RunResult:
     """Run ``request`` over HTTP on its ``oracle_url``, or in-process when it has none, saying what it does on
@@ -77,6 +89,8 @@ def execute_run(request: RunCreate, *, console: Console, tune: dict[str, list[Pa
     With a ``tune`` grid the parameters are first chosen on held-out training examples (``tune_folds`` folds), in
     sessions of their own that are paid for; the result's ``tuning`` says what was chosen and what it paid."""
     shown = RunProgress(console, f"{request.algorithm} on {request.dataset}")
+    if request.oracle_url is None:
+        described_here(request.dataset, request.dataset_params)
     open_oracle = session_opener(request, request.oracle_url)
     shown.step(f"opening a training session on the oracle {request.oracle_url} ..." if request.oracle_url
                else "loading the dataset ...")

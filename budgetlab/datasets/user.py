@@ -24,6 +24,7 @@ versions, is not read; where it holds datasets a warning says so once (``legacy_
 from __future__ import annotations
 
 import csv
+import difflib
 import itertools
 import json
 import logging
@@ -172,8 +173,19 @@ def load(name: str, seed: int, root: Path) -> Dataset:
 
 def remove(name: str, root: Path) -> None:
     if not exists(name, root):
-        raise DatasetError(f"no user dataset {name!r} in {root}")
+        found = names(root)
+        close = difflib.get_close_matches(name, found, n=2)
+        raise DatasetError(f"no user dataset {name!r} in the data directory {root}; " + (
+            f"did you mean {' or '.join(map(repr, close))}?" if close else
+            f"it holds {', '.join(found)}" if found else "it holds none"))
     shutil.rmtree(_home(name, root))
+
+
+def _taken(name: str, root: Path) -> DatasetError:
+    # Names the folder, and how it goes: an oracle's data directory is its admin's to change, over HTTP.
+    return DatasetError(f"a user dataset named {name!r} already exists in {_home(name, root)}: choose another name, "
+                        f"or remove it first (budgetlab datasets remove {name}; on an oracle, its admin's DELETE "
+                        f"/v1/datasets/{name})")
 
 
 # --- adding ---------------------------------------------------------------------------------------
@@ -208,7 +220,7 @@ def add(
         raise DatasetError(f"dataset name {name!r} is not allowed: use 1-100 letters, digits, '_', '-' or '.', "
                            "starting with a letter or digit")
     if exists(name, root):
-        raise DatasetError(f"a user dataset named {name!r} already exists; remove it first")
+        raise _taken(name, root)
     if not 0.0 < test_fraction < 1.0:
         raise DatasetError(f"test_fraction must be strictly between 0 and 1; got {test_fraction}")
     if split_seed is not None and (isinstance(split_seed, bool) or not 0 <= split_seed < 2**32):
@@ -236,7 +248,7 @@ def add(
         try:
             staging.rename(_home(name, root))
         except OSError:
-            raise DatasetError(f"a user dataset named {name!r} already exists; remove it first") from None
+            raise _taken(name, root) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return info(name, root)
