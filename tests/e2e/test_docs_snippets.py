@@ -34,8 +34,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
+from budgetlab.service_client import tls_context
 from tests.helpers import ROOT
 from tests.servers import cli_service, shared_cluster_env
 
@@ -55,6 +57,9 @@ ON_SHARED_CLUSTER = {"algorithms.md", "comparisons.md"}
 # The admin token of the oracle the test starts in a services block's place (a page's snippets have it too, as a
 # reader who started that oracle with it would).
 ADMIN_TOKEN = "change-me"
+# Pages whose snippets close every oracle session they open, as a reader's code should: the SDK's guide is the code a
+# reader copies into theirs.
+CLOSES_ITS_SESSIONS = {"sdk.md"}
 
 
 @dataclass
@@ -192,6 +197,7 @@ def test_snippets_run_as_written(path: Path, tmp_path: Path, dataset_cache: Path
     if path.name in ON_SHARED_CLUSTER:
         env.update(shared_cluster_env())
     (tmp_path / "page.sh").write_text(script(page, oracle, learner))
+    open_before = open_sessions(oracle) if oracle and path.name in CLOSES_ITS_SESSIONS else None
     # Output to files, not pipes: a snippet may leave a process behind (``cmd &``) that would hold a pipe open.
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
         process = subprocess.Popen(["bash", str(tmp_path / "page.sh")], cwd=work, env=env, stdout=out, stderr=err,
@@ -213,3 +219,11 @@ def test_snippets_run_as_written(path: Path, tmp_path: Path, dataset_cache: Path
         print(f"{float(then) - float(at):6.1f} s  {where}")
     ran = [block.where for block in page if block.runs]
     assert started == ran, f"not every block ran: {sorted(set(ran) - set(started))}"
+    if oracle and open_before is not None:
+        assert open_sessions(oracle) == open_before, f"{path.name}'s snippets leave oracle sessions open"
+
+
+def open_sessions(oracle: str) -> int:
+    """How many sessions the oracle holds open (its page's counts, for anyone to see)."""
+    with httpx.Client(timeout=30, verify=tls_context()) as http:
+        return int(http.get(f"{oracle}/v1/dashboard/sessions").json()["counts"]["open"])
