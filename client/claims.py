@@ -275,16 +275,18 @@ def _rho(claim: ClaimSpec, design: Design, seed: int, decidable: str) -> ClaimRe
     scenario = claim.rho
     squares = np.concatenate([X * X for X, _ in dataset.iter_split("train")])
     rho = improvement_ratio(dataset.second_moments(), scenario)
-    low, high = bootstrap_interval(len(squares), lambda w: improvement_ratios(w @ squares, scenario), seed=seed)
+    low, high, bias = bootstrap_interval(len(squares), lambda w: improvement_ratios(w @ squares, scenario), rho,
+                                         seed=seed)
     band = (claim.target - claim.tolerance, claim.target + claim.tolerance)
     verdict: Verdict = ("indicative" if decidable else "holds" if band[0] <= low and high <= band[1]
                         else "fails" if high < band[0] or low > band[1] else "inconclusive")
     text = (f"ρ_{scenario} = {rho:.3g}, 95 % bootstrap interval [{low:.3g}, {high:.3g}] over the "
-            f"{dataset.n('train'):,} training examples (needs {claim.target:g} ± {claim.tolerance:g})")
+            f"{dataset.n('train'):,} training examples, bootstrap bias {bias:+.2g} (needs {claim.target:g} ± "
+            f"{claim.tolerance:g})")
     if decidable:
         text += f"; {decidable}"
-    return _result(claim, design.name, text, verdict, {"rho": rho, "low": low, "high": high},
-                   test="95 % percentile bootstrap interval over the training examples")
+    return _result(claim, design.name, text, verdict, {"rho": rho, "low": low, "high": high, "bias": bias},
+                   test="95 % normal bootstrap interval over the training examples")
 
 
 @dataclass

@@ -86,15 +86,23 @@ def t_interval(values: Sequence[float]) -> tuple[float, float] | None:
     return None if found is None else (found.low, found.high)
 
 
-def bootstrap_interval(n: int, statistic: Callable[[np.ndarray], np.ndarray], seed: int = 0,
-                       resamples: int = BOOTSTRAP_RESAMPLES, batch: int = 100) -> tuple[float, float]:
-    """The 95 % percentile bootstrap interval of a statistic of ``n`` rows. ``statistic(W)`` takes a batch of
-    resamples as weights (one row of ``W`` per resample: each row's count in it over ``n``) and returns one value
-    per resample, so that the rows are never copied and a mean over them is one matrix product."""
+def bootstrap_interval(n: int, statistic: Callable[[np.ndarray], np.ndarray], estimate: float, seed: int = 0,
+                       resamples: int = BOOTSTRAP_RESAMPLES, batch: int = 100) -> tuple[float, float, float]:
+    """The 95 % normal bootstrap interval of ``estimate``, a statistic of ``n`` rows: ``estimate`` ± 1.96 times the
+    standard deviation of the statistic over resamples of the rows; and the bootstrap's estimate of the statistic's
+    bias (the resamples' mean minus ``estimate``). Not the percentile interval, nor the basic one: ρ is a concave
+    function of the attributes' means, biased low wherever attributes are rare, and at alpha = -2 (20,000 examples,
+    ρ = 0.0445) the percentile interval [0.0402, 0.0435] missed its own estimate below and the basic one
+    [0.0456, 0.0488] above; the normal interval states the sampling spread, and the bias is said beside it.
+
+    ``statistic(W)`` takes a batch of resamples as weights (one row of ``W`` per resample: each row's count in it
+    over ``n``) and returns one value per resample, so that the rows are never copied and a mean over them is one
+    matrix product."""
     rng = np.random.default_rng(seed)
     draws = []
     for start in range(0, resamples, batch):
         counts = [np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(min(batch, resamples - start))]
         draws.append(np.asarray(statistic(np.array(counts, dtype=np.float64) / n)))
-    low, high = np.quantile(np.concatenate(draws), [ALPHA / 2, 1 - ALPHA / 2])
-    return float(low), float(high)
+    found = np.concatenate(draws)
+    half = float(stats.norm.ppf(1 - ALPHA / 2) * found.std(ddof=1))
+    return estimate - half, estimate + half, float(found.mean() - estimate)
