@@ -3,9 +3,12 @@
 The oracle and the learner run as their own processes (``client.services``), exactly as a user would start them;
 ``--oracle URL --learner URL`` runs the same demo against services already running (``docker compose``'s demo).
 The demo's headline, computed from its results, quotes the numbers of the tables beside it (in the terminal and
-at the top of its report) and names every claim that does not hold. The sandbox signs its pages in: the oracle
-gets an admin token and the demo's runs a caller token, and the page links it prints carry them after the ``#``,
-which a browser never sends to the server.
+at the top of its report) and names every claim that does not hold. The sandbox signs its pages in: each service it
+starts gets an admin token (against services already running, the learner's page gets the demo's caller token),
+and the page links it prints carry them after the ``#``, which a browser never sends to the server. The learner's
+admin sees every run, so its page lists the runs of the comparisons the user then makes through these services
+(``YOUR_OWN``, the README's step 4, started with a caller token of their own), not only the demo's; a caller token
+would show its own runs only (``learner.auth``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ RIDGE_IMAGES = 200
 EVAL_POINTS = 10
 AE_LEARNERS = ("DDAERR", "AERR", "AELR")
 ONLINE_RIDGE, RIDGE = "Online ridge", "Ridge"
+# The README's step 4 (its config is my-comparison.toml), printed with the URLs of the services the sandbox started.
+YOUR_OWN = "budgetlab compare my-comparison.toml --oracle {oracle} --learner {learner} --out my-comparison"
 # Cesa-Bianchi et al. section 7: median 0-1 errors over the 45 digit pairs of AER (4 pixels) 3.5%, ridge 1.3%.
 PAPER_GAP = 0.035 - 0.013
 
@@ -216,9 +221,11 @@ def run_demo(config: CompareConfig, out: Path, *, oracle: str, learner: str, tok
     return Outcome(summaries, claims, lines)
 
 
-def page_links(oracle: str, learner: str, *, admin: str | None, caller: str) -> list[str]:
+def page_links(oracle: str, learner: str, *, admin: str | None, caller: str,
+               learner_admin: str | None = None) -> list[str]:
     """The two pages, signed in: the tokens ride in the URL's fragment (after ``#``), which the browser keeps to
-    itself; each page moves its token into the browser's storage and drops it from the address bar. Services this
+    itself; each page moves its token into the browser's storage and drops it from the address bar. The learner's
+    page takes its admin token where this command started it, else the demo's ``caller`` token. Services this
     command did not start (``admin`` unknown) are named by the URLs a browser reaches them at, where those differ
     (``BUDGETLAB_ORACLE_PUBLIC_URL``, ``BUDGETLAB_LEARNER_URL``: docker compose's published ports)."""
     public_oracle = (os.environ.get("BUDGETLAB_ORACLE_PUBLIC_URL") if admin is None else None) or oracle
@@ -230,8 +237,10 @@ def page_links(oracle: str, learner: str, *, admin: str | None, caller: str) -> 
     return [f"oracle page:  {oracle_page}",
             "              " + ("the demo's sessions and ledgers, signed in with the admin token" if admin else
                                 "sign in there with the oracle's admin token to list every session"),
-            f"learner page: {public_learner}/#token={caller}",
-            "              the demo's runs (its caller token) and its report"]
+            f"learner page: {public_learner}/#token={learner_admin or caller}",
+            "              " + ("every run of this learner, the demo's and your comparisons', signed in with its admin "
+                                "token, and their reports" if learner_admin else
+                                "the demo's runs (its caller token) and its report")]
 
 
 def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Path, examples: int | None,
@@ -243,20 +252,24 @@ def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Pa
     try:
         with sigterm_as_interrupt():
             if oracle_url and learner_url:
-                demo(out, examples, oracle_url, learner_url, learner_token, None, console)
+                demo(out, examples, oracle_url, learner_url, learner_token, None, None, console)
                 return
             admin = os.environ.get("BUDGETLAB_ADMIN_TOKEN") or secrets.token_urlsafe(32)
+            learner_admin = os.environ.get("BUDGETLAB_LEARNER_ADMIN_TOKEN") or secrets.token_urlsafe(32)
 
             def say(text: str) -> None:
                 console.print(text, soft_wrap=True, highlight=False)
 
             with managed_services(out, oracle_port, learner_port, announce=say,
                                   oracle_env={"BUDGETLAB_ADMIN_TOKEN": admin},
-                                  learner_env={"BUDGETLAB_REPORTS_DIR": str(out.resolve().parent)}
+                                  learner_env={"BUDGETLAB_REPORTS_DIR": str(out.resolve().parent),
+                                               "BUDGETLAB_LEARNER_ADMIN_TOKEN": learner_admin}
                                   ) as (oracle, learner, ledger):
                 console.print(f"oracle  {oracle}  (API docs {oracle}/docs)\nlearner {learner}  (API docs "
                               f"{learner}/docs)\nledger  {ledger}", soft_wrap=True)
-                demo(out, examples, oracle, learner, None, admin, console)
+                demo(out, examples, oracle, learner, None, admin, learner_admin, console)
+                console.print("a comparison of your own through these services (the README's step 4):\n  "
+                              + YOUR_OWN.format(oracle=oracle, learner=learner), soft_wrap=True, highlight=False)
                 if demo_only:
                     return
                 console.print("services keep running; Ctrl-C (or SIGTERM) stops them")
@@ -269,7 +282,7 @@ def run_sandbox(*, demo_only: bool, oracle_port: int, learner_port: int, out: Pa
 
 
 def demo(out: Path, examples: int | None, oracle: str, learner: str, token: str | None, admin: str | None,
-         console: Console) -> None:
+         learner_admin: str | None, console: Console) -> None:
     """The demo against running services, and where its results and pages are."""
     info, fallback = demo_dataset(oracle)
     if fallback:
@@ -286,5 +299,5 @@ def demo(out: Path, examples: int | None, oracle: str, learner: str, token: str 
         console.print(escape(line), soft_wrap=True)
     console.print(f"demo report: {(out / 'report.md').resolve()}\nresults:     {(out / 'results.json').resolve()}",
                   soft_wrap=True)
-    for line in page_links(oracle, learner, admin=admin, caller=token):
+    for line in page_links(oracle, learner, admin=admin, caller=token, learner_admin=learner_admin):
         console.print(escape(line), soft_wrap=True, highlight=False)

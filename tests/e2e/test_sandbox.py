@@ -18,7 +18,7 @@ import pytest
 from budgetlab.service_client import tls_context
 from learner.reports import Reports
 from tests.dashboard_helpers import HAVE_CHROMIUM, chromium, js, screenshots, shoot, wait
-from tests.helpers import ROOT
+from tests.helpers import ROOT, TINY
 from tests.servers import bound_socket
 
 
@@ -82,6 +82,10 @@ def test_demo_only_runs_the_demo_and_its_headline_quotes_the_tables(tmp_path: Pa
     assert re.search(r"oracle page: +http://127\.0\.0\.1:\d+/\?learner=http%3A%2F%2F127\.0\.0\.1%3A\d+#admin=[\w-]{40,}",
                      done.stdout)
     assert re.search(r"learner page: +http://127\.0\.0\.1:\d+/#token=[\w-]{40,}", done.stdout)
+    # Then the README's step 4, with the URLs of the services it started.
+    oracle, learner = re.findall(r"^(?:oracle|learner) +(http://\S+) +\(API docs", done.stdout, flags=re.M)
+    assert (f"budgetlab compare my-comparison.toml --oracle {oracle} --learner {learner} --out my-comparison"
+            in done.stdout), done.stdout
 
 
 @pytest.mark.usefixtures("shared_cluster")
@@ -164,15 +168,17 @@ def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(t
         pages = [http.get(f"{url}/").text for url in urls]  # each service's dashboard, from the top floor
         assert 'src="/dashboard/oracle.js"' in pages[0] and 'src="/dashboard/learner.js"' in pages[1]
         # The tokens the printed page links carry: the oracle's admin token lists the demo's five sessions, the
-        # caller token its five runs; without them, neither.
+        # learner's admin token every run (the demo's five, and another caller's); without them, neither.
         text = "".join(lines)
         admin = re.search(r"oracle page: +\S+#admin=([\w-]+)", text)[1]  # type: ignore[index]
-        caller = re.search(r"learner page: +\S+#token=([\w-]+)", text)[1]  # type: ignore[index]
+        learner_admin = re.search(r"learner page: +\S+#token=([\w-]+)", text)[1]  # type: ignore[index]
+        page_token = {"Authorization": f"Bearer {learner_admin}"}
         sessions = http.get(f"{urls[0]}/v1/dashboard/sessions", headers={"Authorization": f"Bearer {admin}"}).json()
         assert sessions["admin"] and len(sessions["sessions"]) == 5
         assert http.get(f"{urls[0]}/v1/dashboard/sessions").json()["sessions"] == []
-        runs = http.get(f"{urls[1]}/v1/runs", headers={"Authorization": f"Bearer {caller}"}).json()["runs"]
+        runs = http.get(f"{urls[1]}/v1/runs", headers=page_token).json()["runs"]
         assert sorted(r["algorithm"] for r in runs) == ["aelr", "aerr", "ddaerr", "ogd-ridge", "ridge"]
+        assert http.get(f"{urls[1]}/v1/runs").status_code == 401
         assert all(r["status"] in ("finished", "budget_exhausted") for r in runs)
         # The learner lists the demo's report among its comparisons.
         reports = http.get(f"{urls[1]}/v1/dashboard/comparisons").json()["reports"]
@@ -180,6 +186,13 @@ def test_the_pages_it_prints_show_the_demo_and_sigterm_stops_it_as_ctrl_c_does(t
         if HAVE_CHROMIUM:
             headline = json.loads((tmp_path / "demo" / "results.json").read_text())["headline"]
             the_printed_links_open_the_pages_on_the_demo(text, runs, headline, screenshots(tmp_path / "screenshots"))
+        # A run of another caller (a comparison of the user's, made with a token of its own) is on that page too.
+        other = {"Authorization": f"Bearer {http.post(f'{urls[1]}/v1/callers').json()['token']}"}
+        started = http.post(f"{urls[1]}/v1/runs", headers=other, json={
+            "dataset": "sparse-gaussian", "dataset_params": TINY, "algorithm": "aerr", "budget": {"per_example": 2}})
+        assert started.status_code == 201, started.text
+        listed = http.get(f"{urls[1]}/v1/runs", headers=page_token).json()["runs"]
+        assert started.json()["id"] in {r["id"] for r in listed}
         process.send_signal(signal.SIGTERM)
         rest = process.communicate(timeout=30)[0]
     finally:
