@@ -173,7 +173,7 @@ def run_bench(*, grid: BenchGrid, out: Path, where: Where, console: Console, err
     for r in written.rankings:
         if r.ranking.p_value is not None:
             console.print(f"k = {r.k} ({r.protocol}): best {escape(r.ranking.algorithms[0])}, Friedman p = "
-                          f"{r.ranking.p_value:.3g} over {len(r.ranking.blocks)} datasets", highlight=False)
+                          f"{r.ranking.p_value:.3g} over {len(r.ranking.blocks)} blocks", highlight=False)
     console.print(f"{len(results):,}/{len(keys):,} runs completed; report: {written.path}", soft_wrap=True,
                   highlight=False)
     if failed:

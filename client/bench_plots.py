@@ -16,11 +16,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
 from client.bench_stats import Interval, Ranking  # noqa: E402
 
 ROW = 0.28  # inches between two labels of the diagram
 MARKERS = "osD^vP*Xph<>"
+OUTLIER = 2.0  # the axis stops at this many times the 70th percentile of the means, when some run far above it
 DODGE = 1.012  # factor between the x positions of two neighbouring lines at one budget (the axis is logarithmic)
 
 
@@ -72,6 +74,15 @@ def cd_diagram(ranking: Ranking, path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def axis_top(means: list[float]) -> float | None:
+    """Where the y axis stops when a few lines run far above the others (a learner that diverged, 10,000 times the
+    zero predictor's error, would flatten every other line to the axis); None: the whole range fits."""
+    if not means:
+        return None
+    top = OUTLIER * float(np.quantile(means, 0.7))
+    return top if top > 0 and max(means) > 2 * top else None
+
+
 @dataclass
 class Series:
     """One algorithm's final metric at each budget it ran at (a reference: one value, at k = d)."""
@@ -89,6 +100,7 @@ def budget_plot(series: list[Series], path: Path, *, title: str, metric: str, d:
     colours = plt.get_cmap("tab20")
     drawn = sorted({k for s in series if not s.reference for k in s.budgets})
     budgeted = [s for s in series if not s.reference]
+    top = axis_top([v.mean for s in series for v in s.values])
     for i, s in enumerate(series):
         colour = colours(i % 20)
         if s.reference:
@@ -100,8 +112,11 @@ def budget_plot(series: list[Series], path: Path, *, title: str, metric: str, d:
         # Each line a little aside of the budget, so that the intervals of one budget do not hide each other.
         j = budgeted.index(s)
         x = [k * DODGE ** (j - (len(budgeted) - 1) / 2) for k in s.budgets]
+        label = s.label if top is None or max(means) <= top else f"{s.label} (off the axis, up to {max(means):.3g})"
         ax.errorbar(x, means, yerr=errors, color=colour, marker=MARKERS[j % len(MARKERS)], markersize=4,
-                    linewidth=1.2, capsize=2.5, elinewidth=0.9, label=s.label)
+                    linewidth=1.2, capsize=2.5, elinewidth=0.9, label=label)
+    if top is not None:
+        ax.set_ylim(min(0.0, *(v.mean for s in series for v in s.values)) - 0.05 * top, top)
     if len(drawn) > 1:
         ax.set_xscale("log")
     ax.set_xticks(drawn or [d])

@@ -42,7 +42,9 @@ class Scores:
     runs: list[tuple[int, str, int, int, RunResult, float | None]] = field(default_factory=list)
 
     def interval(self, key: tuple[int, str, int]) -> Interval:
-        return t_interval(list(self.values[key].values()))
+        # In seed order, whatever order the runs ended in: a mean summed in another order can differ in its last bit
+        # and break a tie between two algorithms that learned the same.
+        return t_interval([v for _, v in sorted(self.values[key].items())])
 
 
 @dataclass
@@ -117,8 +119,9 @@ def _cell(v: Interval) -> str:
 
 
 def ranking_section(r: BudgetRanking) -> list[str]:
-    what = "online problems" if r.protocol == "online" else "datasets"
-    lines = [f"### k = {r.k}, {r.protocol} ({len(r.ranking.blocks)} {what})", ""]
+    n = len(r.ranking.blocks)
+    what = ("online problem" if r.protocol == "online" else "dataset") + ("s" if n != 1 else "")
+    lines = [f"### k = {r.k}, {r.protocol} ({n} {what})", ""]
     if r.ranking.ranks:
         lines += ["| algorithm | average rank |", "|---|---|"]
         lines += [f"| {a} | {rank_:.2f} |" for a, rank_ in r.ranking.ranks.items()]
@@ -195,6 +198,9 @@ def write_report(out: Path, grid: BenchGrid, expanded: Expanded, results: dict[i
         for a in dict.fromkeys(a for (q, a, _) in sorted(scores.values) if q == p):
             ks = sorted(k for (q, b, k) in scores.values if q == p and b == a)
             series.append(Series(a, ks, [scores.interval((p, a, k)) for k in ks], a in scores.references))
+        if not series:
+            sections += [f"### {grid.problems[p].name}", "", "No run completed.", ""]
+            continue
         budget_plot(series, out / figure, metric=scores.metric[p], d=info.n_attributes,
                     title=f"{grid.problems[p].name}: {scores.metric[p]}, mean and {CONFIDENCE:.0%} t-interval over "
                           f"{len(grid.seeds)} seeds")
@@ -206,7 +212,8 @@ def write_report(out: Path, grid: BenchGrid, expanded: Expanded, results: dict[i
             f"(untuned) on {len(expanded.budgets)} problems, local budgets k in {list(grid.budgets)} capped at each "
             f"dataset's d, seeds {list(grid.seeds)}, at most {grid.max_examples:,} training examples a run. "
             f"{stored:,} were read from the results store, {ran:,} ran now ({mode}), {failed:,} did not complete; "
-            f"{wall_time:.0f} s of wall time this invocation. budgetlab {prov['budgetlab']}"
+            f"{wall_time:.0f} s of wall time this invocation; the whole grid, as measured: {grid.measured}. "
+            f"budgetlab {prov['budgetlab']}"
             + (f", git {prov['git_commit'][:12]}" if prov["git_commit"] else "") + ".", ""]
     for p, why in expanded.skipped.items():
         head += [f"- Not run: {grid.problems[p].name}: {why}", ""]

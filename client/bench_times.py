@@ -1,5 +1,6 @@
 """How long ``budgetlab bench``'s grids took, as measured: light enough for ``budgetlab --help`` to print without
 loading the grids (``client.cli`` imports nothing heavy at its start)."""
 
-FULL_TIME = "not measured yet"
+FULL_TIME = ("25.5 minutes (1,531 s of wall time, 1,029 CPU-s) for its 3,760 runs on 2 cores shared with "
+             "another job")
 QUICK_TIME = "about half a minute on 2 cores"

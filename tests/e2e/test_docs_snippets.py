@@ -49,11 +49,11 @@ TITLE = re.compile(r'title="([^"]+)"')
 LOCAL = re.compile(r"\b(?:localhost|127\.0\.0\.1):(8000|8001)\b")
 MAX_SKIPPED = 4
 END = "BUDGETLAB_SNIPPET_END"
-# The learner the test starts and the pages' ``compare --local`` run on the test process's Dask cluster
+# The learner the test starts and the pages' ``compare --local`` (and ``bench``) run on the test process's Dask cluster
 # (tests.servers.shared_cluster_env: BUDGETLAB_SCHEDULER, the setting a lab points them at its cluster with)
 # instead of starting a LocalCluster each. Not the other pages: ``compare --learner`` refuses a scheduler, the
 # scale-out page is about the LocalCluster (--workers), and the plugins' page's workers import what it installs.
-ON_SHARED_CLUSTER = {"algorithms.md", "comparisons.md"}
+ON_SHARED_CLUSTER = {"algorithms.md", "bench.md", "comparisons.md"}
 # The admin token of the oracle the test starts in a services block's place (a page's snippets have it too, as a
 # reader who started that oracle with it would).
 ADMIN_TOKEN = "change-me"
