@@ -687,7 +687,7 @@ def compare(
 def bench(
     out: Annotated[Path, typer.Option("--out", help="directory of the report and of the results store (runs.sqlite), "
                                                     "which a second invocation resumes from")] = Path("bench-report"),
-    quick: Annotated[bool, typer.Option("--quick", help="the small grid (about half a minute on 2 cores)")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="the small grid (81 runs, seconds)")] = False,
     list_grids: Annotated[bool, typer.Option("--list", help="list both grids, their runs and measured times")]
     = False,
     local: Annotated[bool, typer.Option("--local", help="run on LocalOracles in Dask worker processes (the default "
