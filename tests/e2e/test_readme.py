@@ -13,6 +13,7 @@ this test is skipped and says so.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import shutil
@@ -144,15 +145,18 @@ def test_the_readme_runs_as_written_against_the_sandbox_on_its_default_ports(
     # Step 4 wrote its report, its runs went through the sandbox's learner to the oracle as the learner knows it.
     report = (work / "my-comparison" / "report.md").read_text()
     assert "DDAERR below AERR at the end" in report
+    # Five seeds decide its claim, as the README says: a paired test with its p-value, not an indicative reading.
+    (claim,) = json.loads((work / "my-comparison" / "results.json").read_text())["claims"]
+    assert claim["verdict"] in ("holds", "fails", "inconclusive") and claim["seeds"] == 5, claim
+    assert claim["p_value"] is not None and "5 seeds, " in claim["ours"]
     token = re.search(r"learner page: +http://127\.0\.0\.1:8001/#token=([\w-]+)", started.text)
     assert token, started.text
     with httpx.Client(base_url=LEARNER, timeout=30, verify=tls_context()) as http:
         runs = http.get("/v1/runs", params={"limit": 100}, headers=bearer(token[1])).json()["runs"]
-        # The page lists every run: the demo's five, and the comparison's six (3 algorithms x 2 seeds), made with a
-        # caller token of its own.
+        # The page lists every run: the demo's five, and the comparison's fifteen (3 algorithms x 5 seeds), made
+        # with a caller token of its own.
         ours = [r for r in runs if r["dataset"] == "mnist-3v5"]
-        assert len(runs) == 11 and sorted(r["algorithm"] for r in ours) == ["aerr", "aerr", "ddaerr", "ddaerr",
-                                                                            "ridge", "ridge"], runs
+        assert len(runs) == 20 and sorted(r["algorithm"] for r in ours) == sorted(["aerr", "ddaerr", "ridge"] * 5), runs
         assert {r["status"] for r in ours} <= {"finished", "budget_exhausted"}
         one = http.get(f"/v1/runs/{ours[0]['id']}", headers=bearer(token[1])).json()
         assert one["request"]["oracle_url"] == ORACLE, "the run uses the oracle as the learner was given it"
