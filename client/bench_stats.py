@@ -10,12 +10,13 @@ CD = q_alpha sqrt(k (k + 1) / (6 N)) apart, q_alpha the studentized range's quan
 over sqrt 2 (``scipy.stats.studentized_range``), k algorithms, N blocks. The Friedman test needs 2 blocks or more and 3
 algorithms or more; below Demšar's N > 10, k > 5 its p-value is an approximation, and the report says so.
 
-These are the benchmark's own; ``client.summary`` and ``client.verdicts`` hold the comparisons'.
+The interval and the level are the comparisons' (``client.verdicts``): one rule for every interval budgetlab prints.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,8 +24,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-ALPHA = 0.05
-CONFIDENCE = 0.95
+from client.verdicts import ALPHA
+from client.verdicts import t_interval as mean_interval
+
+CONFIDENCE = 1 - ALPHA
 
 
 @dataclass(frozen=True)
@@ -37,17 +40,14 @@ class Interval:
     n: int
 
 
-def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
-    """The mean of ``values`` and its Student t-interval, mean ± t_{(1+c)/2, n-1} sd / sqrt(n) (sd with ddof = 1)."""
-    x = np.asarray(values, dtype=float)
-    n = len(x)
-    if n == 0:
+def t_interval(values: Sequence[float]) -> Interval:
+    """The mean of ``values`` and its 95 % Student t-interval (``client.verdicts.t_interval``)."""
+    x = [float(v) for v in values]
+    if not x:
         raise ValueError("no values")
-    mean = float(x.mean())
-    if n == 1:
-        return Interval(mean, mean, mean, 1)
-    half = float(stats.t.ppf((1 + confidence) / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
-    return Interval(mean, mean - half, mean + half, n)
+    mean = statistics.fmean(x)
+    low, high = mean_interval(x) or (mean, mean)
+    return Interval(mean, low, high, len(x))
 
 
 @dataclass(frozen=True)
