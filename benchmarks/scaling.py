@@ -55,8 +55,8 @@ from _harness import (
     progress,
 )
 
-from client.config import CompareConfig
-from client.grid import run_comparison
+from client.comparison.config import CompareConfig
+from client.comparison.grid import run_comparison
 from learner.cluster import RunPool
 
 FULL = {"d": 500, "n_train": 10_000, "n_test": 2_000}

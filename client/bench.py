@@ -2,7 +2,7 @@
 
 The grid (``client.bench_grid``) is expanded into runs, each keyed in the results store (``client.bench_store``,
 ``runs.sqlite`` beside the report); the runs the store holds are skipped, the others run on Dask like a comparison's
-(``client.grid``: in-process on LocalOracles of a LocalCluster by default, or through running services with
+(``client.comparison.grid``: in-process on LocalOracles of a LocalCluster by default, or through running services with
 ``--oracle``/``--learner``), each kept in the store the moment it ends, so that Ctrl-C or ``kill -9`` loses at most
 the runs still going. Then the report (``client.bench_report``): ranks per budget with the Friedman test and a
 critical-difference diagram, each dataset's table and plot.
@@ -24,12 +24,12 @@ from budgetlab.oracle_client import OracleClient
 from client.bench_grid import GRID_VERSION, GRIDS, BenchGrid, Expanded, algorithm_ids, expand
 from client.bench_report import designs_of, write_report
 from client.bench_store import RunStore, StoreError, run_key
-from client.compare import INTERRUPTED, RUNS_FAILED, check_learner, open_pool
-from client.config import AlgorithmEntry
-from client.config_errors import unknown
+from client.comparison.compare import INTERRUPTED, RUNS_FAILED, check_learner, open_pool
+from client.comparison.config import AlgorithmEntry
+from client.comparison.config_errors import unknown
+from client.comparison.grid import RESTART_GRACE_SECONDS, Job, RunOutcome, execute
+from client.comparison.preflight import Algorithms, LocalCatalog, RemoteCatalog
 from client.console import UsageError
-from client.grid import RESTART_GRACE_SECONDS, Job, RunOutcome, execute
-from client.preflight import Algorithms, LocalCatalog, RemoteCatalog
 from client.services import ServiceError, sigterm_as_interrupt
 from learner.algorithms import ParamError, algorithms, origin
 from learner.cluster import RunPool

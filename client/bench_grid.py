@@ -22,7 +22,7 @@ from budgetlab.contract.runs import RunCreate
 from budgetlab.contract.sessions import Protocol
 from budgetlab.datasets import DatasetError, UnknownDataset
 from client.bench_times import FULL_TIME, QUICK_TIME
-from client.preflight import Catalog
+from client.comparison.preflight import Catalog
 from learner.algorithms import algorithm_modules, get_algorithm
 from learner.applicability import inapplicable
 from learner.runner import run_horizon

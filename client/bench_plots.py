@@ -1,5 +1,5 @@
 """The benchmark's figures: a critical-difference diagram per budget, and each dataset's final metric against the
-budget. Matplotlib with the Agg backend, as ``client.plots``.
+budget. Matplotlib with the Agg backend, as ``client.comparison.plots``.
 
 The diagram is Demšar's (2006, Fig. 1): the average ranks on an axis, best (1) on the left; each algorithm hangs from
 its rank, the better half labelled on the left, the rest on the right; a thick bar joins each group of algorithms the

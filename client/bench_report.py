@@ -3,11 +3,11 @@ and plot), ``results.json`` (every cell and ranking) and ``runs.csv`` (one row p
 
 Each run is scored by the final metric its problem calls for: the 0-1 error of the final predictor on a
 classification dataset, its normalised test MSE on a regression, the regret R_T against the best sparse predictor in
-hindsight on an online problem (``client.grid.attach_regret``, Ito et al. eq. (1)). A cell (problem, algorithm,
-budget) is the mean over its seeds with a 95 % t-interval (``client.bench_stats``). Each budget's ranking, one per
-protocol, takes the datasets that have that budget as its blocks and ranks the budgeted algorithms that completed a
-run there on every one of them; a full-information reference, which sees all d attributes, is shown beside them and
-never ranked.
+hindsight on an online problem (``client.comparison.grid.attach_regret``, Ito et al. eq. (1)). A cell (problem,
+algorithm, budget) is the mean over its seeds with a 95 % t-interval (``client.bench_stats``). Each budget's ranking,
+one per protocol, takes the datasets that have that budget as its blocks and ranks the budgeted algorithms that
+completed a run there on every one of them; a full-information reference, which sees all d attributes, is shown beside
+them and never ranked.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunResult
 from budgetlab.contract.sessions import Protocol
 from client.bench_grid import BenchGrid, Expanded
 from client.bench_stats import ALPHA, CONFIDENCE, Interval, Ranking, rank, t_interval
-from client.config import AlgorithmEntry, DatasetSpec, Design
-from client.grid import RunOutcome, attach_regret
-from client.provenance import provenance
-from client.report import slug
+from client.comparison.config import AlgorithmEntry, DatasetSpec, Design
+from client.comparison.grid import RunOutcome, attach_regret
+from client.comparison.provenance import provenance
+from client.comparison.report import slug
 
 METRICS = {"classification": "0-1 error", "regression": "normalized MSE", "online": "regret R_T"}
 

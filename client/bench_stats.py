@@ -10,7 +10,8 @@ CD = q_alpha sqrt(k (k + 1) / (6 N)) apart, q_alpha the studentized range's quan
 over sqrt 2 (``scipy.stats.studentized_range``), k algorithms, N blocks. The Friedman test needs 2 blocks or more and 3
 algorithms or more; below Demšar's N > 10, k > 5 its p-value is an approximation, and the report says so.
 
-The interval and the level are the comparisons' (``client.verdicts``): one rule for every interval budgetlab prints.
+The interval and the level are the comparisons' (``client.comparison.verdicts``): one rule for every interval budgetlab
+prints.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from client.verdicts import ALPHA
-from client.verdicts import t_interval as mean_interval
+from client.comparison.verdicts import ALPHA
+from client.comparison.verdicts import t_interval as mean_interval
 
 CONFIDENCE = 1 - ALPHA
 
@@ -41,7 +42,7 @@ class Interval:
 
 
 def t_interval(values: Sequence[float]) -> Interval:
-    """The mean of ``values`` and its 95 % Student t-interval (``client.verdicts.t_interval``)."""
+    """The mean of ``values`` and its 95 % Student t-interval (``client.comparison.verdicts.t_interval``)."""
     x = [float(v) for v in values]
     if not x:
         raise ValueError("no values")

@@ -71,7 +71,7 @@ def _announce_datasets() -> None:
 
 def _version(value: bool) -> None:
     if value:
-        from client.provenance import version_line
+        from client.comparison.provenance import version_line
 
         console.print(version_line(), soft_wrap=True, highlight=False)
         raise typer.Exit()
@@ -89,7 +89,7 @@ def _options(version: Annotated[bool, typer.Option("--version", callback=_versio
 
 def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, ParamValue]:
     from budgetlab.params import split_pair
-    from client.config import parse_value
+    from client.comparison.config import parse_value
 
     out: dict[str, ParamValue] = {}
     for pair in pairs or []:
@@ -583,7 +583,7 @@ def run(
     final = result.final
     console.print(f"[bold]{result.algorithm}[/] on {result.dataset}: {result.status} after {result.examples} "
                   f"examples, {result.attributes} attributes paid" + (f" ({result.message})" if result.message else ""))
-    from client.tasks import dataset_task, scores_line
+    from client.comparison.tasks import dataset_task, scores_line
 
     task = dataset_task(name, params, oracle) if final is not None or result.test_budget is not None else None
     if final is not None:
@@ -600,7 +600,7 @@ def run(
 
 def _run_grid(algorithm: str, options: list[str] | None) -> dict[str, list[ParamValue]] | None:
     """``--tune`` of ``budgetlab run`` as a grid: PARAM=V1,... or ALGORITHM:PARAM=V1,... (ALGORITHM the run's)."""
-    from client.tune import TuneError, parse_tune_option
+    from client.comparison.tune import TuneError, parse_tune_option
 
     grid: dict[str, list[ParamValue]] = {}
     for option in options or []:
@@ -673,7 +673,7 @@ def compare(
     logging it to MLflow failed; 130 interrupted (Ctrl-C or SIGTERM: the runs were cancelled and a partial report
     written).
     """
-    from client.compare import run_compare
+    from client.comparison.compare import run_compare
 
     code = run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
                        learner=learner, oracle=oracle, parallel=parallel, console=console, err=err,
@@ -737,9 +737,9 @@ def claims(
 ) -> None:
     """Decide the claims of a comparison written earlier again, from its runs in results.json, under the current
     rules (paired tests over seeds, Holm's correction): nothing is run."""
-    from client.claims import claims_markdown, claims_table
-    from client.presets import UnknownPreset, load_preset
-    from client.recorded import read_recorded
+    from client.comparison.claims import claims_markdown, claims_table
+    from client.comparison.presets import UnknownPreset, load_preset
+    from client.comparison.recorded import read_recorded
 
     try:
         specs = load_preset(preset).claims if preset else None
@@ -763,7 +763,7 @@ def mlflow_log(
         "--experiment", help="MLflow experiment name (default: the comparison's title)")] = None,
 ) -> None:
     """Log a comparison already written (compare --out DIR) to MLflow, as compare --mlflow does."""
-    from client.tracking import TrackingError, log_comparison
+    from client.comparison.tracking import TrackingError, log_comparison
 
     try:
         logged = log_comparison(out, experiment)

@@ -18,7 +18,7 @@ from budgetlab.contract.base import ParamValue
 from budgetlab.contract.runs import RunCreate, RunResult
 from budgetlab.datasets import DatasetError, UnknownDataset, describe, list_datasets
 from budgetlab.errors import OracleError, OracleUnavailable
-from client.config_errors import did_you_mean
+from client.comparison.config_errors import did_you_mean
 from client.console import UsageError
 from learner.algorithms import ParamError, get_algorithm
 from learner.runner import Progress as RunnerProgress

@@ -30,15 +30,15 @@ from budgetlab.datasets import DatasetError, UnknownDataset
 from budgetlab.errors import Unavailable
 from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
-from client.claims import ClaimResult, claims_table, count_line, evaluate_claims
-from client.config import CompareConfig
+from client.comparison.claims import ClaimResult, claims_table, count_line, evaluate_claims
+from client.comparison.config import CompareConfig
+from client.comparison.grid import run_comparison
+from client.comparison.preflight import RemoteCatalog
+from client.comparison.report import metric_columns, write_report, zero_predictor
+from client.comparison.summary import AlgorithmSummary, cell, summarize
+from client.comparison.verdicts import MIN_SEEDS
 from client.console import UsageError
-from client.grid import run_comparison
-from client.preflight import RemoteCatalog
-from client.report import metric_columns, write_report, zero_predictor
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
-from client.summary import AlgorithmSummary, cell, summarize
-from client.verdicts import MIN_SEEDS
 
 # The story of the papers in miniature, on one pair of classes: learners that see 5 pixels of each image against
 # full-information ridge, online (the same attributes, spent on a few whole images) and offline (every pixel of

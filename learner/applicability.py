@@ -1,5 +1,5 @@
 """Which algorithm applies to which problem: the rule ``budgetlab bench`` builds its grid by, and the refusal check
-``budgetlab compare`` runs on every entry of a config before anything starts (``client.preflight``).
+``budgetlab compare`` runs on every entry of a config before anything starts (``client.comparison.preflight``).
 
 A problem is a dataset served in a protocol at a local budget k. An algorithm applies when
 

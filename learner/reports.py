@@ -221,7 +221,7 @@ class Reports:
 
 
 def parse(name: str, results: ComparisonResults, mtime: float, report: Path) -> ReportDetail:
-    """What the dashboard shows of one comparison's results (written by ``client.report.write_report``)."""
+    """What the dashboard shows of one comparison's results (written by ``client.comparison.report.write_report``)."""
     designs, runs, completed = [], 0, 0
     for design in results.designs:
         rows = []

@@ -10,7 +10,7 @@ they paid together is the tuning's cost, reported beside the result.
 
 ``budgetlab run --tune``, ``BudgetedRegressor(tune=...)`` and ``budgetlab compare``'s ``[tune]`` all tune through
 this module: ``tune_run`` does it for one run, in-process or over HTTP; ``compare`` plans many ``Cell``s and runs
-their fits through its grid (``client.tune``).
+their fits through its grid (``client.comparison.tune``).
 """
 
 from __future__ import annotations

@@ -80,8 +80,8 @@ class Provenance(Record):
 
 
 class RecordedConfig(Record):
-    """The comparison's config as it ran (``client.config.CompareConfig``); the fields readers use are typed, the
-    rest is kept as written."""
+    """The comparison's config as it ran (``client.comparison.config.CompareConfig``); the fields readers use are typed,
+    the rest is kept as written."""
 
     model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
@@ -106,7 +106,7 @@ class CheckRecord(Record):
 
 
 class ClaimRecord(Record):
-    """One claim of a paper checked against the comparison (``client.claims.ClaimResult``)."""
+    """One claim of a paper checked against the comparison (``client.comparison.claims.ClaimResult``)."""
 
     claim: str = ""
     source: str = ""

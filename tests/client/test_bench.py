@@ -22,8 +22,8 @@ from client.bench import STORE, Where, check_ids, run_bench
 from client.bench_grid import FULL, QUICK, BenchGrid, BenchProblem, algorithm_ids, expand
 from client.bench_store import RunStore
 from client.cli import app
+from client.comparison.preflight import Algorithms, LocalCatalog
 from client.console import UsageError
-from client.preflight import Algorithms, LocalCatalog
 from learner.algorithms import get_algorithm, rescan
 from learner.applicability import inapplicable
 from tests.helpers import BUDGETLAB, RUNNER

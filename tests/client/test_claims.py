@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from budgetlab.datasets import load_dataset
-from client.claims import improvement_ratio
 from client.cli import app
+from client.comparison.claims import improvement_ratio
 from tests.helpers import RUNNER, made_once
 from tests.servers import shared_cluster_env
 
@@ -214,7 +214,7 @@ def test_with_fewer_than_five_seeds_or_quick_no_claim_holds_or_fails(tmp_path: P
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Claims: 0 of 6 hold; 6 indicative" in report
 
-    from client.claims import evaluate_claims
+    from client.comparison.claims import evaluate_claims
 
     regrets = {"A1": [10.0, 12.0, 11.0, 10.5, 11.5], "A2": [20.0, 22.0, 21.0, 20.5, 21.5]}
     claim = {"claim": "A1 below A2", "source": "Table 2", "paper": "p", "kind": "ordering", "metric": "regret",
@@ -259,9 +259,9 @@ def test_a_claim_that_names_nothing_real_is_refused_with_the_file(tmp_path: Path
 def regret_design(regrets: dict[str, list[float]], claims: list[dict]) -> tuple:
     """A one-design config whose runs have the given regrets per seed (seeds 0, 1, ...), and its summaries."""
     from budgetlab.contract.runs import CurvePoint, RunResult
-    from client.config import CompareConfig, resolve_designs
-    from client.grid import RunOutcome
-    from client.summary import summarize
+    from client.comparison.config import CompareConfig, resolve_designs
+    from client.comparison.grid import RunOutcome
+    from client.comparison.summary import summarize
 
     config = CompareConfig.model_validate({
         "title": "regrets", "dataset": {"name": "online-sparse"}, "seeds": list(range(len(regrets["A1"]))),
@@ -275,7 +275,7 @@ def regret_design(regrets: dict[str, list[float]], claims: list[dict]) -> tuple:
 
 
 def test_an_ordering_of_tiers_tests_every_pair_of_adjacent_tiers() -> None:
-    from client.claims import evaluate_claims
+    from client.comparison.claims import evaluate_claims
 
     regrets = {"A1": [10.0, 12.0, 11.0, 10.0, 11.0], "A2": [20.0, 22.0, 21.0, 21.0, 20.0],
                "A3": [19.0, 25.0, 20.0, 22.0, 21.0], "G": [40.0, 41.0, 39.0, 40.0, 41.0],
@@ -297,7 +297,7 @@ def test_an_ordering_of_tiers_tests_every_pair_of_adjacent_tiers() -> None:
 
 
 def test_a_margin_asks_the_better_to_lie_that_far_below() -> None:
-    from client.claims import evaluate_claims
+    from client.comparison.claims import evaluate_claims
 
     close = {"A1": [30.5, 30.0, 31.0, 29.0, 30.0], "A2": [28.0, 27.5, 28.6, 26.9, 27.4]}  # about 8 % lower
     claim = {"claim": "A2 considerably below A1", "source": "Table 3", "paper": "p", "kind": "ordering",
@@ -312,7 +312,7 @@ def test_a_margin_asks_the_better_to_lie_that_far_below() -> None:
 
 
 def test_a_margin_in_standard_errors_still_applies_beside_the_test() -> None:
-    from client.claims import evaluate_claims
+    from client.comparison.claims import evaluate_claims
 
     apart = {"A1": [30.5, 30.0, 31.0, 29.0, 30.0], "A2": [29.0, 29.6, 30.1, 28.4, 29.8]}
     claim = {"claim": "A2 below A1", "source": "Table 3", "paper": "p", "kind": "ordering", "metric": "regret",
@@ -364,7 +364,7 @@ def test_the_test_holds_a_true_tie_at_its_level() -> None:
     """Two labels whose results at each seed are independent draws of one distribution: over 4,000 such claims
     (fixed seed), "holds" comes out at the test's 5 % (within 1.2 points: 3 binomial standard errors), and with
     Holm over 10 claims a report holds any of them at most 5 % of the time."""
-    from client.verdicts import holm, paired_test
+    from client.comparison.verdicts import holm, paired_test
 
     rng = np.random.default_rng(7)
     single = [paired_test(rng.normal(size=5)) for _ in range(4000)]
@@ -379,8 +379,8 @@ def test_the_test_holds_a_true_tie_at_its_level() -> None:
 def test_a_rho_interval_holds_its_own_estimate() -> None:
     """ρ is a concave function of the attributes' means, biased low in resamples: at alpha = -2 the percentile and
     basic bootstrap intervals both missed ρ itself; the normal interval is centred on it, and the bias is said."""
-    from client.claims import improvement_ratio, improvement_ratios
-    from client.verdicts import bootstrap_interval
+    from client.comparison.claims import improvement_ratio, improvement_ratios
+    from client.comparison.verdicts import bootstrap_interval
 
     dataset = load_dataset("powerlaw", {"alpha": -2.0, "scenario": "ridge", "n_train": 2000, "n_test": 10}, 0)
     squares = np.concatenate([X * X for X, _ in dataset.iter_split("train")])

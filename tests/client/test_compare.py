@@ -23,10 +23,10 @@ from rich.console import Console
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunCreate, RunResult
 from budgetlab.learner_client import LearnerClient
-from client import grid
 from client.cli import app
-from client.compare import INTERRUPTED, RUNS_FAILED
-from client.grid import NOT_STARTED, progress_bars
+from client.comparison import grid
+from client.comparison.compare import INTERRUPTED, RUNS_FAILED
+from client.comparison.grid import NOT_STARTED, progress_bars
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 from tests.helpers import ROOT, RUNNER

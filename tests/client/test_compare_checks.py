@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from client.cli import app
-from client.config import CompareConfig
-from client.config_errors import key_lines
-from client.preflight import Algorithms, LocalCatalog, check_config
+from client.comparison.config import CompareConfig
+from client.comparison.config_errors import key_lines
+from client.comparison.preflight import Algorithms, LocalCatalog, check_config
 from tests.helpers import RUNNER
 
 TYPOS = """title = "typos"

@@ -21,8 +21,8 @@ import pytest
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunCreate
 from budgetlab.errors import LearnerUnavailable
-from client.compare import RUNS_FAILED
-from client.grid import PatientLearner
+from client.comparison.compare import RUNS_FAILED
+from client.comparison.grid import PatientLearner
 from client.services import running
 from tests.helpers import BUDGETLAB
 from tests.servers import cli_service

@@ -26,7 +26,7 @@ RUN = ["run", "--algorithm", "aer", "--dataset", "mnist-3v5", "--per-example", "
 def test_the_cli_imports_nothing_heavy_until_a_command_needs_it() -> None:
     script = ("import json, sys; import client.cli; "
               "print(json.dumps(sorted(m for m in ('numpy', 'pydantic', 'budgetlab.contract', 'budgetlab.datasets', "
-              "'learner.algorithms', 'sklearn', 'server', 'client.config') if m in sys.modules)))")
+              "'learner.algorithms', 'sklearn', 'server', 'client.comparison.config') if m in sys.modules)))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunCreate
-from client.placement import Placement, dataset_key
+from client.comparison.placement import Placement, dataset_key
 
 # Two algorithms x four seeds in grid order (seed-major): each seed's two runs share one dataset.
 JOBS = [(algorithm, seed) for seed in range(4) for algorithm in ("aerr", "ddaerr")]

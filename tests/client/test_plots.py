@@ -18,11 +18,11 @@ from matplotlib.figure import Figure
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import CurvePoint, RunResult
-from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, Design
-from client.grid import RunOutcome, attach_regret
-from client.plots import design_figures
-from client.report import NORMALIZED_MSE, TEST_MSE, ZERO_ONE, metric_columns, write_report
-from client.summary import stat, summarize
+from client.comparison.config import AlgorithmEntry, CompareConfig, DatasetSpec, Design
+from client.comparison.grid import RunOutcome, attach_regret
+from client.comparison.plots import design_figures
+from client.comparison.report import NORMALIZED_MSE, TEST_MSE, ZERO_ONE, metric_columns, write_report
+from client.comparison.summary import stat, summarize
 
 ZERO_MSE = {0: 2.0, 1: 2.5, 2: 3.0}  # the zero predictor's test MSE on each seed's test set
 
@@ -234,8 +234,8 @@ def test_an_online_run_without_its_regret_says_why(tmp_path: Path) -> None:
 
 def test_a_comparison_imports_matplotlib_only_to_draw_its_plots() -> None:
     # matplotlib costs 0.75 CPU-s to import; `budgetlab compare` and `sandbox` draw only when they write their report
-    # (client.report.write_report), so one whose checks fail, or that is stopped before, never pays it.
-    script = ("import json, sys; import client.compare, client.sandbox; "
+    # (client.comparison.report.write_report), so one whose checks fail, or that is stopped before, never pays it.
+    script = ("import json, sys; import client.comparison.compare, client.sandbox; "
               "print(json.dumps(sorted(m for m in sys.modules if m.partition('.')[0] == 'matplotlib')))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

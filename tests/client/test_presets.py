@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from client.cli import app
-from client.config import resolve_designs
-from client.presets import load_preset, preset_names
+from client.comparison.config import resolve_designs
+from client.comparison.presets import load_preset, preset_names
 from tests.helpers import RUNNER
 from tests.references import dangling
 

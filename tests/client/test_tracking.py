@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from client.cli import app
-from client.tracking import EXTRA
+from client.comparison.tracking import EXTRA
 from tests.helpers import RUNNER
 
 if TYPE_CHECKING:  # imported in the tests that use it: every xdist worker collects this file

@@ -18,7 +18,7 @@ from budgetlab.datasets import load_dataset, stream_order
 from budgetlab.errors import OracleError
 from budgetlab.oracle_client import OracleClient
 from client.cli import app
-from client.config import TuneSpec
+from client.comparison.config import TuneSpec
 from learner.tuning import folds_of
 from tests.helpers import RUNNER
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from client.cli import app
-from client.tasks import dataset_task
+from client.comparison.tasks import dataset_task
 from tests.helpers import ADMIN, ADMIN_TOKEN
 from tests.servers import cli_service
 

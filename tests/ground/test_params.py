@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from budgetlab.datasets import DatasetError, describe, parse_dataset_spec
 from budgetlab.params import parse_bool, split_pair
 from client.cli import app
-from client.tune import TuneError, parse_tune_option
+from client.comparison.tune import TuneError, parse_tune_option
 from learner.algorithms import Algorithm, ParamError, Problem
 from learner.algorithms.base import Observed
 from learner.runner import run_horizon

@@ -25,11 +25,11 @@ from budgetlab.contract.runs import RunCreate
 from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
 from client.cli import app
-from client.compare import check_reach
-from client.config import CompareConfig, resolve_designs
+from client.comparison.compare import check_reach
+from client.comparison.config import CompareConfig, resolve_designs
+from client.comparison.grid import NOT_STARTED, Interrupted, progress_bars, run_comparison, run_local
+from client.comparison.grid import jobs_for as grid_jobs
 from client.console import UsageError
-from client.grid import NOT_STARTED, Interrupted, progress_bars, run_comparison, run_local
-from client.grid import jobs_for as grid_jobs
 from learner.cluster import QUIET_LOCAL_CLUSTER, RunPool
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle

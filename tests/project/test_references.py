@@ -10,7 +10,8 @@ import pytest
 
 from tests.references import ROOT, dangling
 
-TEXTS = sorted([*(ROOT / "client" / "presets").glob("*.toml"), *(ROOT / "learner" / "algorithms").glob("*.py"),
+TEXTS = sorted([*(ROOT / "client" / "comparison" / "presets").glob("*.toml"),
+                *(ROOT / "learner" / "algorithms").glob("*.py"),
                 *(ROOT / "budgetlab" / "datasets").glob("*.py"), ROOT / "docs" / "papers.md"])
 
 

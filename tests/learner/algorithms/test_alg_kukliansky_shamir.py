@@ -10,7 +10,7 @@ from threadpoolctl import threadpool_limits
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
-from client.claims import improvement_ratio
+from client.comparison.claims import improvement_ratio
 from learner.algorithms import get_algorithm
 from learner.algorithms._iterates import LassoIterate, RidgeIterate
 from learner.algorithms.base import ParamError, Problem

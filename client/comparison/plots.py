@@ -35,8 +35,8 @@ from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter, PercentFo
 from scipy import stats  # noqa: E402
 
 from budgetlab.contract.datasets import Task  # noqa: E402
-from client.config import Design  # noqa: E402
-from client.summary import AlgorithmSummary  # noqa: E402
+from client.comparison.config import Design  # noqa: E402
+from client.comparison.summary import AlgorithmSummary  # noqa: E402
 from learner.algorithms import ParamError, get_algorithm  # noqa: E402
 
 METRIC_LABELS = {"test_mse": "Test squared error", "normalized_mse": "Test error / zero-predictor error",

@@ -10,11 +10,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from budgetlab.contract.results import ComparisonResults, ResultsError
-from client.claims import ClaimResult, evaluate_claims
-from client.config import ClaimSpec, CompareConfig, Design, resolve_designs
+from client.comparison.claims import ClaimResult, evaluate_claims
+from client.comparison.config import ClaimSpec, CompareConfig, Design, resolve_designs
+from client.comparison.grid import RunOutcome
+from client.comparison.summary import AlgorithmSummary, summarize
 from client.console import UsageError
-from client.grid import RunOutcome
-from client.summary import AlgorithmSummary, summarize
 
 
 @dataclass

@@ -1,16 +1,16 @@
 """The claims table: each result a preset reproduces (an ordering, a ρ value, a table cell), with the paper's figure,
 ours with its statistics, and the verdict they support.
 
-A preset declares its claims as ``[[claims]]`` (``client.config.ClaimSpec``); they are checked here against the
-comparison's runs, seed by seed. A claim about runs is decided by one-sided paired t-tests over the seeds
-(``client.verdicts``), corrected with Holm's procedure over every test of the report: it **holds** when each of its
-tests is significant in its direction, **fails** when one is significant in the reverse direction, and is
+A preset declares its claims as ``[[claims]]`` (``client.comparison.config.ClaimSpec``); they are checked here against
+the comparison's runs, seed by seed. A claim about runs is decided by one-sided paired t-tests over the seeds
+(``client.comparison.verdicts``), corrected with Holm's procedure over every test of the report: it **holds** when each
+of its tests is significant in its direction, **fails** when one is significant in the reverse direction, and is
 **inconclusive** when the tests decide neither. With fewer than ``MIN_SEEDS`` seeds, or a ``--quick`` run, nothing is
 decided: the claim is **indicative**, its numbers shown. A ρ claim (a property of the data) compares a bootstrap
 interval with the paper's band. A claim is never dropped: one whose design did not run says "not run", one whose
-algorithms produced no result says so, and one that fails shows the numbers that fail it and the cause its preset
-names (or says that it was expected to hold). Each claim carries the paper's sentence or table cell it stands for
-(``quote``), listed under the table.
+algorithms produced no result says so, and one that fails shows the numbers that fail it and the cause its preset names
+(or says that it was expected to hold). Each claim carries the paper's sentence or table cell it stands for (``quote``),
+listed under the table.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from rich.table import Table
 
 from budgetlab.contract.runs import CurvePoint
 from budgetlab.datasets import DatasetError, load_dataset
-from client.config import ClaimSpec, CompareConfig, Design
-from client.grid import RunOutcome
-from client.summary import AlgorithmSummary
-from client.verdicts import ALPHA, MIN_SEEDS, TEST_NAME, PairedTest, bootstrap_interval, holm, paired_test
+from client.comparison.config import ClaimSpec, CompareConfig, Design
+from client.comparison.grid import RunOutcome
+from client.comparison.summary import AlgorithmSummary
+from client.comparison.verdicts import ALPHA, MIN_SEEDS, TEST_NAME, PairedTest, bootstrap_interval, holm, paired_test
 
 Verdict = Literal["holds", "fails", "inconclusive", "indicative", "not run", "no result"]
 VERDICT_STYLE = {"holds": "green", "fails": "bold red", "inconclusive": "yellow", "indicative": "cyan",

@@ -1,11 +1,11 @@
-"""Presets: one comparison config per experiment of the papers, shipped as ``client/presets/NAME.toml``."""
+"""Presets: one comparison config per experiment of the papers, shipped as ``client/comparison/presets/NAME.toml``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from client.config import CompareConfig, load_config, quick_config
-from client.config_errors import unknown
+from client.comparison.config import CompareConfig, load_config, quick_config
+from client.comparison.config_errors import unknown
 
 PRESET_DIR = Path(__file__).with_name("presets")
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
-from client.config import Design
-from client.grid import RunOutcome
-from client.verdicts import t_interval
+from client.comparison.config import Design
+from client.comparison.grid import RunOutcome
+from client.comparison.verdicts import t_interval
 
 
 @dataclass

@@ -6,9 +6,9 @@ unless it is a regression), what was paid, wall time, the audit of every session
 seed; online runs add their cumulative loss and regret R_T (eq. (1) of Ito et al.; their Tables 2-3 print R_T / 10^2,
 which the presets quote converted to R_T). Designs that
 share a group (the digit pairs of Cesa-Bianchi et al.'s table) are also summarised by the median over the group.
-The claims table (``client.claims``) opens the report; a tuned algorithm's section says what tuning chose and what
-it paid. ``results.json`` keeps everything with the software and host that produced it (``client.provenance``);
-``curves.csv`` has one row per algorithm, seed and curve point, for pandas.
+The claims table (``client.comparison.claims``) opens the report; a tuned algorithm's section says what tuning chose and
+what it paid. ``results.json`` keeps everything with the software and host that produced it
+(``client.comparison.provenance``); ``curves.csv`` has one row per algorithm, seed and curve point, for pandas.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ from budgetlab.contract.results import (
 )
 from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.evaluation import evaluate_weights
-from client.claims import ClaimResult, claims_markdown, evaluate_claims
-from client.config import CompareConfig, Design
-from client.grid import RunOutcome
-from client.provenance import plugin_origins, provenance
-from client.summary import AlgorithmSummary, cell, stat, summarize
-from client.summary import Stat as SummaryStat
-from client.tasks import dataset_task
-from client.tune import Tuning
+from client.comparison.claims import ClaimResult, claims_markdown, evaluate_claims
+from client.comparison.config import CompareConfig, Design
+from client.comparison.grid import RunOutcome
+from client.comparison.provenance import plugin_origins, provenance
+from client.comparison.summary import AlgorithmSummary, cell, stat, summarize
+from client.comparison.summary import Stat as SummaryStat
+from client.comparison.tasks import dataset_task
+from client.comparison.tune import Tuning
 
 
 def slug(text: str) -> str:
@@ -272,7 +272,7 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     learner the runs used lists (one may be installed there only)."""
     # Here, not at the top: matplotlib takes 0.75 CPU-s to import, and a comparison draws only at its end (one whose
     # checks fail, or that is stopped before its report, never does).
-    from client.plots import plot_design
+    from client.comparison.plots import plot_design
 
     out.mkdir(parents=True, exist_ok=True)
     tunings = tunings or []

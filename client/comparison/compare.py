@@ -1,10 +1,10 @@
 """``budgetlab compare``: algorithms x seeds on one dataset and budget, every run in its own oracle session.
 
-The command resolves the config (a TOML file or a preset, see ``client.config``), runs the grid (``client.grid``)
-through the learner service, or with ``--local`` in-process, starting both services itself when it is given no
-URLs (``client.services``), and writes the report (``client.report``). A ``[tune]`` section (or ``--tune``) first
-chooses parameters on held-out training examples (``client.tune``), in sessions of their own. ``--mlflow`` then logs
-the report to MLflow (``client.tracking``).
+The command resolves the config (a TOML file or a preset, see ``client.comparison.config``), runs the grid
+(``client.comparison.grid``) through the learner service, or with ``--local`` in-process, starting both services itself
+when it is given no URLs (``client.services``), and writes the report (``client.comparison.report``). A ``[tune]``
+section (or ``--tune``) first chooses parameters on held-out training examples (``client.comparison.tune``), in sessions
+of their own. ``--mlflow`` then logs the report to MLflow (``client.comparison.tracking``).
 """
 
 from __future__ import annotations
@@ -22,17 +22,24 @@ from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
 from budgetlab.errors import LearnerError, LearnerUnavailable, OracleError, OracleUnavailable, Unavailable
 from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
-from client.claims import claims_table
-from client.config import CompareConfig, load_config, quick_config, resolve_designs
-from client.config_errors import ConfigError
+from client.comparison.claims import claims_table
+from client.comparison.config import CompareConfig, load_config, quick_config, resolve_designs
+from client.comparison.config_errors import ConfigError
+from client.comparison.grid import (
+    NOT_STARTED,
+    RESTART_GRACE_SECONDS,
+    Interrupted,
+    RunOutcome,
+    attach_regret,
+    run_comparison,
+)
+from client.comparison.preflight import Algorithms, LocalCatalog, RemoteCatalog, check_config
+from client.comparison.presets import PRESET_DIR, UnknownPreset, load_preset, presets
+from client.comparison.report import write_report
+from client.comparison.tracking import TrackingError, log_comparison, open_experiment, require_mlflow
+from client.comparison.tune import TuneError, Tuning, check_tune, chosen_params, run_tuning, with_tune_options
 from client.console import UsageError
-from client.grid import NOT_STARTED, RESTART_GRACE_SECONDS, Interrupted, RunOutcome, attach_regret, run_comparison
-from client.preflight import Algorithms, LocalCatalog, RemoteCatalog, check_config
-from client.presets import PRESET_DIR, UnknownPreset, load_preset, presets
-from client.report import write_report
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
-from client.tracking import TrackingError, log_comparison, open_experiment, require_mlflow
-from client.tune import TuneError, Tuning, check_tune, chosen_params, run_tuning, with_tune_options
 from learner.cluster import SCHEDULER_ENV, WORKERS_ENV, RunPool, default_workers
 
 RUNS_FAILED = 3  # the report is written, but some runs did not complete
@@ -54,12 +61,12 @@ def run_compare(*, config: Path | None, out: Path | None, preset: str | None, qu
     asked, run the grid, write the report and print its claims; returns the exit code (0: every run completed,
     ``RUNS_FAILED``, ``INTERRUPTED``, ``TRACKING_FAILED``). Problems with the config or the services are a
     ``UsageError``.
-    With ``mlflow`` the report is logged to MLflow (``client.tracking``): mlflow missing, or its tracking server
-    out of reach, fails the command before anything starts.
+    With ``mlflow`` the report is logged to MLflow (``client.comparison.tracking``): mlflow missing, or its tracking
+    server out of reach, fails the command before anything starts.
 
     Through a running learner (``learner``) the runs are ``learner_token``'s caller's (``budgetlab runs`` lists
-    them), and a learner that restarts meanwhile is waited for (``client.grid.RESTART_GRACE_SECONDS``); services
-    started here are not restarted by anyone, so the comparison does not wait for them. With ``api_key`` every
+    them), and a learner that restarts meanwhile is waited for (``client.comparison.grid.RESTART_GRACE_SECONDS``);
+    services started here are not restarted by anyone, so the comparison does not wait for them. With ``api_key`` every
     session of the comparison (its tuning's too) draws on that account's allowance on the oracle."""
     if list_presets:
         for name, cfg in presets().items():
@@ -271,8 +278,8 @@ def check_account(oracle: str, api_key: str) -> str:
 
 
 def preflight(config: CompareConfig, source: str, oracle: str | None, table: Algorithms) -> list[str]:
-    """The config's problems (``client.preflight``), with the datasets of the oracle the runs will use when it is
-    given (else of this machine) and the algorithms ``table`` says the runs can name."""
+    """The config's problems (``client.comparison.preflight``), with the datasets of the oracle the runs will use when
+    it is given (else of this machine) and the algorithms ``table`` says the runs can name."""
     text = Path(source).read_text()
     if oracle is None:
         return check_config(config, source, text, LocalCatalog(), table)

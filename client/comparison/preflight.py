@@ -24,8 +24,8 @@ from budgetlab.contract.datasets import DatasetInfo
 from budgetlab.datasets import DatasetError, UnknownDataset, describe, list_datasets
 from budgetlab.errors import OracleError
 from budgetlab.oracle_client import OracleClient
-from client.config import AlgorithmEntry, CompareConfig, DatasetSpec, entry_defaults
-from client.config_errors import Loc, did_you_mean, key_lines, line_of, located, unknown
+from client.comparison.config import AlgorithmEntry, CompareConfig, DatasetSpec, entry_defaults
+from client.comparison.config_errors import Loc, did_you_mean, key_lines, line_of, located, unknown
 from learner.algorithms import ParamError, Problem, algorithms, get_algorithm, is_target
 from learner.applicability import refusal
 from learner.runner import run_horizon

@@ -19,9 +19,9 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunCreate
 from budgetlab.datasets import DatasetError, describe
 from budgetlab.params import split_pair
-from client.config import AlgorithmEntry, CompareConfig, Design, TuneSpec, parse_value
-from client.grid import Job, RunOutcome, execute
-from client.preflight import Algorithms
+from client.comparison.config import AlgorithmEntry, CompareConfig, Design, TuneSpec, parse_value
+from client.comparison.grid import Job, RunOutcome, execute
+from client.comparison.preflight import Algorithms
 from learner.cluster import RunPool
 from learner.scoring import session_opener
 from learner.tuning import Cell, TuningError

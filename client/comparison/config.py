@@ -19,7 +19,7 @@ from budgetlab.contract.algorithms import DEFAULTS_DESCRIPTION, Defaults
 from budgetlab.contract.base import ParamValue, Strict
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets import describe
-from client.config_errors import ConfigError, shape_errors
+from client.comparison.config_errors import ConfigError, shape_errors
 
 Metric = Literal["test_mse", "normalized_mse"]
 
@@ -79,7 +79,7 @@ ClaimMetric = Literal["test_mse", "normalized_mse", "zero_one", "regret", "attri
 
 
 class ClaimSpec(Strict):
-    """One ``[[claims]]`` entry: a result the paper reports, and how ``client.claims`` checks it in ours.
+    """One ``[[claims]]`` entry: a result the paper reports, and how ``client.comparison.claims`` checks it in ours.
 
     ``ordering``: the algorithms of ``order`` have increasing ``metric`` (best first); an entry may be a list of
     labels, a tier: every member of a tier lies below every member of the next (``["A1", ["A2", "A3"], ["G", "U"]]``:
@@ -90,8 +90,8 @@ class ClaimSpec(Strict):
     ``tolerance`` of ``target``. A ``design`` that names a group (``datasets = [...]``) takes the median over it.
     A claim is never loosened to hold: one that fails here keeps the paper's statement and names its ``cause``.
 
-    Every claim about runs is decided by paired tests over the seeds (``client.verdicts``); an ordering that says
-    its algorithms are "considerably", "substantially" or "significantly" apart states the ``margin`` it needs.
+    Every claim about runs is decided by paired tests over the seeds (``client.comparison.verdicts``); an ordering that
+    says its algorithms are "considerably", "substantially" or "significantly" apart states the ``margin`` it needs.
     """
 
     claim: str = Field(..., description="the paper's words, shortened")
@@ -147,7 +147,7 @@ class ClaimSpec(Strict):
 
 class TuneSpec(Strict):
     """``[tune]``: a grid over named parameters of some algorithms, each point run on the training folds and scored
-    on the held-out part of the examples the comparison's run would see (``client.tune``)."""
+    on the held-out part of the examples the comparison's run would see (``client.comparison.tune``)."""
 
     grid: dict[str, dict[str, list[ParamValue]]] = Field(
         ..., description="algorithm label (or id) -> parameter -> values to try")

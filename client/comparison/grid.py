@@ -28,8 +28,8 @@ from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.errors import LearnerError, LearnerUnavailable, RunTimeout
 from budgetlab.learner_client import POLL_SECONDS, LearnerClient
 from budgetlab.service_client import Call, M
-from client.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
-from client.placement import Placement, dataset_key
+from client.comparison.config import AlgorithmEntry, CompareConfig, Design, resolve_designs
+from client.comparison.placement import Placement, dataset_key
 from learner.cluster import Ended, RunPool, default_workers
 from learner.regret import best_sparse, stream_arrays
 
@@ -183,7 +183,7 @@ def gather(cells: list[Future[RunOutcome]], jobs: list[Job], stop: Callable[[], 
 def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel: int,
               bars: GridBars, done: Done | None = None) -> list[RunOutcome]:
     """Every job on a LocalOracle of a worker of ``pool``, ``parallel`` at a time, a freed worker taking a job of a
-    dataset it holds first (``client.placement``); ``done`` is told of each run as it ends."""
+    dataset it holds first (``client.comparison.placement``); ``done`` is told of each run as it ends."""
     cancel = threading.Event()
     placement = Placement(jobs, lambda job: dataset_key(job.request))
     cells: list[Future[RunOutcome]] = [Future() for _ in jobs]
