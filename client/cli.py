@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from client.accounts_cli import accounts_app
-from client.bench_times import FULL_TIME, QUICK_TIME
+from client.bench.times import FULL_TIME, QUICK_TIME
 from client.console import App, UsageError, call, console, err
 from client.runs_cli import runs_app
 
@@ -711,8 +711,8 @@ def bench(
         "--store", help="the results store (default: OUT/runs.sqlite): a report written elsewhere from the same runs")]
     = None,
 ) -> None:
-    from client.bench import Where, run_bench, show_grids
-    from client.bench_grid import FULL, QUICK
+    from client.bench.grid import FULL, QUICK
+    from client.bench.run import Where, run_bench, show_grids
 
     if list_grids:
         raise typer.Exit(show_grids(console, err))

@@ -17,10 +17,10 @@ import pytest
 from matplotlib.image import imread
 from rich.console import Console
 
-from client import bench_stats
-from client.bench import STORE, Where, check_ids, run_bench
-from client.bench_grid import FULL, QUICK, BenchGrid, BenchProblem, algorithm_ids, expand
-from client.bench_store import RunStore
+from client.bench import stats as bench_stats
+from client.bench.grid import FULL, QUICK, BenchGrid, BenchProblem, algorithm_ids, expand
+from client.bench.run import STORE, Where, check_ids, run_bench
+from client.bench.store import RunStore
 from client.cli import app
 from client.comparison.preflight import Algorithms, LocalCatalog
 from client.console import UsageError
@@ -224,7 +224,7 @@ def test_bad_input_is_a_usage_error() -> None:
 
 
 def test_list_and_help_print_the_measured_times() -> None:
-    from client.bench_times import FULL_TIME, QUICK_TIME
+    from client.bench.times import FULL_TIME, QUICK_TIME
 
     listed = RUNNER.invoke(app, ["bench", "--list"])
     assert listed.exit_code == 0, listed.output

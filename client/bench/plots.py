@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from client.bench_stats import Interval, Ranking  # noqa: E402
+from client.bench.stats import Interval, Ranking  # noqa: E402
 
 ROW = 0.28  # inches between two labels of the diagram
 MARKERS = "osD^vP*Xph<>"

@@ -6,7 +6,7 @@ to a problem at a budget (``learner.applicability``), for every seed: budgetlab'
 subset, and the plugins named by id. A full-information reference runs once per problem and seed, at k = d.
 Every algorithm runs at its practical defaults, untuned: the benchmark compares what a user gets by naming it.
 
-``GRID_VERSION`` is part of every run's key in the results store (``client.bench_store``): raise it when what a run
+``GRID_VERSION`` is part of every run's key in the results store (``client.bench.store``): raise it when what a run
 of the same request means changes (how the report scores it, say), so that no stored run of the old meaning is reused.
 """
 
@@ -21,7 +21,7 @@ from budgetlab.contract.datasets import DatasetInfo
 from budgetlab.contract.runs import RunCreate
 from budgetlab.contract.sessions import Protocol
 from budgetlab.datasets import DatasetError, UnknownDataset
-from client.bench_times import FULL_TIME, QUICK_TIME
+from client.bench.times import FULL_TIME, QUICK_TIME
 from client.comparison.preflight import Catalog
 from learner.algorithms import algorithm_modules, get_algorithm
 from learner.applicability import inapplicable

@@ -7,7 +7,7 @@ read back as a run (a file edited by hand, a damaged disk) is set aside, counted
 
 A run's key is the hash of everything that makes it the run it is: the algorithm (and the version of the package that
 provides it: a plugin upgraded is a new run), its parameters, the dataset and its parameters, the budget, the seed,
-the examples and the curve's spacing, budgetlab's version and the grid's (``client.bench_grid.GRID_VERSION``). A
+the examples and the curve's spacing, budgetlab's version and the grid's (``client.bench.grid.GRID_VERSION``). A
 grid changed in any of these never reuses a stale row; where the run executed (in-process or through the services)
 is not part of it, since both give the same run.
 """

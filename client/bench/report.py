@@ -4,7 +4,7 @@ and plot), ``results.json`` (every cell and ranking) and ``runs.csv`` (one row p
 Each run is scored by the final metric its problem calls for: the 0-1 error of the final predictor on a
 classification dataset, its normalised test MSE on a regression, the regret R_T against the best sparse predictor in
 hindsight on an online problem (``client.comparison.grid.attach_regret``, Ito et al. eq. (1)). A cell (problem,
-algorithm, budget) is the mean over its seeds with a 95 % t-interval (``client.bench_stats``). Each budget's ranking,
+algorithm, budget) is the mean over its seeds with a 95 % t-interval (``client.bench.stats``). Each budget's ranking,
 one per protocol, takes the datasets that have that budget as its blocks and ranks the budgeted algorithms that
 completed a run there on every one of them; a full-information reference, which sees all d attributes, is shown beside
 them and never ranked.
@@ -22,8 +22,8 @@ from typing import Any
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunResult
 from budgetlab.contract.sessions import Protocol
-from client.bench_grid import BenchGrid, Expanded
-from client.bench_stats import ALPHA, CONFIDENCE, Interval, Ranking, rank, t_interval
+from client.bench.grid import BenchGrid, Expanded
+from client.bench.stats import ALPHA, CONFIDENCE, Interval, Ranking, rank, t_interval
 from client.comparison.config import AlgorithmEntry, DatasetSpec, Design
 from client.comparison.grid import RunOutcome, attach_regret
 from client.comparison.provenance import provenance
@@ -177,7 +177,7 @@ class Written:
 def write_report(out: Path, grid: BenchGrid, expanded: Expanded, results: dict[int, RunResult], *, mode: str,
                  stored: int, ran: int, failed: int, wall_time: float) -> Written:
     """Write the report of ``results`` (by cell index) under ``out``."""
-    from client.bench_plots import Series, budget_plot, cd_diagram
+    from client.bench.plots import Series, budget_plot, cd_diagram
 
     out.mkdir(parents=True, exist_ok=True)
     scores = score(grid, expanded, results)

@@ -1,10 +1,10 @@
 """``budgetlab bench``: every algorithm that applies, on the standard grid of datasets, budgets and seeds, resumable.
 
-The grid (``client.bench_grid``) is expanded into runs, each keyed in the results store (``client.bench_store``,
+The grid (``client.bench.grid``) is expanded into runs, each keyed in the results store (``client.bench.store``,
 ``runs.sqlite`` beside the report); the runs the store holds are skipped, the others run on Dask like a comparison's
 (``client.comparison.grid``: in-process on LocalOracles of a LocalCluster by default, or through running services with
 ``--oracle``/``--learner``), each kept in the store the moment it ends, so that Ctrl-C or ``kill -9`` loses at most
-the runs still going. Then the report (``client.bench_report``): ranks per budget with the Friedman test and a
+the runs still going. Then the report (``client.bench.report``): ranks per budget with the Friedman test and a
 critical-difference diagram, each dataset's table and plot.
 """
 
@@ -21,9 +21,9 @@ from rich.markup import escape
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunResult
 from budgetlab.errors import Unavailable
 from budgetlab.oracle_client import OracleClient
-from client.bench_grid import GRID_VERSION, GRIDS, BenchGrid, Expanded, algorithm_ids, expand
-from client.bench_report import designs_of, write_report
-from client.bench_store import RunStore, StoreError, run_key
+from client.bench.grid import GRID_VERSION, GRIDS, BenchGrid, Expanded, algorithm_ids, expand
+from client.bench.report import designs_of, write_report
+from client.bench.store import RunStore, StoreError, run_key
 from client.comparison.compare import INTERRUPTED, RUNS_FAILED, check_learner, open_pool
 from client.comparison.config import AlgorithmEntry
 from client.comparison.config_errors import unknown
