@@ -1,11 +1,11 @@
 """Registry of the algorithms, by the names used in the API and the CLI: the one place the CLI, ``compare``, the
 estimator and the learner service look an algorithm up (``get_algorithm``, ``algorithms``, ``describe``).
 
-budgetlab's own: every module of this package that defines ``Algorithm`` subclasses with an ``id`` is picked up, so
-adding one is adding one file. The ids are read from the modules' source (a class attribute ``id = "..."``) without
-importing them, and a module is imported when one of its algorithms is asked for: a run imports its algorithm's
-module, not all of them and their libraries (scikit-learn alone takes seconds). Listing every algorithm's
-description still imports them all.
+budgetlab's own: the literal table ``BUILT_IN``, each id to the ``package.module:Class`` that defines it, written as a
+plugin writes its entry point. Nothing is imported to list the ids; a module is imported when one of its algorithms is
+asked for: a run imports its algorithm's module, not all of them and their libraries (scikit-learn alone takes
+seconds). Listing every algorithm's description still imports them all. Adding an algorithm is its file and its line
+in the table (``tests/learner/algorithms/test_algorithm_registry.py`` finds a file the table misses).
 
 Plugins: an installed package's entry points in the group ``budgetlab.algorithms`` (the entry point's name is the
 algorithm's id), read with ``importlib.metadata``, again whenever a name is not among them (a package installed
@@ -15,24 +15,21 @@ while a service runs is found without a restart). For quick work a local tool ma
 
 from __future__ import annotations
 
-import ast
 import difflib
 import importlib
 import inspect
 import re
-import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, packages_distributions, version
-from pathlib import Path
 
 from budgetlab.contract.algorithms import AlgorithmInfo
 from learner.algorithms.base import Algorithm, DataScale, Observed, ParamError, Problem
 
 __all__ = ["ENTRY_POINT_GROUP", "TARGET", "Algorithm", "DataScale", "Observed", "Origin", "ParamError", "Problem",
-           "UnknownAlgorithm", "algorithm_modules", "algorithms", "describe", "get_algorithm", "is_target",
+           "UnknownAlgorithm", "BUILT_IN", "algorithm_modules", "algorithms", "describe", "get_algorithm", "is_target",
            "origin", "plugins", "rescan"]
 
 # The entry point group of algorithm plugins: a package adds algorithms with
@@ -42,59 +39,59 @@ PACKAGE = "budgetlab"
 TARGET = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
-def _declared_ids(source: str) -> list[str]:
-    """The string ``id`` class attributes of the top-level classes of a module's source."""
-    found = []
-    for node in ast.parse(source).body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for statement in node.body:
-            if isinstance(statement, ast.Assign):
-                targets, value = statement.targets, statement.value
-            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-                targets, value = [statement.target], statement.value
-            else:
-                continue
-            if (any(isinstance(t, ast.Name) and t.id == "id" for t in targets)
-                    and isinstance(value, ast.Constant) and isinstance(value.value, str)):
-                found.append(value.value)
-    return found
-
-
-# Before 3.11.8, CPython's ast kept its recursion depth in state shared by threads (gh-106905): two first reads at once
-# (the learner starting two runs together) once failed with "AST constructor recursion depth mismatch". functools.cache
-# lets two first calls both compute, so the read is behind a lock.
-_READING = threading.Lock()
+# budgetlab's own algorithms, grouped by paper, as entry points are written: id = "package.module:Class".
+BUILT_IN: dict[str, str] = {
+    # Cesa-Bianchi, Shalev-Shwartz & Shamir 2011
+    "aer": "learner.algorithms.aer:AER",
+    "aer-baseline": "learner.algorithms.aer_baseline:AERBaseline",
+    # Hazan & Koren 2012
+    "aerr": "learner.algorithms.aerr:AERR",
+    "aelr": "learner.algorithms.aelr:AELR",
+    "aesvr": "learner.algorithms.aesvr:AESVR",
+    # Kukliansky & Shamir 2015
+    "gaerr": "learner.algorithms.gaerr:GAERR",
+    "gaelr": "learner.algorithms.gaelr:GAELR",
+    "ddaerr": "learner.algorithms.ddaerr:DDAERR",
+    "ddaelr": "learner.algorithms.ddaelr:DDAELR",
+    "ddaerr-2phase": "learner.algorithms.two_phase:TwoPhasedDDAERR",
+    "ddaelr-2phase": "learner.algorithms.two_phase:TwoPhasedDDAELR",
+    # Ito et al. 2017
+    "ito1": "learner.algorithms.ito1:Ito1",
+    "ito2": "learner.algorithms.ito2:Ito2",
+    "ito3": "learner.algorithms.ito3:Ito3",
+    "greedy": "learner.algorithms.greedy:Greedy",
+    "uniform": "learner.algorithms.uniform:Uniform",
+    # Murata & Suzuki 2018
+    "exploration": "learner.algorithms.exploration:Exploration",
+    "exploitation": "learner.algorithms.exploitation:Exploitation",
+    "hybrid": "learner.algorithms.hybrid:Hybrid",
+    # the full-information references
+    "ridge": "learner.algorithms.ridge:Ridge",
+    "lasso": "learner.algorithms.lasso:Lasso",
+    "ogd-ridge": "learner.algorithms.ogd_ridge:OGDRidge",
+    "eg-lasso": "learner.algorithms.eg_lasso:EGLasso",
+    # beyond the papers: budgetlab's own
+    "ddaerr-cost": "learner.algorithms.ddaerr_cost:CostAwareDDAERR",
+    "ddaelr-cost": "learner.algorithms.ddaelr_cost:CostAwareDDAELR",
+    "ddaerr-2p-cost": "learner.algorithms.ddaerr_2phase_cost:CostAwareTwoPhasedDDAERR",
+    "ddaelr-2p-cost": "learner.algorithms.ddaelr_2phase_cost:CostAwareTwoPhasedDDAELR",
+    "screening": "learner.algorithms.screening:Screening",
+}
 
 
 def algorithm_modules() -> dict[str, str]:
     """Each algorithm id to the name of the module that defines it, sorted by id; nothing is imported."""
-    with _READING:
-        return _read_algorithm_modules()
-
-
-@cache
-def _read_algorithm_modules() -> dict[str, str]:
-    found: dict[str, str] = {}
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        if path.stem.startswith("_") or path.stem == "base":
-            continue
-        for algorithm_id in _declared_ids(path.read_text(encoding="utf-8")):
-            if algorithm_id in found:
-                raise RuntimeError(f"algorithm id {algorithm_id!r} is declared in {found[algorithm_id]} and "
-                                   f"{__name__}.{path.stem}")
-            found[algorithm_id] = f"{__name__}.{path.stem}"
-    return dict(sorted(found.items()))
+    return {algorithm_id: BUILT_IN[algorithm_id].partition(":")[0] for algorithm_id in sorted(BUILT_IN)}
 
 
 @cache
 def _load(algorithm_id: str) -> type[Algorithm]:
-    module = importlib.import_module(algorithm_modules()[algorithm_id])
-    for _, obj in inspect.getmembers(module, inspect.isclass):
-        if (issubclass(obj, Algorithm) and not inspect.isabstract(obj) and obj.__dict__.get("id") == algorithm_id
-                and obj.__module__ == module.__name__):
-            return obj
-    raise RuntimeError(f"{module.__name__} declares id {algorithm_id!r} but defines no concrete Algorithm with it")
+    """The built-in algorithm ``algorithm_id``, imported from its line of ``BUILT_IN``: a concrete Algorithm whose
+    ``id`` is the table's."""
+    cls = load_target(BUILT_IN[algorithm_id])
+    if cls.__dict__.get("id") != algorithm_id:
+        raise RuntimeError(f"{BUILT_IN[algorithm_id]} is registered as {algorithm_id!r} but its id is {cls.id!r}")
+    return cls
 
 
 # --- plugins: installed packages' entry points, and module:Class targets -------------------------------------------
@@ -107,7 +104,7 @@ def _entry_points() -> dict[str, EntryPoint]:
     found: dict[str, EntryPoint] = {}
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         owner = _distribution(entry)
-        if entry.name in algorithm_modules():
+        if entry.name in BUILT_IN:
             warnings.warn(f"the plugin {owner[0]} declares the algorithm id {entry.name!r}, which is budgetlab's own: "
                           "its entry point is ignored (rename it)", stacklevel=2)
         elif entry.name in found:
@@ -191,7 +188,7 @@ def _installed_version(distribution: str) -> str | None:
 
 def origin(name: str) -> Origin:
     """The package, version and code of the algorithm ``name`` (an id, or a ``module:Class`` target)."""
-    if name in algorithm_modules():
+    if name in BUILT_IN:
         cls = _load(name)
         return Origin(PACKAGE, _installed_version(PACKAGE), f"{cls.__module__}:{cls.__qualname__}")
     if is_target(name):
@@ -227,7 +224,7 @@ def get_algorithm(name: str) -> type[Algorithm]:
     """The algorithm ``name``: one of budgetlab's, an installed plugin's (entry points are read again when the name is
     not among them), or the class a ``package.module:Class`` target names (imported: the learner service lets a
     request name only the targets its settings allow, ``learner.service``)."""
-    if name in algorithm_modules():
+    if name in BUILT_IN:
         return _load(name)
     if is_target(name):
         return load_target(name)
@@ -256,7 +253,7 @@ class Registry(Mapping[str, type[Algorithm]]):
         return iter([*algorithm_modules(), *plugins()])
 
     def __len__(self) -> int:
-        return len(algorithm_modules()) + len(plugins())
+        return len(BUILT_IN) + len(plugins())
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):

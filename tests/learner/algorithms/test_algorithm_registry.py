@@ -1,4 +1,5 @@
-"""The lazy algorithm registry: the same algorithms and metadata as importing every module, without the imports."""
+"""The explicit algorithm registry (``learner.algorithms.BUILT_IN``, a literal table): the same algorithms and metadata
+as importing every module of the package, without the imports."""
 
 from __future__ import annotations
 
@@ -18,19 +19,20 @@ from learner.algorithms import Algorithm, ParamError, algorithm_modules, algorit
 
 
 def imported_all() -> dict[str, type[Algorithm]]:
-    """What the registry found before it was lazy: import every public module, keep the concrete classes with an id."""
+    """Every concrete class with an id that the package's modules define (its subpackages' too): what the table must
+    list, found by importing them all."""
     found: dict[str, type[Algorithm]] = {}
-    for module_info in pkgutil.iter_modules(package.__path__):
-        if module_info.name.startswith("_") or module_info.name == "base":
-            continue
-        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+    for module_info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        module = importlib.import_module(module_info.name)
         for _, obj in inspect.getmembers(module, inspect.isclass):
-            if issubclass(obj, Algorithm) and not inspect.isabstract(obj) and "id" in obj.__dict__:
+            if (issubclass(obj, Algorithm) and not inspect.isabstract(obj) and "id" in obj.__dict__
+                    and obj.__module__ == module.__name__):
+                assert obj.id not in found or found[obj.id] is obj, f"two classes with the id {obj.id!r}"
                 found[obj.id] = obj
     return dict(sorted(found.items()))
 
 
-def test_the_lazy_registry_lists_exactly_the_algorithms_and_metadata_of_importing_them_all() -> None:
+def test_the_table_lists_exactly_the_algorithms_and_metadata_of_importing_them_all() -> None:
     eager = imported_all()
     lazy = algorithms()
     assert list(lazy) == list(eager) and len(lazy) == len(eager) >= 23
