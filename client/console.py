@@ -1,4 +1,5 @@
-"""The command's two terminals and how a user error ends a command: one line on stderr, then the exit code.
+"""The command's two terminals, its JSON output, and how a user error ends a command: one line on stderr, then the
+exit code.
 
 Code under a command raises ``UsageError``; the command groups (``App``) turn it into that line, in one place.
 """
@@ -6,6 +7,8 @@ Code under a command raises ``UsageError``; the command groups (``App``) turn it
 from __future__ import annotations
 
 import functools
+import json
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -17,6 +20,11 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 
 console = Console()
 err = Console(stderr=True)
+
+
+def print_json(obj: Any) -> None:
+    """``obj`` as indented JSON on stdout, alone: a script reads it whole (the progress goes to ``err``)."""
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
 class UsageError(Exception):
