@@ -56,11 +56,11 @@ def compare(
     logging it to MLflow failed; 130 interrupted (Ctrl-C or SIGTERM: the runs were cancelled and a partial report
     written).
     """
-    from client.comparison.compare import run_compare
+    from client.comparison.compare import CompareOptions, run_compare
 
-    code = run_compare(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets, local=local,
-                       learner=learner, oracle=oracle, parallel=parallel, console=console, err=err,
-                       tune=tune, tune_folds=tune_folds, learner_token=learner_token,
-                       mlflow=mlflow or mlflow_experiment is not None, mlflow_experiment=mlflow_experiment,
-                       workers=workers, scheduler=scheduler, api_key=api_key)
-    raise typer.Exit(code)
+    options = CompareOptions(config=config, out=out, preset=preset, quick=quick, list_presets=list_presets,
+                             local=local, learner=learner, oracle=oracle, parallel=parallel, workers=workers,
+                             scheduler=scheduler, tune=tuple(tune or ()), tune_folds=tune_folds,
+                             learner_token=learner_token, mlflow=mlflow or mlflow_experiment is not None,
+                             mlflow_experiment=mlflow_experiment, api_key=api_key)
+    raise typer.Exit(run_compare(options, console, err))

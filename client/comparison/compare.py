@@ -1,10 +1,12 @@
 """``budgetlab compare``: algorithms x seeds on one dataset and budget, every run in its own oracle session.
 
-The command resolves the config (a TOML file or a preset, see ``client.comparison.config``), runs the grid
-(``client.comparison.grid``) through the learner service, or with ``--local`` in-process, starting both services itself
-when it is given no URLs (``client.services``), and writes the report (``client.comparison.report``). A ``[tune]``
-section (or ``--tune``) first chooses parameters on held-out training examples (``client.comparison.tune``), in sessions
-of their own. ``--mlflow`` then logs the report to MLflow (``client.comparison.tracking``).
+``run_compare`` takes the command's options as one ``CompareOptions`` and goes through four steps: ``check`` the
+options; ``load`` the config (a TOML file or a preset, see ``client.comparison.config``) and check it against the
+services that will run it, into a ``Plan``; ``execute`` the grid (``client.comparison.grid``) through the learner
+service, or with ``--local`` in-process, starting both services itself when it is given no URLs
+(``client.services``); ``report`` (``client.comparison.report``). A ``[tune]`` section (or ``--tune``) first chooses
+parameters on held-out training examples (``client.comparison.tune``), in sessions of their own. ``--mlflow`` then
+logs the report to MLflow (``client.comparison.tracking``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -23,7 +26,7 @@ from budgetlab.errors import LearnerError, LearnerUnavailable, OracleError, Orac
 from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
 from client.comparison.claims import claims_table
-from client.comparison.config import CompareConfig, load_config, quick_config, resolve_designs
+from client.comparison.config import CompareConfig, Design, load_config, quick_config, resolve_designs
 from client.comparison.config_errors import ConfigError
 from client.comparison.grid import (
     NOT_STARTED,
@@ -47,145 +50,234 @@ INTERRUPTED = 130  # Ctrl-C or SIGTERM: the runs were cancelled and a partial re
 TRACKING_FAILED = 4  # the report is written, but logging it to MLflow failed
 
 
-def _source(config: Path | None, preset: str | None) -> str:
-    return str(PRESET_DIR / f"{preset}.toml") if preset else str(config)
+@dataclass(frozen=True)
+class CompareOptions:
+    """What ``budgetlab compare`` is asked, as its command line says it.
+
+    ``config`` or ``preset`` (``quick``: its small version) is the comparison, ``out`` its report's directory;
+    ``list_presets`` lists the presets instead. Where the runs execute: ``local`` (Dask workers, ``workers`` of a
+    LocalCluster started here or ``scheduler``'s), through a running ``learner`` and ``oracle`` (the runs are
+    ``learner_token``'s caller's, so that ``budgetlab runs`` lists them), or, given neither, through services started
+    here (on the same ``workers``/``scheduler``), ``parallel`` runs at a time. ``tune`` adds ``--tune`` grids to the
+    config's (``tune_folds``: k-fold), ``mlflow`` logs the report to the ``mlflow_experiment`` (default: the title),
+    and with ``api_key`` every session (its tuning's too) draws on that account's allowance on the oracle."""
+
+    config: Path | None = None
+    out: Path | None = None
+    preset: str | None = None
+    quick: bool = False
+    list_presets: bool = False
+    local: bool = False
+    learner: str | None = None
+    oracle: str | None = None
+    parallel: int | None = None
+    workers: int | None = None
+    scheduler: str | None = None
+    tune: tuple[str, ...] = ()
+    tune_folds: int | None = None
+    learner_token: str | None = None
+    mlflow: bool = False
+    mlflow_experiment: str | None = None
+    api_key: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The file the config is read from (a preset's own)."""
+        return str(PRESET_DIR / f"{self.preset}.toml") if self.preset else str(self.config)
 
 
-def run_compare(*, config: Path | None, out: Path | None, preset: str | None, quick: bool, list_presets: bool,
-                local: bool, learner: str | None, oracle: str | None, parallel: int | None, console: Console,
-                err: Console, tune: list[str] | None = None,
-                tune_folds: int | None = None, learner_token: str | None = None, mlflow: bool = False,
-                mlflow_experiment: str | None = None, workers: int | None = None,
-                scheduler: str | None = None, api_key: str | None = None) -> int:
-    """``budgetlab compare``: resolve and check the config (its ``[tune]`` too) before anything starts, tune where
-    asked, run the grid, write the report and print its claims; returns the exit code (0: every run completed,
-    ``RUNS_FAILED``, ``INTERRUPTED``, ``TRACKING_FAILED``). Problems with the config or the services are a
-    ``UsageError``.
-    With ``mlflow`` the report is logged to MLflow (``client.comparison.tracking``): mlflow missing, or its tracking
-    server out of reach, fails the command before anything starts.
+@dataclass(frozen=True)
+class Plan:
+    """A comparison checked and ready to start: its config and designs, where its report goes, the algorithms the
+    runs can name (with the packages that serve them) and the MLflow experiment it is logged to."""
 
-    Through a running learner (``learner``) the runs are ``learner_token``'s caller's (``budgetlab runs`` lists
-    them), and a learner that restarts meanwhile is waited for (``client.comparison.grid.RESTART_GRACE_SECONDS``);
-    services started here are not restarted by anyone, so the comparison does not wait for them. With ``api_key`` every
-    session of the comparison (its tuning's too) draws on that account's allowance on the oracle."""
-    if list_presets:
-        for name, cfg in presets().items():
-            # Preset texts name config sections ("[tune]"): printed as text, not as rich markup.
-            time_text = escape(cfg.expected_time or "run time not stated")
-            console.print(f"[bold]{name}[/]  ({time_text}; --quick under a minute)\n    {escape(cfg.title)}",
-                          soft_wrap=True)
+    config: CompareConfig
+    designs: list[Design]
+    out: Path
+    algorithms: Algorithms
+    experiment: str
+
+
+@dataclass
+class Executed:
+    """What the runs came to: the tunings and the runs' outcomes, where they ran (``mode``), whether they got to
+    the runs (``phase``) and, when interrupted, what was stopped."""
+
+    mode: str
+    tunings: list[Tuning] = field(default_factory=list)
+    outcomes: list[RunOutcome] = field(default_factory=list)
+    phase: str = "tuning"
+    interrupted: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+
+def run_compare(options: CompareOptions, console: Console, err: Console) -> int:
+    """``budgetlab compare``: check the options, load and check the config (its ``[tune]`` too) against the services
+    before anything starts, tune where asked and run the grid, then write the report and print its claims; returns
+    the exit code (0: every run completed, ``RUNS_FAILED``, ``INTERRUPTED``, ``TRACKING_FAILED``). Problems with the
+    options, the config or the services are a ``UsageError``.
+
+    With ``mlflow`` mlflow missing, or its tracking server out of reach, fails the command before anything starts.
+    A running learner that restarts meanwhile is waited for (``client.comparison.grid.RESTART_GRACE_SECONDS``);
+    services started here are not restarted by anyone, so the comparison does not wait for them."""
+    if options.list_presets:
+        show_presets(console)
         return 0
-    if mlflow:
+    check(options)
+    plan = load(options, err)
+    return report(options, plan, execute(options, plan, err), console, err)
+
+
+def show_presets(console: Console) -> None:
+    for name, cfg in presets().items():
+        # Preset texts name config sections ("[tune]"): printed as text, not as rich markup.
+        time_text = escape(cfg.expected_time or "run time not stated")
+        console.print(f"[bold]{name}[/]  ({time_text}; --quick under a minute)\n    {escape(cfg.title)}",
+                      soft_wrap=True)
+
+
+def check(options: CompareOptions) -> None:
+    """The options make one comparison: a config or a preset, one place for the runs, an API key with the oracle it
+    is an account of; and MLflow is installed when asked for. Nothing is read yet."""
+    if options.mlflow:
         try:
             require_mlflow()
         except TrackingError as exc:
             raise UsageError(str(exc)) from None
-    if (config is None) == (preset is None):
+    if (options.config is None) == (options.preset is None):
         raise UsageError("give a CONFIG.toml or --preset NAME (see --list)")
-    if local and (learner or oracle):
+    if options.local and (options.learner or options.oracle):
         raise UsageError("--local runs in-process: drop --learner/--oracle")
-    if bool(learner) != bool(oracle):
+    if bool(options.learner) != bool(options.oracle):
         raise UsageError("give both --learner and --oracle, or neither (then both services are started here)")
-    if api_key and not oracle:
+    if options.api_key and not options.oracle:
         raise UsageError("an API key is an account of a running oracle: give it with --oracle and --learner (the "
                          "oracle started here, and --local, open anonymous sessions)")
-    if learner and (workers or scheduler):
-        raise UsageError(f"the learner at {learner} runs on its own workers: drop --workers/--scheduler (its "
+    if options.learner and (options.workers or options.scheduler):
+        raise UsageError(f"the learner at {options.learner} runs on its own workers: drop --workers/--scheduler (its "
                          f"setting is {SCHEDULER_ENV})")
-    if workers and scheduler:
+    if options.workers and options.scheduler:
         raise UsageError("--workers sizes a cluster started here; with --scheduler the runs go to that cluster's "
                          "workers")
-    source = _source(config, preset)
-    try:
-        if preset is not None:
-            cfg = load_preset(preset, quick=quick)
-        else:
-            assert config is not None  # one of the two, checked above
-            cfg = quick_config(load_config(config)) if quick else load_config(config)
-        cfg = with_tune_options(cfg, tune or [], tune_folds)
-    except (UnknownPreset, ConfigError, TuneError) as exc:
-        raise UsageError(str(exc)) from None
-    except ValidationError as exc:
-        raise UsageError(f"{source}: {exc}") from None
-    if out is None:  # asked once the config is read: a misspelt preset or config is said first
+
+
+def load(options: CompareOptions, err: Console) -> Plan:
+    """Read the config and check it against what will run it: the datasets of the oracle the runs use (else of this
+    machine), the algorithms of the running learner (else of this machine), the tuning's grid, the API key's
+    account and the MLflow experiment. Every problem is said before anything starts."""
+    config = read_config(options)
+    if options.out is None:  # asked once the config is read: a misspelt preset or config is said first
         raise UsageError("give --out DIR for the report")
     # The learner's algorithms, not this machine's, are what its runs can name (a plugin may be installed there only).
-    table = check_learner(learner, learner_token) if learner else Algorithms()
-    problems = preflight(cfg, source, oracle, table)
+    table = check_learner(options.learner, options.learner_token) if options.learner else Algorithms()
+    problems = preflight(config, options.source, options.oracle, table)
     if problems:
-        raise UsageError("\n".join(problems) + f"\n{len(problems)} problem(s) in {source}: nothing was started")
+        raise UsageError("\n".join(problems) + f"\n{len(problems)} problem(s) in {options.source}: nothing was "
+                         "started")
+    designs = resolve_designs(config)
     try:
-        check_tune(cfg, resolve_designs(cfg), source, table)
+        check_tune(config, designs, options.source, table)
     except TuneError as exc:
         raise UsageError(str(exc)) from None
-    if api_key:
-        assert oracle is not None
-        err.print(escape(check_account(oracle, api_key)), soft_wrap=True, highlight=False)
-    experiment = mlflow_experiment or cfg.title
-    if mlflow:
+    if options.api_key:
+        assert options.oracle is not None  # check(): an API key comes with its oracle
+        err.print(escape(check_account(options.oracle, options.api_key)), soft_wrap=True, highlight=False)
+    experiment = options.mlflow_experiment or config.title
+    if options.mlflow:
         try:
             open_experiment(experiment)
         except TrackingError as exc:
             raise UsageError(f"{exc}: nothing was started") from None
-    started = time.perf_counter()
-    designs = resolve_designs(cfg)
-    tunings: list[Tuning] = []
-    outcomes: list[RunOutcome] = []
-    phase = "tuning"
+    return Plan(config, designs, options.out, table, experiment)
 
-    def grid(learner_url: str | None, oracle_url: str | None, grace: float = 0.0, token: str | None = None,
-             pool: RunPool | None = None) -> None:
-        nonlocal phase
-        tunings.extend(run_tuning(cfg, designs, local=local, learner_url=learner_url, oracle_url=oracle_url,
-                                  parallel=parallel or (pool.slots() if pool else workers or default_workers()),
-                                  console=err, learner_token=token, restart_grace=grace, pool=pool, api_key=api_key))
-        phase = "runs"
-        outcomes.extend(run_comparison(cfg, local=local, learner_url=learner_url, oracle_url=oracle_url,
-                                       parallel=parallel, console=err, chosen=chosen_params(tunings),
-                                       learner_token=token, restart_grace=grace, pool=pool, api_key=api_key)[1])
 
-    mode = f"learner {learner}, oracle {oracle}"
-    interrupted: str | None = None
+def read_config(options: CompareOptions) -> CompareConfig:
+    """The preset's or the file's config (``quick``: its small version) with the command line's ``--tune``."""
+    try:
+        if options.preset is not None:
+            config = load_preset(options.preset, quick=options.quick)
+        else:
+            assert options.config is not None  # one of the two, checked by check()
+            config = quick_config(load_config(options.config)) if options.quick else load_config(options.config)
+        return with_tune_options(config, list(options.tune), options.tune_folds)
+    except (UnknownPreset, ConfigError, TuneError) as exc:
+        raise UsageError(str(exc)) from None
+    except ValidationError as exc:
+        raise UsageError(f"{options.source}: {exc}") from None
+
+
+def execute(options: CompareOptions, plan: Plan, err: Console) -> Executed:
+    """Tune where asked, then run the grid: on Dask workers (``local``), through the running learner, or through
+    services started here. Ctrl-C or SIGTERM cancels the runs: what they did so far is kept, and why they stopped."""
+    done = Executed(mode=f"learner {options.learner}, oracle {options.oracle}")
     try:
         with sigterm_as_interrupt():
-            if local:
-                with open_pool(workers, scheduler, err) as pool:
-                    mode = f"local (LocalOracle on {pool.where}, no ledger)"
-                    grid(None, None, pool=pool)
-            elif learner:
-                grid(learner, oracle, RESTART_GRACE_SECONDS, learner_token)
+            if options.local:
+                with open_pool(options.workers, options.scheduler, err) as pool:
+                    done.mode = f"local (LocalOracle on {pool.where}, no ledger)"
+                    run_grid(options, plan, done, err, pool=pool)
+            elif options.learner:
+                run_grid(options, plan, done, err, options.learner, options.oracle, RESTART_GRACE_SECONDS,
+                         options.learner_token)
             else:
-                with managed_services(out, learner_env=cluster_env(workers, scheduler)) as (oracle_url, learner_url,
-                                                                                            ledger):
-                    mode = f"services started by budgetlab compare (ledger {ledger})"
-                    if scheduler:
-                        check_reach(scheduler, oracle_url, err)
-                    grid(learner_url, oracle_url)
+                with managed_services(plan.out, learner_env=cluster_env(options.workers, options.scheduler)) as (
+                        oracle_url, learner_url, ledger):
+                    done.mode = f"services started by budgetlab compare (ledger {ledger})"
+                    if options.scheduler:
+                        check_reach(options.scheduler, oracle_url, err)
+                    run_grid(options, plan, done, err, learner_url, oracle_url)
     except Interrupted as stop:
-        if phase == "runs":
-            outcomes.extend(stop.outcomes)
-            attach_regret(outcomes, designs)
-        unstarted = sum(o.result.message == NOT_STARTED for o in outcomes)
-        stopped = sum(o.result.status == "cancelled" for o in outcomes) - unstarted
-        interrupted = (f"interrupted during the runs: {stopped} run(s) cancelled with their curves so far"
-                       + ("" if local else " (on the learner too)") + f", {unstarted} not started"
-                       if phase == "runs" else "interrupted while tuning: no comparison run was started")
+        done.interrupted = interruption(options, plan, done, stop)
     except (ServiceError, Unavailable) as exc:
         raise UsageError(f"services unavailable: {exc}") from None
     except TuneError as exc:
         raise UsageError(str(exc)) from None
-    written = write_report(out, cfg, designs, outcomes, mode=mode, preset=preset, quick=quick,
-                           wall_time=time.perf_counter() - started, tunings=tunings, interrupted=interrupted,
-                           oracle=oracle, served=table.packages)
+    return done
+
+
+def run_grid(options: CompareOptions, plan: Plan, done: Executed, err: Console, learner_url: str | None = None,
+             oracle_url: str | None = None, grace: float = 0.0, token: str | None = None,
+             pool: RunPool | None = None) -> None:
+    """The tuning's runs, then the comparison's with the parameters it chose, into ``done`` as they end."""
+    parallel = options.parallel or (pool.slots() if pool else options.workers or default_workers())
+    done.tunings.extend(run_tuning(plan.config, plan.designs, local=options.local, learner_url=learner_url,
+                                   oracle_url=oracle_url, parallel=parallel, console=err, learner_token=token,
+                                   restart_grace=grace, pool=pool, api_key=options.api_key))
+    done.phase = "runs"
+    done.outcomes.extend(run_comparison(plan.config, local=options.local, learner_url=learner_url,
+                                        oracle_url=oracle_url, parallel=options.parallel, console=err,
+                                        chosen=chosen_params(done.tunings), learner_token=token, restart_grace=grace,
+                                        pool=pool, api_key=options.api_key)[1])
+
+
+def interruption(options: CompareOptions, plan: Plan, done: Executed, stop: Interrupted) -> str:
+    """What an interruption stopped, in words; the runs it cancelled join ``done``'s outcomes with their curves."""
+    if done.phase != "runs":
+        return "interrupted while tuning: no comparison run was started"
+    done.outcomes.extend(stop.outcomes)
+    attach_regret(done.outcomes, plan.designs)
+    unstarted = sum(o.result.message == NOT_STARTED for o in done.outcomes)
+    stopped = sum(o.result.status == "cancelled" for o in done.outcomes) - unstarted
+    return (f"interrupted during the runs: {stopped} run(s) cancelled with their curves so far"
+            + ("" if options.local else " (on the learner too)") + f", {unstarted} not started")
+
+
+def report(options: CompareOptions, plan: Plan, done: Executed, console: Console, err: Console) -> int:
+    """Write the report (a partial one after an interruption), print its claims, diagnoses and where it is, log it
+    to MLflow when asked; the exit code."""
+    written = write_report(plan.out, plan.config, plan.designs, done.outcomes, mode=done.mode, preset=options.preset,
+                           quick=options.quick, wall_time=time.perf_counter() - done.started, tunings=done.tunings,
+                           interrupted=done.interrupted, oracle=options.oracle, served=plan.algorithms.packages)
     if written.claims:
         console.print(claims_table(written.claims))
     for line in written.diagnoses:
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)  # folded to the terminal, as the claims are
-    failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in outcomes)
-    console.print(f"{len(outcomes) - failed}/{len(outcomes)} runs completed; report: {written.path}", soft_wrap=True)
-    tracking_failed = mlflow and not log_to_mlflow(out, experiment, console, err)
-    if interrupted:
-        err.print(f"[bold red]{interrupted}[/]; partial report: {written.path}", soft_wrap=True)
+    failed = sum(o.result.status not in COMPLETED_RUN_STATUSES for o in done.outcomes)
+    console.print(f"{len(done.outcomes) - failed}/{len(done.outcomes)} runs completed; report: {written.path}",
+                  soft_wrap=True)
+    tracking_failed = options.mlflow and not log_to_mlflow(plan.out, plan.experiment, console, err)
+    if done.interrupted:
+        err.print(f"[bold red]{done.interrupted}[/]; partial report: {written.path}", soft_wrap=True)
         return INTERRUPTED
     if failed:
         err.print(f"[bold red]{failed} run(s) did not complete[/] (see the report)", soft_wrap=True)
