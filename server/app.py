@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
 from pydantic import BaseModel, Field
@@ -14,7 +14,7 @@ from starlette.types import Scope
 
 from budgetlab.bearer import bearer_token
 from budgetlab.contract.calls import ObserveBatchRequest
-from budgetlab.contract.service import Health, Readiness
+from budgetlab.contract.service import ErrorBody, Health, Readiness
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.errors import Code, Refused, responses
 from server import dashboard
@@ -37,8 +37,13 @@ from web.rates import Rate, RateLimits, limited_keys
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that
 # does I/O gives the GIL up at each call and waits up to an interval to get it back).
 GIL_SWITCH_INTERVAL = 0.0001
+# Not ready: a 503 whose error is the reason, whatever the status writes get for it (507 for a full or read-only one).
+NOT_READY_STATUS = 503
+NOT_READY: dict[int | str, dict[str, Any]] = {NOT_READY_STATUS: {
+    "model": ErrorBody, "description": "not ready, the error saying why: " + "; ".join(
+        f"{c.value}: {c.when}" for c in (Code.DATABASE_UNAVAILABLE, Code.STORAGE_FULL, Code.READ_ONLY))}}
 # The operations that never use the database (the datasets' too, under /v1/datasets): no 503 or 507 of its state.
-WITHOUT_DATABASE = {"/healthz", "/v1/dashboard/config"}
+WITHOUT_DATABASE = {"/healthz", "/readyz", "/v1/dashboard/config"}
 
 
 class Closed(BaseModel):
@@ -58,7 +63,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     batches = (BatchProcess(settings.database_url, settings.lock_timeout, caps, settings.dataset_cache_bytes)
                if settings.batch_process else None)
     admission = Admission(settings.anonymous, settings.anonymous_allowance(), settings.shielded_datasets)
-    service = SessionService(engine, settings.lock_timeout, caps, batch_process=batches, admission=admission)
+    service = SessionService(engine, settings.lock_timeout, caps, batch_process=batches, admission=admission,
+                             reserve_bytes=settings.ledger_reserve_bytes)
     try:  # an oracle that cannot record what it sends must not send anything: refuse to start
         service.check_ready()
     except Refused as exc:
@@ -114,12 +120,16 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         """Liveness: the process answers (whatever its database's state; see /readyz)."""
         return Health()
 
-    @app.get("/readyz", response_model=Readiness, tags=["health"],
-             responses=responses(Code.DATABASE_UNAVAILABLE, Code.STORAGE_FULL, Code.READ_ONLY))
+    @app.get("/readyz", response_model=Readiness, tags=["health"], responses=NOT_READY)
     def readyz(sessions_: Service) -> Readiness:
-        """Readiness: the ledger answers and takes writes (a write that changes nothing, through the same
-        connections as every request), else the refusal every write would get now."""
-        sessions_.check_ready()
+        """Readiness: the ledger would take a write now (its file system writable and above its reserve, no write
+        refused for lack of room since the last that succeeded, a write that changes nothing taken through the
+        same connections as every request); else 503 with the reason, the code of the refusal every write would
+        get now."""
+        try:
+            sessions_.check_ready()
+        except Refused as exc:
+            raise Refused(NOT_READY_STATUS, exc.error, exc.detail, retry_after=exc.retry_after) from exc
         return Readiness()
 
     @app.post("/v1/admin/close-idle", response_model=Closed, tags=["admin"], dependencies=[Admin],

@@ -9,6 +9,7 @@ from pathlib import Path
 from budgetlab.contract.accounts import Allowance
 from budgetlab.datasets.registry import CACHE_BYTES
 from budgetlab.engine import MAX_CELLS, MAX_EXAMPLES
+from server.readiness import RESERVE_BYTES
 
 # The largest request body (and stream message) by default: an ``evaluate`` of 100,000 weights at full precision
 # takes about 2.5 MB, a request at the cells cap well under that.
@@ -89,6 +90,10 @@ class Settings:
         default_factory=lambda: float(os.environ.get("BUDGETLAB_KEY_REQUESTS_PER_SECOND") or KEY_REQUESTS_PER_SECOND))
     key_requests_burst: float = field(
         default_factory=lambda: float(os.environ.get("BUDGETLAB_KEY_REQUESTS_BURST") or KEY_REQUESTS_BURST))
+    # Bytes the SQLite ledger's file system must keep free: below it every write is refused (507 storage_full) and
+    # /readyz is 503, so that the write-ahead log can still be copied back into the database (server.readiness).
+    ledger_reserve_bytes: int = field(
+        default_factory=lambda: _env_int("BUDGETLAB_LEDGER_RESERVE_BYTES", RESERVE_BYTES))
     # Work big observe/batch requests out in a process of the worker's own (server.batch_process), so that they
     # do not slow the worker's other requests down; 0 does it in the worker.
     batch_process: bool = field(default_factory=lambda: os.environ.get("BUDGETLAB_BATCH_PROCESS", "1") != "0")

@@ -73,6 +73,18 @@ class DashboardConfig(BaseModel):
                                 examples=[True])
 
 
+class LedgerState(BaseModel):
+    """Whether the ledger would take a write now: what ``GET /readyz`` says (looked at once a second at most)."""
+
+    ready: bool = Field(description="whether the ledger would take a write now", examples=[False])
+    error: str | None = Field(None, description="why not: database_unavailable, storage_full or read_only "
+                                                "(what /readyz answers, and every write meanwhile)",
+                              examples=["storage_full"])
+    detail: str | None = Field(None, description="the refusal's text", examples=[
+        "the oracle's database has no space left (1,003,520 bytes free on the file system of /srv/budgetlab, within "
+        "the ledger's reserve of 16,777,216 bytes (BUDGETLAB_LEDGER_RESERVE_BYTES)); nothing was done or charged"])
+
+
 class SessionsView(BaseModel):
     """The dashboard's list: counts for anyone, every session for the admin, the sessions whose tokens were sent."""
 
@@ -90,6 +102,8 @@ class SessionsView(BaseModel):
                                         examples=[[ACCOUNT_INFO_EXAMPLE]])
     account: str | None = Field(None, description="the account whose sessions are listed (the admin's ?account=)",
                                 examples=[None])
+    ledger: LedgerState = Field(description="whether the ledger takes writes now, as /readyz says",
+                                examples=[{"ready": True, "error": None, "detail": None}])
 
 
 @dataclass(frozen=True)
@@ -156,8 +170,11 @@ def sessions_view(overview: Overview, service: SessionService, who: Viewer, limi
     seen = {s.id for s in listed}
     listed += overview.of([i for i in held if i not in seen])
     accounts = overview.accounts(ACCOUNTS_SHOWN) if who.admin else []
+    refused = service.readiness()
+    ledger = LedgerState(ready=True) if refused is None else LedgerState(ready=False, error=refused.error,
+                                                                         detail=refused.detail)
     return SessionsView(admin=who.admin, counts=overview.counts(account), sessions=overview.with_verdicts(listed),
-                        held=held, unknown=unknown, accounts=accounts, account=account)
+                        held=held, unknown=unknown, accounts=accounts, account=account, ledger=ledger)
 
 
 class Feed:

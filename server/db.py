@@ -9,6 +9,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine, NullPool, create_engine, event, text
 
+from server.checkpoint import LIMIT_BYTES as WAL_LIMIT_BYTES
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 # The PostgreSQL advisory lock that oracles starting together on one database take in turn to migrate it.
 MIGRATION_LOCK = 0x62756467_65746C62  # "budgetlb"
@@ -65,6 +67,8 @@ def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
         # WAL with synchronous=NORMAL is durable across application crashes; an OS crash may lose the
         # last transactions but never corrupts the chain, since each commit is atomic.
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # A writer that starts the log over truncates its file to this size (server.checkpoint bounds the log).
+        cursor.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
         cursor.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
         cursor.close()
 

@@ -9,6 +9,8 @@ session's row (``server.session_rows``).
 from __future__ import annotations
 
 import secrets
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta
@@ -24,15 +26,19 @@ from budgetlab.contract.accounts import Allowance
 from budgetlab.contract.ledger import AuditReport, LedgerPage, LedgerQuery, LedgerRow
 from budgetlab.contract.sessions import SessionCreate, SessionCreated, SessionInfo
 from budgetlab.engine import Counters, Outcome, Runtime, Step
-from budgetlab.errors import Code, OracleError, refusal
+from budgetlab.errors import Code, OracleError, Refused, refusal
 from budgetlab.ledger import GENESIS, Chain, chain_name
 from budgetlab.operations import Kind, Operation
 from server.batch_preparation import Batches, BatchPreparer
 from server.db import DEFAULT_LOCK_TIMEOUT
 from server.ledger_export import LedgerExport, recorded_counters
+from server.readiness import RESERVE_BYTES
 from server.session_rows import counter_values, new_row
 from server.steps import Caps, SessionSteps, StoredPaid, now, token_hash
 from server.store import Database
+
+# How often the dashboards' readiness is looked at again (seconds), whatever the number of viewers.
+READINESS_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -50,13 +56,16 @@ class Admission:
 
 class SessionService:
     def __init__(self, engine: Engine, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, caps: Caps = Caps(), *,
-                 batch_process: BatchPreparer | None = None, admission: Admission | None = None) -> None:
-        self.db = Database(engine, lock_timeout)
+                 batch_process: BatchPreparer | None = None, admission: Admission | None = None,
+                 reserve_bytes: int = RESERVE_BYTES) -> None:
+        self.db = Database(engine, lock_timeout, reserve_bytes)
         self.steps = SessionSteps(self.db, caps)
         self.accounts = self.steps.accounts
         self.admission = admission or Admission()
         self.batches = Batches(self.steps, batch_process)
         self.export = LedgerExport(self.steps)
+        self._readiness_lock = threading.Lock()
+        self._readiness: tuple[float, Refused | None] = (-READINESS_SECONDS, None)
         # The operations of the kind LEDGER, read from the recorded rows.
         self._ledger_reads: dict[str, Callable[[str, str, Any], BaseModel]] = {
             "ledger": lambda session_id, token, query: self.page(session_id, token, query),
@@ -64,8 +73,23 @@ class SessionService:
         }
 
     def check_ready(self) -> None:
-        """Return if the ledger answers and takes writes, else raise why not (503 ``database_unavailable``, 507)."""
+        """Return if the ledger would take a write now, else raise the refusal it would get (503
+        ``database_unavailable``, 507 ``storage_full``, ``read_only``)."""
         self.db.check_writable()
+
+    def readiness(self) -> Refused | None:
+        """``check_ready``'s answer (None: ready), looked at most once every ``READINESS_SECONDS``: what the
+        dashboards show, polled by every viewer."""
+        with self._readiness_lock:
+            at, refused = self._readiness
+            if time.monotonic() - at >= READINESS_SECONDS:
+                try:
+                    self.check_ready()
+                    refused = None
+                except Refused as exc:
+                    refused = exc
+                self._readiness = (time.monotonic(), refused)
+            return refused
 
     def close_connections(self) -> None:
         self.db.close()

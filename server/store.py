@@ -27,13 +27,15 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, Table
 
-from budgetlab.errors import Refused, SessionBusy
+from budgetlab.errors import Code, Refused, SessionBusy
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, ChainLink, links_of_stored, rows_of_links, unpack_cells
 from server.checkpoint import WRITER_BACKSTOP_PAGES, Checkpointer
+from server.readiness import RESERVE_BYTES, LastRefusal, LedgerDisk
 from server.tables import CELLS, LINKS, SESSIONS
 from web.database_faults import (
     database_refusal,
@@ -138,7 +140,7 @@ class Database:
     free lock first; at the gate it is woken as soon as the write before it commits.
     """
 
-    def __init__(self, engine: Engine, lock_timeout: float) -> None:
+    def __init__(self, engine: Engine, lock_timeout: float, reserve_bytes: int = RESERVE_BYTES) -> None:
         self.engine = engine
         self.sql = Statements(engine)
         self.lock_timeout = lock_timeout
@@ -150,20 +152,30 @@ class Database:
         # Event-loop waiters for the gate (``released``): woken as soon as it is released, without a thread.
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._waiters_lock = threading.Lock()
-        self._checkpointer = Checkpointer(self._connect_raw) if self.sql.sqlite else None
+        path = sqlite_path(engine) if self.sql.sqlite else None
+        self._checkpointer = None if path is None else Checkpointer(self._connect_raw, path, self._writers_held)
+        # What refuses a write before it is tried, and what readiness reports besides the probe (server.readiness).
+        self.disk = None if path is None else LedgerDisk(path, reserve_bytes)
+        self.last_refusal = LastRefusal(self.disk)
 
     @contextmanager
-    def write(self, *, wait: bool = True) -> Iterator[Any]:
+    def write(self, *, wait: bool = True, probe: bool = False) -> Iterator[Any]:
         """A cursor in a transaction holding the write lock (SQLite) or ready to lock rows (PostgreSQL).
 
         ``wait=False`` (SQLite only) takes the lock only if it is free this instant, else raises ``NotNow``
-        having done nothing: such a write may run on the event loop, which must never wait for a lock.
+        having done nothing: such a write may run on the event loop, which must never wait for a lock. A ledger
+        whose file system is read-only or past its reserve refuses it (507) before anything is tried. ``probe``: a
+        write that changes nothing, which says nothing of the room left (``check_writable``).
         """
+        if self.disk is not None and (refused := self.disk.refusal()) is not None:
+            raise refused
         if self._gate is None:
             if not wait:
                 raise NotNow
             with self._transaction(write=True) as cursor:
                 yield cursor
+            if not probe:
+                self.last_refusal.wrote()
             return
         if not self._gate.acquire(timeout=self.lock_timeout if wait else 0):
             if not wait:
@@ -175,8 +187,24 @@ class Database:
         finally:
             self._gate.release()
             self._wake_waiters()
-        assert self._checkpointer is not None
-        self._checkpointer.wrote()
+        if not probe:
+            self.last_refusal.wrote()
+        if self._checkpointer is not None:
+            self._checkpointer.wrote()
+
+    @contextmanager
+    def _writers_held(self) -> Iterator[bool]:
+        """This process's writers held back at the gate (the checkpointer's TRUNCATE): True if the gate was taken
+        within the lock timeout, else False (a write holds it that long)."""
+        assert self._gate is not None
+        if not self._gate.acquire(timeout=self.lock_timeout):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._gate.release()
+            self._wake_waiters()
 
     async def released(self, timeout: float) -> bool:
         """Wait on the event loop, at most ``timeout`` seconds, until the gate is free: True if it is.
@@ -220,7 +248,7 @@ class Database:
         try:
             conn = self._checkout(idle)
         except Exception as exc:  # the database cannot be reached (or opened) at all
-            _raise_fault(exc)
+            self._raise_fault(exc, write=write)
             raise
         try:
             cursor = conn.cursor()
@@ -244,7 +272,7 @@ class Database:
             self._discard(conn)
             if isinstance(exc, sqlite3.OperationalError) or is_postgres_error(exc):
                 self._after_fault(exc)
-                _raise_fault(exc)
+                self._raise_fault(exc, write=write)
             raise
         except BaseException:
             self._discard(conn)
@@ -253,9 +281,28 @@ class Database:
             self._checkin(conn, idle)
 
     def check_writable(self) -> None:
-        """Return if the database answers and takes writes; else raise its refusal (503, 507)."""
-        with self.write() as cursor:
+        """Return if a write would be taken now; else raise the refusal it would get (503, 507): the ledger's file
+        system (read-only, or past its reserve), a write refused for lack of room since which none succeeded, or a
+        write that changes nothing refused by the database (``server.readiness``)."""
+        refused = self.last_refusal.current() or (None if self.disk is None else self.disk.refusal(touch=True))
+        if refused is not None:
+            raise refused
+        with self.write(probe=True) as cursor:
             cursor.execute(self.sql.probe_write)
+
+    def _raise_fault(self, exc: BaseException, *, write: bool) -> None:
+        """Raise the refusal a database fault stands for (503, 507); return for any other error (a bug: re-raised).
+
+        SQLite reports a write the file system refused (EROFS, ENOSPC on a file it had open) as an I/O error, which
+        alone would read as a database out of reach: the file system's own state names it when it can."""
+        refused = database_refusal(exc, "the oracle")
+        if refused is None:
+            return
+        if write and self.disk is not None and refused.error == Code.DATABASE_UNAVAILABLE:
+            refused = self.disk.refusal(touch=True) or refused
+        if write:
+            self.last_refusal.refused(refused)
+        raise refused from exc
 
     def _after_fault(self, exc: BaseException) -> None:
         """A lost connection means the server went away: the idle ones, opened before, are gone too. Closing them
@@ -412,11 +459,12 @@ class Database:
         return [(sid, decode(t) if isinstance(t, str) else t) for sid, t in cursor.fetchall()]
 
 
-def _raise_fault(exc: BaseException) -> None:
-    """Raise the refusal a database fault stands for (503, 507); return for any other error (a bug: re-raised)."""
-    refused = database_refusal(exc, "the oracle")
-    if refused is not None:
-        raise refused from exc
+def sqlite_path(engine: Engine) -> Path | None:
+    """The file of a SQLite engine's database (a ``file:`` URI's too), or None for an in-memory one."""
+    name = engine.url.database or ""
+    if name.startswith("file:"):
+        name = name.removeprefix("file:").partition("?")[0]
+    return None if name in ("", ":memory:") or engine.url.query.get("mode") == "memory" else Path(name)
 
 
 def _alive(conn: Any) -> bool:

@@ -35,9 +35,9 @@ def database_refusal(exc: BaseException, service: str = "the service") -> Refuse
     if isinstance(exc, sqlite3.Error):
         code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
         if code == SQLITE_FULL:
-            return _full(service, str(exc))
+            return full_refusal(service, str(exc))
         if code == SQLITE_READONLY:
-            return _read_only(service, str(exc))
+            return read_only_refusal(service, str(exc))
         if code in (SQLITE_IOERR, SQLITE_CANTOPEN):
             return _unavailable(service, str(exc))
         return None
@@ -46,9 +46,9 @@ def database_refusal(exc: BaseException, service: str = "the service") -> Refuse
     import psycopg
 
     if isinstance(exc, psycopg.errors.DiskFull):
-        return _full(service, str(exc).strip())
+        return full_refusal(service, str(exc).strip())
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
-        return _read_only(service, str(exc).strip())
+        return read_only_refusal(service, str(exc).strip())
     # Connection refused or lost, the server shutting down or starting up, too many connections: all transient.
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         return _unavailable(service, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
@@ -105,13 +105,13 @@ def _unavailable(service: str, why: str) -> Refused:
                    "Retry-After", retry_after=RETRY_AFTER)
 
 
-def _full(service: str, why: str) -> Refused:
+def full_refusal(service: str, why: str) -> Refused:
     return Refused(Code.STORAGE_FULL.status, Code.STORAGE_FULL.value,
                    f"{service}'s database has no space left ({why}); nothing was done or charged",
                    retry_after=RETRY_AFTER * 30)
 
 
-def _read_only(service: str, why: str) -> Refused:
+def read_only_refusal(service: str, why: str) -> Refused:
     return Refused(Code.READ_ONLY.status, Code.READ_ONLY.value,
                    f"{service}'s database refuses writes ({why}); nothing was done or charged",
                    retry_after=RETRY_AFTER * 30)

@@ -16,8 +16,9 @@ class Health(BaseModel):
 
 
 class Readiness(BaseModel):
-    """A service ready to serve (``GET /readyz``): its database answers and takes writes. Not ready is a 503
-    ``database_unavailable`` or a 507 (``storage_full``, ``read_only``), as any request would get."""
+    """A service ready to serve (``GET /readyz``): its database would take a write now. Not ready is a 503 whose
+    ``error`` is the reason (``database_unavailable``, ``storage_full``, ``read_only``), the code of the refusal
+    every write would get meanwhile."""
 
     status: str = Field("ready", description="'ready' while the service's database answers and takes writes",
                         examples=["ready"])

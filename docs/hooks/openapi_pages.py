@@ -34,7 +34,14 @@ def oracle_document(workdir: Path) -> dict[str, Any]:
 
     settings = Settings(database_url=f"sqlite:///{workdir / 'ledger.db'}", batch_process=False)
     # Migrated: the oracle checks at start that it can write its ledger.
-    return with_page(create_app(settings), "oracle.html").openapi()
+    app = create_app(settings)
+    try:
+        return with_page(app, "oracle.html").openapi()
+    finally:
+        # Never served, the app never runs its lifespan's end, which closes what it opened: its connections, and the
+        # ledger's checkpoint thread, which would checkpoint the start-up check's write a second later in a folder
+        # this hook has removed by then ("WAL checkpoint failed ... unable to open database file" in `make docs`).
+        app.state.sessions.close_connections()
 
 
 def learner_document(workdir: Path) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """A database that restarts, fills up or turns read-only: a JSON 503 (Retry-After) or 507, never a 500; nothing of
 a refused request is charged; the first requests after the database is back succeed; /healthz (liveness) stays
-200 while /readyz reports the database; an oracle refuses to start on a ledger it cannot write.
+200 while /readyz is 503 with the reason; an oracle refuses to start on a ledger it cannot write. Here the faults are
+injected at the database layer (SQLite's page limit, query_only); ``test_ledger_disk.py`` fills and fails real file
+systems.
 
 The restart is of a throwaway PostgreSQL cluster of the test's own (initdb into a temporary folder, a free port),
 never of the team's shared server.
@@ -92,9 +94,15 @@ def test_a_full_disk_is_a_507_that_charges_nothing_and_the_oracle_goes_on_once_t
         assert {r.json()["error"] for r in refused} == {"storage_full"}
         assert all("no space left" in r.json()["detail"] for r in refused)
         assert all(r.headers["content-type"] == "application/json" for r in refused)
+        # Readiness tells the truth: a write that changes nothing would be taken, a real one is not.
+        ready = http.get(f"{url}/readyz")
+        assert (ready.status_code, ready.json()["error"]) == (503, "storage_full"), ready.text
         _back_to_normal(app, full)
         assert _spent(http, url, created) == 2 + paid, "a refused request charged nothing"
+        # Not ready until a write succeeds (the file system's room has not moved: the page limit was SQLite's).
+        assert http.get(f"{url}/readyz").status_code == 503
         assert _observe(http, url, created, example, [0, 1]).status_code == 200
+        assert http.get(f"{url}/readyz").status_code == 200
         assert _spent(http, url, created) == 2 + paid + 2
         audit = http.get(f"{url}/v1/sessions/{created['id']}/audit", headers=session_auth(created)).json()
         assert audit["compliant"], audit
@@ -109,7 +117,7 @@ def test_a_read_only_ledger_is_a_507_for_writes_reads_go_on_and_readiness_says_s
         read_only = _on_every_new_connection(app, "PRAGMA query_only = 1")
         refused = [_observe(http, url, created, 0, [0]), http.post(f"{url}/v1/sessions", json=POOL),
                    http.get(f"{url}/readyz")]
-        assert [r.status_code for r in refused] == [507, 507, 507], [r.text for r in refused]
+        assert [r.status_code for r in refused] == [507, 507, 503], [r.text for r in refused]
         assert {r.json()["error"] for r in refused} == {"read_only"}
         assert all(r.headers["content-type"] == "application/json" for r in refused)
         assert http.get(f"{url}/healthz").status_code == 200, "liveness is not readiness"

@@ -1,0 +1,127 @@
+"""The SQLite ledger's write-ahead log, kept small by the oracle's checkpoint thread (``server.checkpoint``): a log
+grown past its limit is started over once no reader is on it (a reader that stays makes the thread wait, not
+fail), the oracle's store leaves an empty log when it closes, and a checkpoint that keeps failing is one log line per
+change of state, not a traceback per attempt. The bound under 16 clients is measured by
+``benchmarks/health_bench.py``."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from server.checkpoint import Checkpointer
+from server.db import make_engine, upgrade
+from server.store import Database
+
+LIMIT = 256 << 10
+
+
+def _connect(path: Path) -> Callable[[], sqlite3.Connection]:
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA journal_size_limit={LIMIT}")
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the thread alone copies the log back
+        return conn
+    return connect
+
+
+@contextmanager
+def _no_writers_to_hold() -> Iterator[bool]:
+    yield True
+
+
+def _wait_for(done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30  # a hang guard, not a speed target
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_a_log_past_its_limit_is_started_over_once_its_readers_leave(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    wal = tmp_path / "ledger.db-wal"
+    writer = _connect(path)()
+    writer.execute("CREATE TABLE rows (value BLOB)")
+    checkpointer = Checkpointer(_connect(path), path, _no_writers_to_hold, period=0.1, limit=LIMIT)
+    try:
+        reader = _connect(path)()
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM rows").fetchall()  # a snapshot that keeps the log's start in use
+        for _ in range(100):  # 100 commits of a 16 KiB row: about 2 MB of log, eight times the limit
+            writer.execute("INSERT INTO rows VALUES (randomblob(16384))")
+            checkpointer.wrote()
+        peak = wal.stat().st_size
+        assert peak > 4 * LIMIT
+        time.sleep(0.5)  # rounds of the thread while the reader stays: the log cannot start over yet
+        writer.execute("INSERT INTO rows VALUES (randomblob(16384))")
+        assert wal.stat().st_size >= peak, "the log was started over under a reader"
+        reader.execute("COMMIT")
+        checkpointer.wrote()
+        # The next writer starts the log over and truncates its file to the limit.
+        def small() -> bool:
+            writer.execute("INSERT INTO rows VALUES (randomblob(16384))")
+            checkpointer.wrote()
+            return wal.stat().st_size <= LIMIT
+        _wait_for(small, "the log was never started over")
+        assert writer.execute("SELECT count(*) FROM rows").fetchone()[0] >= 102
+    finally:
+        checkpointer.close()
+        writer.close()
+
+
+def test_the_store_leaves_an_empty_log_when_it_closes(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    upgrade(f"sqlite:///{path}")
+    db = Database(make_engine(f"sqlite:///{path}"), 5.0)
+    with db.write() as cursor:
+        cursor.execute("CREATE TABLE scratch (value BLOB)")
+    for _ in range(20):
+        with db.write() as cursor:
+            cursor.execute("INSERT INTO scratch VALUES (randomblob(65536))")
+    assert (tmp_path / "ledger.db-wal").stat().st_size > 0
+    db.close()
+    wal = tmp_path / "ledger.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_a_failing_checkpoint_is_one_line_per_change_of_state(tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "ledger.db"
+    _connect(path)().close()
+    failing = threading.Event()
+    failing.set()
+    rounds = 0
+
+    def connect() -> sqlite3.Connection:
+        nonlocal rounds
+        rounds += 1
+        if failing.is_set():
+            raise sqlite3.OperationalError("unable to open database file")
+        return _connect(path)()
+
+    with caplog.at_level(logging.INFO, logger="server.checkpoint"):
+        checkpointer = Checkpointer(connect, path, _no_writers_to_hold, period=0.01, limit=LIMIT)
+        try:
+            for _ in range(5):  # five rounds, each failing the same way
+                before = rounds
+                checkpointer.wrote()
+                _wait_for(lambda before=before: rounds > before, "no checkpoint round")
+            failing.clear()
+            before = rounds
+            checkpointer.wrote()
+            _wait_for(lambda: any("succeed again" in r.getMessage() for r in caplog.records), "no recovery line")
+        finally:
+            checkpointer.close()
+    lines = [r for r in caplog.records if r.name == "server.checkpoint"]
+    assert [r.getMessage() for r in lines] == [
+        "WAL checkpoint of the ledger failed: OperationalError: unable to open database file (logged again when "
+        "this changes)", "WAL checkpoints of the ledger succeed again"]
+    assert all(r.exc_info is None for r in lines)
