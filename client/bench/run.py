@@ -127,17 +127,7 @@ def run_bench(*, grid: BenchGrid, out: Path, where: Where, console: Console, err
     table = check_learner(where.learner, where.learner_token) if where.learner else Algorithms()
     ids = algorithm_ids(grid, extra or [])
     check_ids(ids, table)
-    err.print(f"the {grid.name} grid: describing its datasets and algorithms ...", highlight=False)
-    try:
-        if where.oracle:
-            with OracleClient(where.oracle) as client:
-                expanded = expand(grid, RemoteCatalog(client), ids, oracle_url=where.oracle)
-        else:
-            expanded = expand(grid, LocalCatalog(), ids)
-    except (ParamError, Unavailable) as exc:
-        raise UsageError(str(exc)) from None
-    for p, why in expanded.skipped.items():
-        err.print(f"[yellow]skipping {escape(grid.problems[p].name)}:[/] {escape(why)}", soft_wrap=True)
+    expanded = expand_grid(grid, ids, where, err)
     keys = keys_of(expanded)
     try:
         kept = RunStore(store or out / STORE)
@@ -180,6 +170,23 @@ def run_bench(*, grid: BenchGrid, out: Path, where: Where, console: Console, err
         err.print(f"[bold red]{failed} run(s) did not complete[/]: they run again next time", soft_wrap=True)
         return RUNS_FAILED
     return 0
+
+
+def expand_grid(grid: BenchGrid, ids: list[str], where: Where, err: Console) -> Expanded:
+    """The grid's cells for the algorithms ``ids``, its problems described by the oracle the runs use (else by this
+    machine); a problem whose dataset is not served there is skipped, and said so."""
+    err.print(f"the {grid.name} grid: describing its datasets and algorithms ...", highlight=False)
+    try:
+        if where.oracle:
+            with OracleClient(where.oracle) as client:
+                expanded = expand(grid, RemoteCatalog(client), ids, oracle_url=where.oracle)
+        else:
+            expanded = expand(grid, LocalCatalog(), ids)
+    except (ParamError, Unavailable) as exc:
+        raise UsageError(str(exc)) from None
+    for p, why in expanded.skipped.items():
+        err.print(f"[yellow]skipping {escape(grid.problems[p].name)}:[/] {escape(why)}", soft_wrap=True)
+    return expanded
 
 
 def run_pending(grid: BenchGrid, expanded: Expanded, pending: list[int], keys: list[str], store: RunStore,

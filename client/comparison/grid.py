@@ -302,69 +302,11 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
         bars.bars.console.print(escape(text), soft_wrap=True)
 
     with PatientLearner(learner_url, grace=restart_grace, token=learner_token, say=say) as learner:
-        started: list[str] = []
-        stopping = threading.Event()
-        lock = threading.Lock()
-
-        def stop() -> None:
-            learner.stopped.set()  # the cancels below, and every thread, stop waiting for a learner that is gone
-            with lock:
-                stopping.set()
-                ids = list(started)
-            for run_id in ids:
-                cancel_quietly(learner, run_id)
-
-        def one(job: Job) -> RunOutcome:
-            outcome = one_run(job)
-            if done is not None:
-                done(job, outcome)
-            return outcome
-
-        def one_run(job: Job) -> RunOutcome:
-            label = _label(job, designs)
-            task = bars.start(label, job.request.max_examples)
-
-            def show(info: RunInfo) -> None:
-                bars.show(task, info.progress_examples, info.max_examples,
-                          f"attrs {info.progress_attributes} {info.status}")
-
-            try:
-                run_id = learner.start(job.request).id
-            except LearnerError as exc:
-                refused = RunOutcome(job.design, job.entry, job.seed,
-                                     failed_result(job.request, f"{exc.error}: {exc.detail}"))
-                bars.end(task, label, refused.result)
-                audit_outcome(learner, refused)
-                return refused
-            with lock:
-                started.append(run_id)
-                late_start = stopping.is_set()  # started while the grid was being stopped
-            if late_start:
-                cancel_quietly(learner, run_id)
-            late = ""
-            try:
-                info = learner.wait(run_id, timeout=run_timeout, poll=POLL_SECONDS, progress=show)
-            except RunTimeout as exc:
-                info, late = learner.cancel(run_id), f"{exc}; cancelled"
-                show(info)
-            result = info.result or failed_result(job.request, info.message, info.status)
-            if info.result is None:  # it ended without a result (interrupted): what it had done by then
-                result.curve, result.session = info.curve, info.session
-                result.examples, result.attributes = info.progress_examples, info.progress_attributes
-                result.cost = info.curve[-1].cost if info.curve else 0.0
-            if late:
-                result.message = f"{late} ({result.message})" if result.message else late
-            outcome = RunOutcome(job.design, job.entry, job.seed, result, run_id=run_id)
-            # The oracle recomputes the session's chain: seconds for a full-information run's 100,000s of rows.
-            bars.show(task, info.progress_examples, info.max_examples, f"{info.status}; auditing its session")
-            audit_outcome(learner, outcome)
-            bars.end(task, label, result)
-            return outcome
-
+        runs = ServiceRuns(learner, designs, bars, run_timeout, done)
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            cells = [pool.submit(one, job) for job in jobs]
+            cells = [pool.submit(runs.one, job) for job in jobs]
             try:
-                return gather(cells, jobs, stop)
+                return gather(cells, jobs, runs.stop)
             except Interrupted:
                 raise
             except BaseException:
@@ -372,6 +314,80 @@ def run_service(jobs: list[Job], designs: list[Design], *, learner_url: str, par
                     cell.cancel()
                 learner.stopped.set()
                 raise
+
+
+class ServiceRuns:
+    """The runs of one grid on the learner service, from the grid's threads: each started, followed until it ends
+    (at most ``run_timeout`` seconds) and audited; ``stop`` cancels those started, and any started after it."""
+
+    def __init__(self, learner: PatientLearner, designs: list[Design], bars: GridBars, run_timeout: float,
+                 done: Done | None) -> None:
+        self.learner, self.designs, self.bars, self.run_timeout, self.done = learner, designs, bars, run_timeout, done
+        self.started: list[str] = []
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+
+    def stop(self) -> None:
+        self.learner.stopped.set()  # the cancels below, and every thread, stop waiting for a learner that is gone
+        with self.lock:
+            self.stopping.set()
+            ids = list(self.started)
+        for run_id in ids:
+            cancel_quietly(self.learner, run_id)
+
+    def one(self, job: Job) -> RunOutcome:
+        outcome = self.run(job)
+        if self.done is not None:
+            self.done(job, outcome)
+        return outcome
+
+    def run(self, job: Job) -> RunOutcome:
+        label = _label(job, self.designs)
+        task = self.bars.start(label, job.request.max_examples)
+
+        def show(info: RunInfo) -> None:
+            self.bars.show(task, info.progress_examples, info.max_examples,
+                           f"attrs {info.progress_attributes} {info.status}")
+
+        try:
+            run_id = self.learner.start(job.request).id
+        except LearnerError as exc:
+            refused = RunOutcome(job.design, job.entry, job.seed,
+                                 failed_result(job.request, f"{exc.error}: {exc.detail}"))
+            self.bars.end(task, label, refused.result)
+            audit_outcome(self.learner, refused)
+            return refused
+        with self.lock:
+            self.started.append(run_id)
+            late_start = self.stopping.is_set()  # started while the grid was being stopped
+        if late_start:
+            cancel_quietly(self.learner, run_id)
+        late = ""
+        try:
+            info = self.learner.wait(run_id, timeout=self.run_timeout, poll=POLL_SECONDS, progress=show)
+        except RunTimeout as exc:
+            info, late = self.learner.cancel(run_id), f"{exc}; cancelled"
+            show(info)
+        result = ended_result(job, info, late)
+        outcome = RunOutcome(job.design, job.entry, job.seed, result, run_id=run_id)
+        # The oracle recomputes the session's chain: seconds for a full-information run's 100,000s of rows.
+        self.bars.show(task, info.progress_examples, info.max_examples, f"{info.status}; auditing its session")
+        audit_outcome(self.learner, outcome)
+        self.bars.end(task, label, result)
+        return outcome
+
+
+def ended_result(job: Job, info: RunInfo, late: str) -> RunResult:
+    """The result of a run that ended on the learner; one that ended without a result (interrupted) has what it had
+    done by then. ``late``: why it was cancelled, when it ran past its time."""
+    result = info.result or failed_result(job.request, info.message, info.status)
+    if info.result is None:
+        result.curve, result.session = info.curve, info.session
+        result.examples, result.attributes = info.progress_examples, info.progress_attributes
+        result.cost = info.curve[-1].cost if info.curve else 0.0
+    if late:
+        result.message = f"{late} ({result.message})" if result.message else late
+    return result
 
 
 def cancel_quietly(learner: LearnerClient, run_id: str) -> None:

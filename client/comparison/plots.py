@@ -270,14 +270,20 @@ def design_figures(design: Design, summaries: list[AlgorithmSummary], *, metric:
                 log_x(ax)
         _legend(fig, legend + off_axis)
         figures.append((axis, fig))
+    regret = regret_figure(design, summaries)
+    return figures if regret is None else [*figures, ("regret", regret)]
+
+
+def regret_figure(design: Design, summaries: list[AlgorithmSummary]) -> plt.Figure | None:
+    """The regret R_T of the online runs against the rounds; None without any."""
     regrets = {s.label: [(r.result.curve, r.regret_curve) for r in s.completed if r.regret_curve] for s in summaries}
     online = [s for s in summaries if regrets[s.label]]
-    if online:
-        fig, (ax,) = _figure(design, "Number of rounds T", ["Regret R_T (against the best k-sparse w, ||w|| ≤ 1)"])
-        handles = []
-        for s in online:
-            xs = [[float(p.examples) for p in c if p.cumulative_loss is not None] for c, _ in regrets[s.label]]
-            handles.append(_draw(ax, curve(_label(design, s), xs, [list(r) for _, r in regrets[s.label]])))
-        _legend(fig, handles)
-        figures.append(("regret", fig))
-    return figures
+    if not online:
+        return None
+    fig, (ax,) = _figure(design, "Number of rounds T", ["Regret R_T (against the best k-sparse w, ||w|| ≤ 1)"])
+    handles = []
+    for s in online:
+        xs = [[float(p.examples) for p in c if p.cumulative_loss is not None] for c, _ in regrets[s.label]]
+        handles.append(_draw(ax, curve(_label(design, s), xs, [list(r) for _, r in regrets[s.label]])))
+    _legend(fig, handles)
+    return fig

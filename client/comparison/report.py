@@ -294,14 +294,7 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
                   "below is the full comparison's.", ""]
     if config.description:
         lines += [config.description, ""]
-    lines += [f"- mode: {mode}" + (f"; preset `{preset}`" + (" with --quick" if quick else "") if preset else ""),
-              f"- seeds: {', '.join(map(str, config.seeds))}; max examples: {config.max_examples or 'all'}; "
-              f"eval every: {config.eval_every or 'default'}",
-              f"- generated {datetime.now(UTC).isoformat(timespec='seconds')}, wall time {wall_time:.1f} s",
-              f"- {software(origin)}"]
-    if config.expected_time:
-        lines.append(f"- expected run time of the full comparison: {config.expected_time}")
-    lines.append("")
+    lines += how_it_ran(config, mode, preset, quick, wall_time, origin)
     lines += median_tables(designs, per_design, tasks)
     recorded = []
     for i, (design, summaries) in enumerate(zip(designs, per_design, strict=True)):
@@ -325,6 +318,20 @@ def write_report(out: Path, config: CompareConfig, designs: list[Design], outcom
     diagnoses = [f"{design.name} · {s.label}: {line}" for design, summaries in zip(designs, per_design, strict=True)
                  for s in summaries if (line := s.diagnosis())]
     return Written(out / "report.md", claims, diagnoses)
+
+
+def how_it_ran(config: CompareConfig, mode: str, preset: str | None, quick: bool, wall_time: float,
+               origin: dict[str, Any]) -> list[str]:
+    """The report's list of how the comparison ran: where, with which seeds and examples, when, for how long, on
+    which software."""
+    lines = [f"- mode: {mode}" + (f"; preset `{preset}`" + (" with --quick" if quick else "") if preset else ""),
+             f"- seeds: {', '.join(map(str, config.seeds))}; max examples: {config.max_examples or 'all'}; "
+             f"eval every: {config.eval_every or 'default'}",
+             f"- generated {datetime.now(UTC).isoformat(timespec='seconds')}, wall time {wall_time:.1f} s",
+             f"- {software(origin)}"]
+    if config.expected_time:
+        lines.append(f"- expected run time of the full comparison: {config.expected_time}")
+    return [*lines, ""]
 
 
 def software(origin: dict[str, Any]) -> str:
