@@ -4,8 +4,10 @@ An algorithm, budgetlab's or a plugin's, is run twice on a small synthetic desig
 the same seed, through the ask/tell loop the runner drives, and each point of the contract is judged:
 
 - **declares its parameters**: an ``id``, ``name``, ``paper`` and ``algorithm`` (where in the paper), each parameter
-  with a description, an unknown parameter refused (``ParamError``), and only declared parameters recorded in the
-  resolved ones (``config``), so that a run's record can reproduce it;
+  a keyword argument of its constructor with a default, described in its docstring's ``Parameters`` section (or, the
+  deprecated way before, in ``params``), an unknown parameter refused (``ParamError``), and the values in effect
+  read back (``get_params()``: an attribute of each parameter's name) with nothing undeclared among them, so that a
+  run's record can reproduce it;
 - **sees only paid-for values**: ``update`` and ``predict_one`` receive the values of the attributes ``select`` chose;
   reading any other attribute of the example (``observed[j]``, ``observed.get(j)``) breaks the contract even when
   the algorithm then takes it for 0 (an unobserved attribute is absent, not zero);
@@ -80,7 +82,8 @@ class PaidValues(Mapping[int, float]):
 @dataclass
 class Run:
     weights: np.ndarray | None = None
-    config: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None  # the parameters in effect at the end (``get_params()``)
+    unread: str = ""  # why they could not be read back
     unpaid: list[tuple[int, int]] = field(default_factory=list)  # (example, attribute)
     over_budget: str = ""
     error: str = ""
@@ -133,7 +136,10 @@ def run_once(name: str, seed: int = SEED_USED) -> Run:
             run.unpaid.extend((t, j) for j in unpaid)
             run.examples += 1
         run.weights = np.asarray(algorithm.weights, dtype=np.float64)
-        run.config = dict(algorithm.config)
+        try:
+            run.config = algorithm.get_params()
+        except AttributeError as exc:  # a parameter kept under no attribute of its name
+            run.unread = str(exc)
     except Exception as exc:  # a plugin may raise anything: the verdict names it
         run.error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -153,13 +159,17 @@ def _parameters(cls: type[Algorithm], run: Run) -> Verdict:
     undescribed = [p for p, spec in cls.params.items()
                    if not (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str) and spec[1])]
     if undescribed:
-        return Verdict(PARAMETERS, False, f"params {undescribed} are not (default, description)")
+        where = ("are not (default, description) in params" if cls.legacy_params
+                 else "have no description in its docstring's Parameters section")
+        return Verdict(PARAMETERS, False, f"parameters {undescribed} {where}")
     try:
         cls.check_params([PROBE])
     except ParamError:
         pass
     else:
         return Verdict(PARAMETERS, False, f"an unknown parameter ({PROBE}) is accepted")
+    if run.unread:
+        return Verdict(PARAMETERS, False, run.unread)
     if run.config is not None:
         extra = sorted(set(run.config) - set(cls.params))
         if extra:

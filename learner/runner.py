@@ -163,6 +163,6 @@ def run_algorithm(
     result.wall_time = time.perf_counter() - started
     # Read at the end: some algorithms resolve a parameter only once they have seen data (a two-phase step size).
     result.resolved_params = {name: value.item() if isinstance(value, np.generic) else value
-                              for name, value in algorithm.config.items()}
+                              for name, value in algorithm.get_params().items()}
     result.diagnosis = diagnose(result, algorithm.tuning_hint(), python=python_advice)
     return result

@@ -48,8 +48,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Final
 
-ADAPTIVE = "adaptive"
+ADAPTIVE: Final = "adaptive"
 # η = 1/(2R²): within least-mean-squares' stability limit 2/R², and twice Bach & Moulines' 1/(4R²), which their proof
 # needs but which measured slower on every dataset of benchmarks/defaults_sweep.py (AERR on mnist-3v5 with 57
 # attributes: normalised test MSE 0.80 against 0.76 over seeds 0-2; on a Gaussian design, R² 0.72 against 0.75).

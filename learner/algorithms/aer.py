@@ -36,10 +36,10 @@ Choices the paper leaves open or gets wrong (see docs/papers.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms._l1_projection import project_l1_ball
 from learner.algorithms._sampling import draw_with_replacement
 from learner.algorithms._step_sizes import ADAPTIVE
@@ -47,7 +47,17 @@ from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, ar
 
 
 class AER(Algorithm):
-    """Attribute Efficient Regression: Pegasos with an unbiased k-attribute gradient estimate and L1 projection."""
+    """Attribute Efficient Regression: Pegasos with an unbiased k-attribute gradient estimate and L1 projection.
+
+    Parameters
+    ----------
+    lam
+        Pegasos regularisation λ; default 'adaptive': Theorem 12's optimum sqrt(2)(G/B)sqrt(log m/m) with G the RMS of
+        the run's gradient estimates; theory: 16d·sqrt(log m / (m k)) (its proof's 16d) times max|x_i|²
+    radius
+        L1 radius B of the projection; default the declared ||w*||_1 bound, at least max|y| / max|x_i| (Theorem 12: |y|
+        ≤ B, ||w*||_1 ≤ B)
+    """
 
     id = "aer"
     name = "AER (Attribute Efficient Regression)"
@@ -56,41 +66,32 @@ class AER(Algorithm):
     protocol = "batch"
     budget_kind = "local"
     min_budget = 2
-    params = {
-        "lam": (None, "Pegasos regularisation λ; default 'adaptive': Theorem 12's optimum sqrt(2)(G/B)sqrt(log m/m) "
-                "with G the RMS of the run's gradient estimates; theory: 16d·sqrt(log m / (m k)) (its proof's 16d) "
-                "times max|x_i|²"),
-        "radius": (None, "L1 radius B of the projection; default the declared ||w*||_1 bound, at least "
-                   "max|y| / max|x_i| (Theorem 12: |y| ≤ B, ||w*||_1 ≤ B)"),
-    }
     needs_scale = True
-    rules = {"lam": ADAPTIVE}
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, lam: float | Literal["adaptive"] | None = None,
+                 radius: float | None = None) -> None:
+        super().__init__(problem, seed)
         d, k = problem.d, problem.budget
         self.vector_draws = (k + 1) // 2
         self.product_draws = k // 2
         m = max(problem.n_examples, 2)
-        lam = self.config["lam"]
         scale = problem.scale
-        given = self.config["radius"]
-        self.radius = scale.radius1(None if given is None else float(given))
+        self.radius = scale.radius1(radius)
         if self.radius <= 0:
             raise ParamError(f"radius must be positive, got {self.radius}")
         # λ_t = lam_factor · G_t under the adaptive rule (see the module docstring); None: a fixed λ
         self.lam_factor: float | None = None
+        self.lam: float | Literal["adaptive"]
         if lam == ADAPTIVE or (lam is None and not problem.theory):
             self.lam_factor = float(np.sqrt(2 * np.log(m) / m)) / self.radius
-            self.lam: float = 0.0
-            self.config["lam"] = ADAPTIVE
+            self.lam_t = 0.0  # λ_t, the regularisation of the latest step
+            self.lam = ADAPTIVE
         else:
             theorem = 16 * d * np.sqrt(np.log(m) / (m * k)) * scale.max_abs**2
-            self.lam = float(lam) if lam is not None else float(theorem)
-            if self.lam <= 0:
-                raise ParamError(f"lam must be positive, got {self.lam}")
-            self.config["lam"] = self.lam
-        self.config["radius"] = self.radius
+            self.lam_t = float(lam) if lam is not None else float(theorem)
+            if self.lam_t <= 0:
+                raise ParamError(f"lam must be positive, got {self.lam_t}")
+            self.lam = self.lam_t
         self._gradient_energy = 0.0
         self.w = np.zeros(d)
         self.w_bar = np.zeros(d)
@@ -129,10 +130,10 @@ class AER(Algorithm):
         t = self.t
         if self.lam_factor is not None:
             self._gradient_energy += 4.0 * (y_hat - y) ** 2 * float(v @ v)  # ||g̃_t||² = ||2(ŷ - y) v||²
-            self.lam = self.lam_factor * float(np.sqrt(self._gradient_energy / t))
+            self.lam_t = self.lam_factor * float(np.sqrt(self._gradient_energy / t))
         self.w *= 1.0 - 1.0 / t
-        if self.lam > 0:  # λ_t = 0 only while every gradient estimate so far was 0, this one included
-            self.w[subset] -= (2.0 / (self.lam * t)) * (y_hat - y) * v
+        if self.lam_t > 0:  # λ_t = 0 only while every gradient estimate so far was 0, this one included
+            self.w[subset] -= (2.0 / (self.lam_t * t)) * (y_hat - y) * v
         self.w = project_l1_ball(self.w, radius)
         self.w_bar += (self.w - self.w_bar) / t
 
@@ -144,4 +145,4 @@ class AER(Algorithm):
         return self.w.copy()
 
     def tuning_hint(self) -> dict[str, list[float]] | None:
-        return {"lam": around(self.lam)} if self.lam > 0 else None
+        return {"lam": around(self.lam_t)} if self.lam_t > 0 else None

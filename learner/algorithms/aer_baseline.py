@@ -26,20 +26,28 @@ Choices the paper leaves open or gets wrong (see docs/papers.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms._l1_projection import project_l1_ball
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
-ESTIMATES = ("unbiased", "printed")
 SOLVER_ITERATIONS = 2000
 SOLVER_TOLERANCE = 1e-9
 
 
 class AERBaseline(Algorithm):
-    """Baseline of Cesa-Bianchi et al.: minimise an estimated squared loss over the L1 ball."""
+    """Baseline of Cesa-Bianchi et al.: minimise an estimated squared loss over the L1 ball.
+
+    Parameters
+    ----------
+    radius
+        L1 radius B of the constraint; default the declared ||w*||_1 bound, at least max|y| / max|x_i| (Theorem 6: |y| ≤
+        B)
+    estimate
+        'printed': Fig. 1's I×J construction, no diagonal (the paper's Baseline); 'unbiased': E[A] = xx'
+    """
 
     id = "aer-baseline"
     name = "Baseline (Lasso on an estimated loss)"
@@ -48,28 +56,17 @@ class AERBaseline(Algorithm):
     protocol = "batch"
     budget_kind = "local"
     min_budget = 2
-    params = {
-        "radius": (None, "L1 radius B of the constraint; default the declared ||w*||_1 bound, at least "
-                   "max|y| / max|x_i| (Theorem 6: |y| ≤ B)"),
-        "estimate": (
-            "printed",
-            "'printed': Fig. 1's I×J construction, no diagonal (the paper's Baseline); 'unbiased': E[A] = xx'",
-        ),
-    }
     needs_scale = True
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
-        self.estimate = str(self.config["estimate"])
-        if self.estimate not in ESTIMATES:
-            raise ParamError(f"estimate must be one of {', '.join(ESTIMATES)}, got {self.estimate!r}")
+    def __init__(self, problem: Problem, seed: int = 0, *, radius: float | None = None,
+                 estimate: Literal["printed", "unbiased"] = "printed") -> None:
+        super().__init__(problem, seed)
+        self.estimate = estimate
         d = problem.d
         self.k = problem.budget - problem.budget % 2
-        given = self.config["radius"]
-        self.radius = problem.scale.radius1(None if given is None else float(given))
+        self.radius = problem.scale.radius1(radius)
         if self.radius <= 0:
             raise ParamError(f"radius must be positive, got {self.radius}")
-        self.config["radius"] = self.radius
         self.A_sum = np.zeros((d, d))
         self.v_sum = np.zeros(d)
         self.y2_sum = 0.0

@@ -6,21 +6,33 @@ value and an attribute that was not paid for is simply absent (never 0). Algorit
 
 Online-protocol algorithms (``protocol = "online"``) also answer ``predict_one(observed)`` after
 observing and before the label is revealed.
+
+An algorithm's parameters are the keyword arguments of its constructor, after ``problem`` and ``seed``, each with
+its type and its default, described in the class docstring's numpydoc ``Parameters`` section, as scikit-learn and
+River declare their estimators. The listing (``params``, ``info()``: the CLI, the learner's API, the docs, the
+contract check) is derived from the signature and the docstrings once, when the class is defined; constructing an
+algorithm reads each given value by its annotation first (``read_params``). ``__init__`` keeps each parameter as an
+attribute of its name, holding the value in effect once the algorithm has resolved its default, and ``get_params()``
+reads them back: a run's resolved parameters.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import inspect
+import typing
+import warnings
+from abc import ABCMeta, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from functools import cache
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 
 from budgetlab.contract.algorithms import AlgorithmInfo, Defaults, ParamSpec
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.sessions import Protocol
-from budgetlab.params import parse_bool
+from budgetlab.params import parse_bool, read_value
 
 Observed = Mapping[int, float]
 
@@ -101,8 +113,70 @@ class ParamError(ValueError):
     """An unknown or ill-typed algorithm parameter (a 4xx for the services)."""
 
 
-class Algorithm(ABC):
-    """Base class: subclasses set the class attributes and implement ``select``/``update``/``weights``."""
+def docstring_parameters(doc: str | None) -> dict[str, str]:
+    """The descriptions of a docstring's numpydoc ``Parameters`` section: a line ``name`` (or ``name : type``), then its
+    description on the more indented lines below it, joined into one line; the section ends at a blank line."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    found: dict[str, str] = {}
+    for at, line in enumerate(lines[:-1]):
+        if line.strip() == "Parameters" and set(lines[at + 1].strip()) == {"-"}:
+            name = ""
+            for entry in lines[at + 2:]:
+                if not entry.strip():
+                    break
+                if entry == entry.lstrip():
+                    name = entry.partition(":")[0].strip()
+                    found[name] = ""
+                elif name:
+                    found[name] = f"{found[name]} {entry.strip()}".strip()
+            break
+    return found
+
+
+def _initialiser(cls: type) -> Any:
+    """The ``__init__`` an instance of ``cls`` runs (its own, or the nearest base class's)."""
+    return next(klass.__dict__["__init__"] for klass in cls.__mro__ if "__init__" in klass.__dict__)
+
+
+def keyword_parameters(cls: type[Algorithm]) -> dict[str, tuple[ParamValue | None, str]] | None:
+    """The parameters ``cls``'s constructor declares, in order: each keyword after ``problem`` and ``seed`` to its
+    default and its description (the first docstring along the class's bases that describes it). None when the
+    constructor takes ``**params``: the parameters are then those its class attribute ``params`` declares."""
+    signature = inspect.signature(_initialiser(cls))
+    parameters = list(signature.parameters.values())[3:]  # self, problem, seed
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    docs: dict[str, str] = {}
+    for klass in cls.__mro__:
+        for name, description in docstring_parameters(klass.__dict__.get("__doc__")).items():
+            docs.setdefault(name, description)
+    declared: dict[str, tuple[ParamValue | None, str]] = {}
+    for p in parameters:
+        if p.kind not in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is p.empty:
+            raise TypeError(f"{cls.__qualname__}.__init__: the parameter {p.name} needs a default (a run may give "
+                            "none) and is given by keyword")
+        declared[p.name] = (p.default, docs.get(p.name, ""))
+    return declared
+
+
+@cache
+def _annotations(cls: type[Algorithm]) -> dict[str, Any]:
+    """The types of the constructor's parameters, as ``read_params`` reads values by them."""
+    return typing.get_type_hints(_initialiser(cls))
+
+
+class AlgorithmType(ABCMeta):
+    """The type of every algorithm class: ``Cls(problem, seed, **params)`` reads the parameters first
+    (``Algorithm.read_params``: each value by its declared type, an unknown name refused with the names it takes),
+    then constructs the algorithm with them."""
+
+    def __call__(cls, problem: Problem, seed: int = 0, **params: Any) -> Any:
+        return super().__call__(problem, seed, **cast("type[Algorithm]", cls).read_params(params))
+
+
+class Algorithm(metaclass=AlgorithmType):
+    """Base class: subclasses set the class attributes, declare their parameters as the keyword arguments of
+    ``__init__`` (the module's docstring) and implement ``select``/``update``/``weights``."""
 
     id: ClassVar[str]
     name: ClassVar[str]
@@ -116,15 +190,34 @@ class Algorithm(ABC):
     # Whether the default parameters use the data's declared scale (``Problem.scale``).
     needs_scale: ClassVar[bool] = False
     min_budget: ClassVar[int] = 1
-    # name -> (default, description); a default of None means "the paper's theoretical choice".
+    # name -> (default, description), derived from the constructor's keywords and the docstrings when the class is
+    # defined; a default of None means "the paper's choice", resolved from the problem. Declared by hand only the way
+    # before keyword parameters (a constructor taking ``**params``; deprecated): ``config`` then holds the values.
     params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {}
-    # Parameters whose default is a rule applied as the run goes, with no one value (a running maximum, an
-    # adaptive schedule): name -> the rule's name (or names). ``config`` records that name for them and they accept
-    # it back, so the resolved parameters of a run reproduce it.
+    # The way before keyword parameters only: parameters whose default is a rule with no one value, name -> the
+    # rule's name (or names), which they accept back. A keyword parameter says so in its type (``Literal``).
     rules: ClassVar[dict[str, str | tuple[str, ...]]] = {}
+    # Whether the parameters are declared the way before keyword parameters (``params`` and ``**params``).
+    legacy_params: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = keyword_parameters(cls)
+        cls.legacy_params = declared is None
+        if declared is None:
+            if cls.__dict__.get("params"):
+                warnings.warn(f"{cls.__module__}.{cls.__qualname__} declares its parameters in params, read through "
+                              "self.config: declare them as keyword arguments of __init__ instead (the way before "
+                              "them still works, and is deprecated)", DeprecationWarning, stacklevel=3)
+            return
+        if "params" in cls.__dict__:
+            raise TypeError(f"{cls.__qualname__} declares params and keyword parameters: its parameters are its "
+                            "constructor's keywords (their descriptions in its docstring's Parameters section)")
+        cls.params = declared
 
     def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        self.check_params(params)
+        """``params``: the way before keyword parameters only (read into ``config``); a subclass declaring keyword
+        parameters calls ``super().__init__(problem, seed)``."""
         if problem.budget < self.min_budget:
             raise ParamError(f"{self.id} needs at least {self.min_budget} attributes per example, got {problem.budget}")
         if self.needs_second_moments and problem.second_moments is None:
@@ -132,11 +225,10 @@ class Algorithm(ABC):
         self.problem = problem
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        # Each value has its default's type (``_coerce``), or is a rule's name: an algorithm reads its own as such.
-        self.config: dict[str, Any] = {
-            name: self._coerce(name, params[name]) if name in params else default
-            for name, (default, _) in self.params.items()
-        }
+        if self.legacy_params:
+            self.check_params(params)
+            self.config: dict[str, Any] = {name: params[name] if name in params else default
+                                           for name, (default, _) in self.params.items()}
         self.bias = 0.0
 
     @classmethod
@@ -147,22 +239,52 @@ class Algorithm(ABC):
         if unknown:
             raise ParamError(f"{cls.id} has no parameter(s) {', '.join(unknown)}; it takes {sorted(cls.params)}")
 
-    def _coerce(self, name: str, value: ParamValue) -> ParamValue:
-        names = self.rules.get(name, ())
+    @classmethod
+    def read_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The parameters as the constructor takes them: the names checked (``check_params``), each value read by its
+        declared type (``budgetlab.params.read_value``: ``"0.5"`` as 0.5 for a float, a rule's name as it is), a
+        ``ParamError`` saying which value does not fit."""
+        cls.check_params(params)
+        annotations = {} if cls.legacy_params else _annotations(cls)
+        read = {}
+        for name, value in params.items():
+            try:  # a parameter without an annotation is read by its default's type, as before keyword parameters
+                read[name] = read_value(value, annotations[name]) if name in annotations else cls._read_by_default(
+                    name, value)
+            except ValueError as exc:
+                raise ParamError(f"parameter {name}={value!r} of {cls.id} {exc}") from None
+        return read
+
+    @classmethod
+    def _read_by_default(cls, name: str, value: ParamValue) -> ParamValue:
+        """A value as the way before keyword parameters read it: by its default's type, or a rule's name."""
+        names = cls.rules.get(name, ())
         if value in ((names,) if isinstance(names, str) else names):
             return value
-        default = self.params[name][0]
+        default = cls.params[name][0]
         try:
             if isinstance(default, bool):
                 return parse_bool(value)
             if isinstance(default, int):
                 return int(value)
             if isinstance(default, float) or default is None:
-                return value if isinstance(value, str) and default is not None else float(value)
-        except (TypeError, ValueError) as exc:
-            kind = "a boolean (true or false)" if isinstance(default, bool) else "a number"
-            raise ParamError(f"parameter {name}={value!r} of {self.id} is not {kind}") from exc
+                return float(value)
+        except (TypeError, ValueError):
+            raise ValueError("is not a boolean (true or false)" if isinstance(default, bool)
+                             else "is not a number") from None
         return value
+
+    def get_params(self) -> dict[str, Any]:
+        """The parameters in effect, by name (a run's resolved parameters): each constructor keyword's attribute, as
+        the algorithm resolved it (a rule's name where the value is a rule, such as ``"adaptive"``); some resolve only
+        once they have seen data (a two-phased learner's step size), so read them at the end of a run."""
+        if self.legacy_params:
+            return dict(self.config)
+        missing = [name for name in self.params if not hasattr(self, name)]
+        if missing:
+            raise AttributeError(f"{self.id} keeps no attribute for its parameter(s) {', '.join(missing)}: its "
+                                 f"__init__ sets self.{missing[0]} = {missing[0]} (the value in effect)")
+        return {name: getattr(self, name) for name in self.params}
 
     @abstractmethod
     def select(self) -> Sequence[int]:

@@ -44,7 +44,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
 FAN_LV = "budgetlab's own, after Fan & Lv 2008"
@@ -52,7 +51,18 @@ FIT_ROWS_PER_UNKNOWN = 20  # rows of the fit per unknown of its least squares (t
 
 
 class Screening(Algorithm):
-    """Screen the attributes by marginal correlation on uniform draws, then least squares on the top s, all observed."""
+    """Screen the attributes by marginal correlation on uniform draws, then least squares on the top s, all observed.
+
+    Parameters
+    ----------
+    screen
+        share of the run's examples that screen (k uniform attributes each), the rest fit; default all but 20 (s + 1)
+        rows, at least half
+    s
+        survivors kept and observed on every example after the screen, s <= k; default k
+    lam
+        ridge of the fit, as a share of the mean diagonal of its normal equations
+    """
 
     id = "screening"
     name = "Screening (sure independence screening, then least squares on the survivors)"
@@ -61,28 +71,21 @@ class Screening(Algorithm):
     protocol = "batch"
     budget_kind = "local"
     min_budget = 1
-    params = {
-        "screen": (None, "share of the run's examples that screen (k uniform attributes each), the rest fit; "
-                   f"default all but {FIT_ROWS_PER_UNKNOWN} (s + 1) rows, at least half"),
-        "s": (None, "survivors kept and observed on every example after the screen, s <= k; default k"),
-        "lam": (1e-3, "ridge of the fit, as a share of the mean diagonal of its normal equations"),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, screen: float | None = None, s: int | None = None,
+                 lam: float = 1e-3) -> None:
+        super().__init__(problem, seed)
         d, k = problem.d, problem.budget
-        s = k if self.config["s"] is None else int(self.config["s"])
+        s = k if s is None else s
         if not 1 <= s <= min(k, d):
             raise ParamError(f"s must satisfy 1 <= s <= k = {min(k, d)} (the survivors are all observed), got {s}")
         m = max(problem.n_examples, 1)
-        screen = (max(0.5, 1.0 - FIT_ROWS_PER_UNKNOWN * (s + 1) / m) if self.config["screen"] is None
-                  else float(self.config["screen"]))
+        screen = max(0.5, 1.0 - FIT_ROWS_PER_UNKNOWN * (s + 1) / m) if screen is None else screen
         if not 0.0 < screen < 1.0:
             raise ParamError(f"screen must be a share of the run strictly between 0 and 1, got {screen}")
-        lam = float(self.config["lam"])
         if not lam >= 0.0:
             raise ParamError(f"lam must be a non-negative number, got {lam}")
-        self.config.update(screen=screen, s=s, lam=lam)
+        self.screen = screen
         self.d, self.k, self.s, self.lam = d, min(k, d), s, lam
         self.screen_rows = max(1, round(screen * problem.n_examples))
         # Screening sums per attribute: rows that saw it, Σ x_j, Σ x_j², Σ x_j y; and of the labels, over every row.

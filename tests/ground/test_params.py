@@ -1,18 +1,19 @@
 """A parameter is read by one set of rules wherever it comes from: booleans by ``budgetlab.params.parse_bool``
 (unknown text is refused, never read as False) for a dataset's and an algorithm's parameters alike, ``key=value``
-by ``split_pair``, an algorithm's parameter names checked against its spec in one place, and a run's horizon by
-``learner.runner.run_horizon``."""
+by ``split_pair``, an algorithm's parameter values by the types its constructor declares (``read_value``), its
+parameter names checked against its spec in one place, and a run's horizon by ``learner.runner.run_horizon``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from budgetlab.datasets import DatasetError, describe, parse_dataset_spec
-from budgetlab.params import parse_bool, split_pair
+from budgetlab.params import parse_bool, read_value, split_pair
 from client.cli import app
 from client.comparison.tune import TuneError, parse_tune_option
 from learner.algorithms import Algorithm, ParamError, Problem
@@ -21,10 +22,22 @@ from learner.runner import run_horizon
 
 
 class Flagged(Algorithm):
-    """An algorithm with a boolean parameter (none of the built-in ones has one): only its parameters matter."""
+    """An algorithm with a boolean parameter (none of the built-in ones has one): only its parameters matter.
+
+    Parameters
+    ----------
+    average
+        average the iterates
+    eta
+        step size
+    """
 
     id = name = paper = algorithm = "flagged"
-    params = {"average": (True, "average the iterates"), "eta": (0.1, "step size")}
+
+    def __init__(self, problem: Problem, seed: int = 0, *, average: bool = True, eta: float = 0.1) -> None:
+        super().__init__(problem, seed)
+        self.average = average
+        self.eta = eta
 
     def select(self) -> Sequence[int]:
         return [0]
@@ -44,7 +57,7 @@ PROBLEM = Problem(d=2, k=1, n_examples=10)
                                          ("false", False), ("NO", False), ("off", False), (0, False), (False, False)])
 def test_booleans_by_one_rule(text: str | int | bool, value: bool) -> None:
     assert parse_bool(text) is value
-    assert Flagged(PROBLEM, average=text).config["average"] is value
+    assert Flagged(PROBLEM, average=text).average is value
     assert describe("diabetes", {"standardize": text}).params["standardize"] is value
 
 
@@ -80,6 +93,34 @@ def test_key_value_pairs_are_split_by_one_helper() -> None:
     result = CliRunner().invoke(app, ["run", "--algorithm", "aerr", "--dataset", "diabetes", "--param", "eta",
                                       "--local"])
     assert result.exit_code == 1 and "--param 'eta' is not key=value" in result.output, result.output
+
+
+@pytest.mark.parametrize(("value", "kind", "read"), [
+    ("adaptive", float | Literal["adaptive"] | None, "adaptive"), ("0.5", float | Literal["adaptive"] | None, 0.5),
+    (3, float | None, 3.0), (None, float | None, None), ("3", int | None, 3), (4.0, int, 4), ("1e2", int, 100),
+    ("power:2", str, "power:2"), ("printed", Literal["printed", "unbiased"], "printed"), ("on", bool, True),
+])
+def test_a_value_is_read_by_the_type_its_constructor_declares(value: object, kind: object, read: object) -> None:
+    got = read_value(value, kind)
+    assert got == read and type(got) is type(read)
+
+
+@pytest.mark.parametrize(("value", "kind", "reason"), [
+    ("fast", float | Literal["adaptive"] | None, "is not a number"), (True, float, "is not a number"),
+    (2.5, int | None, "is not an integer"), ("two", int, "is not an integer"), (None, float, "is not a number"),
+    ("diagonal", Literal["printed", "unbiased"], "must be one of 'printed', 'unbiased'"),
+    ("maybe", bool, "is not a boolean"),
+])
+def test_a_value_that_does_not_fit_its_type_says_why(value: object, kind: object, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        read_value(value, kind)
+
+
+def test_an_algorithm_reads_its_parameters_by_their_types_and_names_the_one_that_does_not_fit() -> None:
+    flagged = Flagged(PROBLEM, eta="0.5")
+    assert flagged.eta == 0.5 and flagged.get_params() == {"average": True, "eta": 0.5}
+    with pytest.raises(ParamError, match=r"^parameter eta='fast' of flagged is not a number$"):
+        Flagged(PROBLEM, eta="fast")
 
 
 def test_parameter_names_are_checked_against_the_spec() -> None:

@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms.base import Algorithm, Observed, Problem
 
 
 class Sgd(Algorithm):
+    """SGD on the attributes drawn.
+
+    Parameters
+    ----------
+    eta
+        step size
+    """
+
     name = "a broken plugin"
     paper = "tests/learner/broken_plugins.py"
     algorithm = "SGD on the attributes drawn"
-    params = {"eta": (0.01, "step size")}
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, eta: float = 0.01) -> None:
+        super().__init__(problem, seed)
+        self.eta = eta
         self.w = np.zeros(problem.d)
 
     def select(self) -> list[int]:
@@ -25,7 +32,7 @@ class Sgd(Algorithm):
     def update(self, observed: Observed, y: float) -> None:
         residual = sum(self.w[i] * v for i, v in observed.items()) - y
         for i, v in observed.items():
-            self.w[i] -= float(self.config["eta"]) * residual * v
+            self.w[i] -= self.eta * residual * v
 
     @property
     def weights(self) -> np.ndarray:
@@ -39,7 +46,7 @@ class ReadsUnpaid(Sgd):
 
     def update(self, observed: Observed, y: float) -> None:
         x = np.array([observed.get(i, 0.0) for i in range(self.problem.d)])
-        self.w -= float(self.config["eta"]) * (float(self.w @ x) - y) * x
+        self.w -= self.eta * (float(self.w @ x) - y) * x
 
 
 class IgnoresSeed(Sgd):

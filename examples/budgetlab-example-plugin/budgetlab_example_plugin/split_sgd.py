@@ -6,7 +6,8 @@ A (the first ceil(k/2)) and B. Each half alone gives an unbiased estimate, the i
 is estimated by (ŷ - y) x̃. It takes a step η_t = eta / R² along it, R² the running mean of ||x̃||² (the constant
 step of averaged least squares), projects w onto the L2 ball of radius ``radius`` and outputs the average iterate.
 The idea is Hazan & Koren's (2012) AERR with uniform draws for both estimates; which is why it makes a fair
-comparison beside ``aerr`` and ``ddaerr``.
+comparison beside ``aerr`` and ``ddaerr``. Its parameters are the keyword arguments of its constructor, described in
+its class docstring, as every algorithm of budgetlab's declares them.
 
 Choices: the halves are disjoint draws without replacement, so ŷ and x̃ are not independent and their product is
 slightly biased (a price an example can pay); the attributes it reads are only those it selected, as the contract
@@ -23,22 +24,28 @@ from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 
 
 class SplitSGD(Algorithm):
-    """Split-half SGD: one half of the paid attributes estimates <w, x>, the other x, averaged projected SGD."""
+    """Split-half SGD: one half of the paid attributes estimates <w, x>, the other x, averaged projected SGD.
+
+    Parameters
+    ----------
+    eta
+        step size as a multiple of 1/R², R² the running mean of the estimates' ||x̃||²
+    radius
+        radius of the L2 ball w is projected onto
+    """
 
     id = "split-sgd"
     name = "Split-half SGD (example plugin)"
     paper = "budgetlab's example plugin (not from the papers)"
     algorithm = "split-half importance-weighted SGD"
     min_budget = 2
-    params = {
-        "eta": (0.1, "step size as a multiple of 1/R², R² the running mean of the estimates' ||x̃||²"),
-        "radius": (100.0, "radius of the L2 ball w is projected onto"),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: float) -> None:
-        super().__init__(problem, seed, **params)
-        if not self.config["eta"] > 0 or not self.config["radius"] > 0:
+    def __init__(self, problem: Problem, seed: int = 0, *, eta: float = 0.1, radius: float = 100.0) -> None:
+        super().__init__(problem, seed)
+        if not eta > 0 or not radius > 0:
             raise ParamError(f"{self.id}: eta and radius must be positive")
+        self.eta = eta
+        self.radius = radius
         d, k = problem.d, problem.budget
         self.inner_draws = math.ceil(k / 2)
         self.x_draws = k - self.inner_draws
@@ -60,12 +67,12 @@ class SplitSGD(Algorithm):
         x_tilde = {i: scale * observed[i] for i in rest}
         self.t += 1
         self.r2 += (sum(v * v for v in x_tilde.values()) - self.r2) / self.t
-        step = self.config["eta"] / self.r2 if self.r2 > 0 else 0.0
+        step = self.eta / self.r2 if self.r2 > 0 else 0.0
         for i, v in x_tilde.items():
             self.w[i] -= step * (y_hat - y) * v
         norm = float(np.linalg.norm(self.w))
-        if norm > self.config["radius"]:
-            self.w *= self.config["radius"] / norm
+        if norm > self.radius:
+            self.w *= self.radius / norm
         self.w_bar += (self.w - self.w_bar) / self.t
 
     @property

@@ -79,7 +79,7 @@ def test_aer_lambda_defaults_to_theorem_12s_optimum_with_the_measured_gradients(
     dataset = sparse_regression(n_train=300)
     d, k, m = dataset.d, 4, 300
     aer = AER(Problem(d=d, k=k, n_examples=m), seed=3)
-    assert aer.config["lam"] == "adaptive"
+    assert aer.lam == "adaptive"
     energy = 0.0
     for t, row in enumerate(dataset.train_rows[:200], start=1):
         x, y = dataset.X[row], float(dataset.y[row])
@@ -89,8 +89,8 @@ def test_aer_lambda_defaults_to_theorem_12s_optimum_with_the_measured_gradients(
         energy += float(np.sum((2 * (y_hat - y) * v) ** 2))
         aer.update(observed, y)
         # λ_t = sqrt(2) (G_t / B) sqrt(log m / m), G_t² the mean ||g̃_s||² so far
-        assert aer.lam == pytest.approx(np.sqrt(2) * np.sqrt(energy / t) / aer.radius * np.sqrt(np.log(m) / m))
-    assert 0 < aer.lam < 16 * d * np.sqrt(np.log(m) / (m * k))
+        assert aer.lam_t == pytest.approx(np.sqrt(2) * np.sqrt(energy / t) / aer.radius * np.sqrt(np.log(m) / m))
+    assert 0 < aer.lam_t < 16 * d * np.sqrt(np.log(m) / (m * k))
 
 
 def test_aer_keeps_the_iterate_in_the_l1_ball_and_averages_it() -> None:
