@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from budgetlab.contract.budgets import Budget
+from budgetlab import Budget
 from learner.algorithm_contract import POINTS, check
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
