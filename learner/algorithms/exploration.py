@@ -36,7 +36,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms._hard_thresholding import hard_threshold, support
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
 
@@ -56,8 +55,8 @@ def default_sparsity(budget: int) -> int:
     return min(max(1, round(SPARSITY_SHARE * budget)), budget - 1)
 
 
-def resolve_sparsity(value: ParamValue | None, budget: int) -> int:
-    s = default_sparsity(budget) if value is None else int(value)
+def resolve_sparsity(value: int | None, budget: int) -> int:
+    s = default_sparsity(budget) if value is None else value
     if not 1 <= s < budget:
         raise ParamError(f"the sparsity s must satisfy 1 <= s < s' = {budget} (the per-example budget), got {s}")
     return s
@@ -68,15 +67,15 @@ def practical_batch(problem: Problem, blocks: int) -> int:
     return min(WORKING_BATCH, max(MIN_BATCH, problem.n_examples // (TARGET_UPDATES * blocks)))
 
 
-def resolve_batch(value: ParamValue | None, problem: Problem, blocks: int) -> int:
+def resolve_batch(value: int | None, problem: Problem, blocks: int) -> int:
     if value is not None:
-        return int(float(value))
+        return value
     return WORKING_BATCH if problem.theory else practical_batch(problem, blocks)
 
 
-def resolve_eta(value: ParamValue | None, problem: Problem) -> float:
+def resolve_eta(value: float | None, problem: Problem) -> float:
     """η as given, else the working 0.2 at E[x_i²] = 1 scaled to the declared max_i E[x_i²] (η = Θ(1/L_s))."""
-    return WORKING_ETA / problem.scale.max_second_moment if value is None else float(value)
+    return WORKING_ETA / problem.scale.max_second_moment if value is None else value
 
 
 def block_gradient(
@@ -92,7 +91,18 @@ def block_gradient(
 
 
 class Exploration(Algorithm):
-    """Stochastic iterative hard thresholding with an unbiased block-wise mini-batch gradient."""
+    """Stochastic iterative hard thresholding with an unbiased block-wise mini-batch gradient.
+
+    Parameters
+    ----------
+    eta
+        constant step size η (Theorem 4.1: Θ(1/L_s)); default the working value 0.2 divided by max_i E[x_i²]
+    s
+        sparsity s of the iterate, s < s' = k; default round(0.6 k) (30 at k = 50)
+    batch
+        mini-batch B_t: examples per block per update (d' = ⌈d/(k−s)⌉ blocks); default m/(4 d') in 10..100, about 4
+        updates over the run's m examples; theory: the working value 100
+    """
 
     id = "exploration"
     name = "Exploration (hard-thresholded SGD, block-wise gradient)"
@@ -102,24 +112,16 @@ class Exploration(Algorithm):
     budget_kind = "local"
     min_budget = 2
     needs_scale = True
-    params = {
-        "eta": (None, "constant step size η (Theorem 4.1: Θ(1/L_s)); default the working value 0.2 "
-                "divided by max_i E[x_i²]"),
-        "s": (None, "sparsity s of the iterate, s < s' = k; default round(0.6 k) (30 at k = 50)"),
-        "batch": (None, BATCH_DOC),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, eta: float | None = None, s: int | None = None,
+                 batch: int | None = None) -> None:
+        super().__init__(problem, seed)
         d, budget = problem.d, problem.budget
-        self.eta = resolve_eta(self.config["eta"], problem)
-        self.config["eta"] = self.eta
-        self.s = resolve_sparsity(self.config["s"], budget)
-        self.config["s"] = self.s
+        self.eta = resolve_eta(eta, problem)
+        self.s = resolve_sparsity(s, budget)
         width = budget - self.s
         self.blocks = [np.arange(start, min(start + width, d)) for start in range(0, d, width)]
-        self.batch = resolve_batch(self.config["batch"], problem, len(self.blocks))
-        self.config["batch"] = self.batch
+        self.batch = resolve_batch(batch, problem, len(self.blocks))
         if self.eta <= 0 or self.batch < 1:
             raise ParamError("eta must be positive and batch at least 1")
         self.updates = 0

@@ -25,14 +25,29 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.exploitation import ExploitationPhase
 from learner.algorithms.exploration import MURATA_SUZUKI, Exploration, murata_hint
 
 
 class Hybrid(Algorithm):
-    """Alternating Exploration (support search) and Exploitation (descent on the support), growing batches."""
+    """Alternating Exploration (support search) and Exploitation (descent on the support), growing batches.
+
+    Parameters
+    ----------
+    eta
+        constant step size η of both phases (Θ(1/L_s)); default 0.2 / max_i E[x_i²] as Exploration
+    s
+        sparsity s of the iterate, s < k; default round(0.6 k) (30 at k = 50)
+    batch
+        first stage's mini-batch B: examples per block (Exploration) / per update (Exploitation); default Exploration's
+    alpha
+        linear rate α̌ = Θ(1/κ_s): batches grow by 1/(1−α̌) per stage; sets T̃
+    exploration_updates
+        Exploration updates per stage, T⁻_k (Theorem 4.4: 3)
+    exploitation_updates
+        Exploitation updates per stage; default T̃ = ⌈log(d/(k−s) ∨ 1)/log(1/(1−α̌))⌉
+    """
 
     id = "hybrid"
     name = "Hybrid (Exploration then Exploitation, per stage)"
@@ -42,34 +57,24 @@ class Hybrid(Algorithm):
     budget_kind = "local"
     min_budget = 2
     needs_scale = True
-    params = {
-        "eta": (None, "constant step size η of both phases (Θ(1/L_s)); default 0.2 / max_i E[x_i²] as Exploration"),
-        "s": (None, "sparsity s of the iterate, s < k; default round(0.6 k) (30 at k = 50)"),
-        "batch": (None, "first stage's mini-batch B: examples per block (Exploration) / per update (Exploitation); "
-                  "default Exploration's"),
-        "alpha": (0.5, "linear rate α̌ = Θ(1/κ_s): batches grow by 1/(1−α̌) per stage; sets T̃"),
-        "exploration_updates": (3, "Exploration updates per stage, T⁻_k (Theorem 4.4: 3)"),
-        "exploitation_updates": (None, "Exploitation updates per stage; default T̃ = ⌈log(d/(k−s) ∨ 1)/log(1/(1−α̌))⌉"),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
-        shared = {name: self.config[name] for name in ("eta", "s", "batch") if self.config[name] is not None}
-        self.exploration = Exploration(problem, seed, **shared)
+    def __init__(self, problem: Problem, seed: int = 0, *, eta: float | None = None, s: int | None = None,
+                 batch: int | None = None, alpha: float = 0.5, exploration_updates: int = 3,
+                 exploitation_updates: int | None = None) -> None:
+        super().__init__(problem, seed)
+        self.exploration = Exploration(problem, seed, eta=eta, s=s, batch=batch)
         self.exploitation = ExploitationPhase(problem.d, self.exploration.eta, self.exploration.batch)
-        self.config.update(eta=self.exploration.eta, s=self.exploration.s, batch=self.exploration.batch)
-        alpha = float(self.config["alpha"])
+        self.eta, self.s, self.batch = self.exploration.eta, self.exploration.s, self.exploration.batch
         if not 0 < alpha < 1:
             raise ParamError(f"alpha must be in (0, 1), got {alpha}")
+        self.alpha = alpha
         self.growth = 1.0 / (1.0 - alpha)
-        self.exploration_updates = int(self.config["exploration_updates"])
+        self.exploration_updates = exploration_updates
         width = problem.budget - self.exploration.s
         t_tilde = math.ceil(math.log(max(problem.d / width, 1.0)) / math.log(self.growth))
-        given = self.config["exploitation_updates"]
-        self.exploitation_updates = max(1, t_tilde) if given is None else int(given)
+        self.exploitation_updates = max(1, t_tilde) if exploitation_updates is None else exploitation_updates
         if self.exploration_updates < 1 or self.exploitation_updates < 1:
             raise ParamError("each stage needs at least one Exploration and one Exploitation update")
-        self.config["exploitation_updates"] = self.exploitation_updates
         self.base_batch = self.exploration.batch
         self.stage = 0
         self._begin_stage(np.zeros(problem.d))

@@ -144,7 +144,7 @@ def test_the_way_before_keyword_parameters_still_works_and_is_deprecated() -> No
 
 
 # The families are converted one at a time: this list grows to every algorithm.
-CONVERTED = ["aer", "aer-baseline", "screening"]
+CONVERTED = ["aer", "aer-baseline", "screening", "exploration", "exploitation", "hybrid"]
 
 
 @pytest.mark.parametrize("algorithm_id", CONVERTED)
