@@ -1,10 +1,11 @@
 """The services' live dashboards as people open them: each service's app with its page at ``/`` and the page's files
 at ``/dashboard/{name}``.
 
-The pages are the top floor's (DESIGN.md): the oracle and the learner answer them with JSON and server-sent events
-(``server.dashboard``, ``learner.dashboard``) and know nothing of them; ``budgetlab serve`` runs the apps built
-here. Nothing is built and nothing is fetched from elsewhere: the files ship inside the package (``static``), so a
-dashboard works offline.
+The pages are the top floor's (docs/internals/layout.md): the oracle and the learner answer them with JSON and
+server-sent events (``server.dashboard``, ``learner.dashboard``) and know nothing of them; ``budgetlab serve`` runs
+the apps built here, the deployed oracle (``server.deployed``) and the learner service, each with its page. Nothing is
+built and nothing is fetched from elsewhere: the files ship inside the package (``static``), so a dashboard works
+offline.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ def with_page(app: FastAPI, page: str) -> FastAPI:
 
 
 def oracle_app_from_env() -> FastAPI:
-    """``budgetlab serve oracle``'s app factory: ``server.app.app_from_env`` with the oracle's page."""
-    from server.app import app_from_env
+    """``budgetlab serve oracle``'s app factory: the deployed oracle (``server.deployed``) with the oracle's page."""
+    from server.deployed import app_from_env
 
-    return with_page(app_from_env(), "oracle.html")
+    return app_from_env(page_router("oracle.html"))
 
 
 def learner_app_from_env() -> FastAPI:

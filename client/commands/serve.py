@@ -39,27 +39,23 @@ def serve_oracle(
     """Start the feature oracle (uvicorn). Migrations are applied once before the workers start."""
     from client.services import announcement, serve
     from server.config import Settings, default_database_url
-    from server.db import upgrade
+    from server.deployed import prepare, stream_message_limit
 
     sock = _listen(host, port)
     url = database_url or default_database_url()
-    os.environ["DATABASE_URL"] = url
     try:
-        upgrade(url)
+        prepare(url)
     except Exception as exc:  # a bad URL or an unreachable database: say so instead of a traceback
         sock.close()
         raise UsageError(f"cannot prepare the ledger database at {url}: {exc}") from None
-    os.environ["BUDGETLAB_SKIP_MIGRATIONS"] = "1"
     from budgetlab.datasets.user import data_dir
 
     anonymous = ("anonymous sessions: on (BUDGETLAB_ANONYMOUS=0 for accounts only)" if Settings().anonymous
                  else "anonymous sessions: off (accounts only)")
     print(announcement("oracle", sock, f", ledger: {url}, user datasets: {data_dir()}, {anonymous}"), file=sys.stderr,
           flush=True)
-    # A stream message far past the body limit is cut off by uvicorn before it is read (the app answers 413 to
-    # one a little past it); the margin is for the message's envelope around a body.
     serve("client.dashboards:oracle_app_from_env", sock, workers=workers,
-          ws_max_size=Settings().max_body_bytes + (64 << 10))
+          ws_max_size=stream_message_limit(Settings()))
 
 
 @serve_app.command("learner")
