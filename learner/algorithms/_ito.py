@@ -36,28 +36,18 @@ import math
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Final, Literal
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
-from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+from learner.algorithms.base import Algorithm, DataScale, Observed, ParamError, Problem
 
 # Theorem 2 sets λ_t = 8 sqrt(t / C_{d,k',k1}); Lemma 4 with G_t <= 16/C is what makes 8 the optimal constant.
 THEOREM_LAMBDA_FACTOR = 8.0
 # Lemma 4's sum_t G_t / λ_t + λ_{T+1} / 2 is smallest for λ_t = 2 sqrt(sum_{s<=t} G_s).
 ADAPTIVE_LAMBDA_FACTOR = 2.0
-ADAPTIVE = "adaptive"
+ADAPTIVE: Final = "adaptive"
 LAMBDA_RULES = (ADAPTIVE, "theorem")
-LAMBDA_PARAMS: dict[str, tuple[ParamValue | None, str]] = {
-    "lambda_rule": (
-        ADAPTIVE,
-        "adaptive: λ_t = 2 sqrt(sum_{s<t} ||ĝ_s||²) (Lemma 4's optimum with the realised gradients); "
-        "theorem: Theorem 2's 8 sqrt(t / C_{d,k',k1})",
-    ),
-    "lambda_scale": (None, "fix λ_t = lambda_scale * sqrt(t) instead (overrides lambda_rule); 'adaptive' asks for "
-                     "the adaptive rule, and is what a run under it records"),
-}
 
 
 @dataclass(frozen=True)
@@ -155,74 +145,68 @@ class LambdaSchedule:
         return ADAPTIVE_LAMBDA_FACTOR * math.sqrt(self._energy)
 
 
-def lambda_schedule(algorithm: Algorithm, theorem_scale: float, rule: str = "lambda_rule",
-                    scale: str = "lambda_scale") -> LambdaSchedule:
-    """The schedule the parameters ``rule`` and ``scale`` ask for; ``theorem_scale`` is the theorem's factor.
-
-    ``scale`` is written back as the factor in effect, or ``ADAPTIVE`` for the adaptive rule, which has none.
-    """
-    fixed, chosen = algorithm.config[scale], algorithm.config[rule]
-    if chosen not in LAMBDA_RULES:
-        raise ParamError(f"{algorithm.id}: {rule} must be one of {', '.join(LAMBDA_RULES)}, got {chosen!r}")
+def lambda_schedule(algorithm_id: str, rule: str, fixed: float | Literal["adaptive"] | None, theorem_scale: float,
+                    name: str = "lambda_scale") -> tuple[LambdaSchedule, float | Literal["adaptive"]]:
+    """The schedule the rule (``lambda_rule``) and the fixed factor (the parameter ``name``) ask for, and the factor in
+    effect: ``theorem_scale`` is the theorem's, ``ADAPTIVE`` the adaptive rule's, which has none."""
+    if rule not in LAMBDA_RULES:
+        raise ParamError(f"{algorithm_id}: lambda_rule must be one of {', '.join(LAMBDA_RULES)}, got {rule!r}")
     if fixed is None:
-        fixed = ADAPTIVE if chosen == ADAPTIVE else theorem_scale
+        fixed = ADAPTIVE if rule == ADAPTIVE else theorem_scale
     if fixed == ADAPTIVE:
-        algorithm.config[scale] = ADAPTIVE
-        return LambdaSchedule(None)
+        return LambdaSchedule(None), ADAPTIVE
     if float(fixed) <= 0:
-        raise ParamError(f"{algorithm.id}: {scale} must be positive, got {fixed}")
-    algorithm.config[scale] = float(fixed)
-    return LambdaSchedule(float(fixed))
+        raise ParamError(f"{algorithm_id}: {name} must be positive, got {fixed}")
+    return LambdaSchedule(float(fixed)), float(fixed)
 
 
-def int_param(algorithm: Algorithm, name: str, value: ParamValue | None, default: int) -> int:
-    """An integer parameter whose default (None) is computed from the Problem."""
-    if value is None:
-        return default
-    if float(value) != int(float(value)):
-        raise ParamError(f"parameter {name}={value!r} of {algorithm.id} must be an integer")
-    return int(float(value))
-
-
-def ball_radius(algorithm: Algorithm) -> float:
+def ball_radius(algorithm_id: str, scale: DataScale, given: float | None) -> float:
     """The ``radius`` parameter, or the declared scale's L2 ball (see the module docstring)."""
-    given = algorithm.config["radius"]
-    radius = algorithm.problem.scale.radius2(None if given is None else float(given))
+    radius = scale.radius2(given)
     if radius <= 0:
-        raise ParamError(f"{algorithm.id}: radius must be positive")
-    algorithm.config["radius"] = radius
+        raise ParamError(f"{algorithm_id}: radius must be positive")
     return radius
 
 
 class DualAveragingLearner(Algorithm):
-    """Algorithm 1's loop; subclasses choose k1, the number of largest-weight attributes observed surely."""
+    """Algorithm 1's loop; subclasses choose k1, the number of largest-weight attributes observed surely.
+
+    Parameters
+    ----------
+    k
+        sparsity k of the comparator (default k' - 2, the largest Algorithm 1 supports)
+    lambda_rule
+        adaptive: λ_t = 2 sqrt(sum_{s<t} ||ĝ_s||²) (Lemma 4's optimum with the realised gradients); theorem: Theorem 2's
+        8 sqrt(t / C_{d,k',k1})
+    lambda_scale
+        fix λ_t = lambda_scale * sqrt(t) instead (overrides lambda_rule); 'adaptive' asks for the adaptive rule, and is
+        what a run under it records
+    radius
+        the iterates stay in ||w|| <= radius; default the declared ||w*||_2 bound, at least max|y| / max||x||_2 (the
+        paper's ||w*|| <= 1 for ||x|| <= 1, |y| <= 1)
+    """
 
     protocol = "online"
     needs_scale = True
     min_budget = 2  # estimator (6) needs every pair of attributes observable together
-    rules = {"lambda_scale": ADAPTIVE}
-    params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {
-        "k": (None, "sparsity k of the comparator (default k' - 2, the largest Algorithm 1 supports)"),
-        **LAMBDA_PARAMS,
-        "radius": (None, "the iterates stay in ||w|| <= radius; default the declared ||w*||_2 bound, at least "
-                   "max|y| / max||x||_2 (the paper's ||w*|| <= 1 for ||x|| <= 1, |y| <= 1)"),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed=seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, k: int | None = None,
+                 lambda_rule: Literal["adaptive", "theorem"] = "adaptive",
+                 lambda_scale: float | Literal["adaptive"] | None = None, radius: float | None = None) -> None:
+        super().__init__(problem, seed)
         d, self.k_prime = problem.d, problem.budget
-        self.sparsity = int_param(self, "k", self.config["k"], self.k_prime - 2)
-        if self.sparsity < 0:
-            raise ParamError(f"{self.id}: the sparsity k must be >= 0, got {self.sparsity}")
-        self.config["k"] = self.sparsity
+        self.k = self.k_prime - 2 if k is None else k
+        if self.k < 0:
+            raise ParamError(f"{self.id}: the sparsity k must be >= 0, got {self.k}")
         self.k1 = self.top_count()
         if not 0 <= self.k1 <= self.k_prime:
             raise ParamError(f"{self.id}: k1 must be in 0..{self.k_prime}, got {self.k1}")
         x_sq = problem.scale.max_norm2**2
-        self.lambdas = lambda_schedule(
-            self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.lambda_k1())) * x_sq
-        )
-        self.radius = ball_radius(self)
+        self.lambda_rule = lambda_rule
+        self.lambdas, self.lambda_scale = lambda_schedule(
+            self.id, lambda_rule, lambda_scale,
+            THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.lambda_k1())) * x_sq)
+        self.radius = ball_radius(self.id, problem.scale, radius)
         self._h = np.zeros(d)  # ĥ_{t-1}, the sum of the gradient estimates so far
         self._t = 1
         self._w = np.zeros(d)
@@ -235,7 +219,7 @@ class DualAveragingLearner(Algorithm):
     def lambda_k1(self) -> int:
         """The k1 of Theorem 2's λ_t (``lambda_rule=theorem``): Algorithm 1's own choice k1 = k, so the baselines
         learn at its pace."""
-        return min(self.sparsity, self.k_prime - 2)
+        return min(self.k, self.k_prime - 2)
 
     def _iterate(self, t: int) -> np.ndarray:
         return dual_averaging(self._h, self.lambdas.at(t), self.radius)

@@ -18,30 +18,40 @@ Choices the paper leaves open (see ``_ito`` for the shared ones):
 
 from __future__ import annotations
 
-from learner.algorithms._ito import DualAveragingLearner, int_param
-from learner.algorithms.base import ParamError
+from typing import Literal
+
+from learner.algorithms._ito import DualAveragingLearner
+from learner.algorithms.base import ParamError, Problem
 
 
 class Ito1(DualAveragingLearner):
-    """Dual averaging with Observe(w, k', k1): the k1 largest weights plus k' - k1 uniform attributes."""
+    """Dual averaging with Observe(w, k', k1): the k1 largest weights plus k' - k1 uniform attributes.
+
+    Parameters
+    ----------
+    k1
+        how many largest |w_i| are observed surely, at most k' - 2 (default k, as in §6)
+    """
 
     id = "ito1"
     name = "Ito et al. Algorithm 1"
     paper = "ito-et-al-2017"
     algorithm = "Algorithm 1"
-    params = {
-        **DualAveragingLearner.params,
-        "k1": (None, "how many largest |w_i| are observed surely, at most k' - 2 (default k, as in §6)"),
-    }
+
+    def __init__(self, problem: Problem, seed: int = 0, *, k: int | None = None,
+                 lambda_rule: Literal["adaptive", "theorem"] = "adaptive",
+                 lambda_scale: float | Literal["adaptive"] | None = None, radius: float | None = None,
+                 k1: int | None = None) -> None:
+        self._k1_given = k1  # resolved by ``top_count`` once the sparsity k is (it defaults to k)
+        super().__init__(problem, seed, k=k, lambda_rule=lambda_rule, lambda_scale=lambda_scale, radius=radius)
 
     def top_count(self) -> int:
-        k1 = int_param(self, "k1", self.config["k1"], self.sparsity)
+        k1 = self.k if self._k1_given is None else self._k1_given
         if not 0 <= k1 <= self.k_prime - 2:
             raise ParamError(
                 f"ito1 needs 0 <= k1 <= k' - 2 = {self.k_prime - 2} (Algorithm 1 observes two uniform extras), got "
                 f"k1={k1}; lower k or k1, or raise the per-example budget k'"
             )
-        self.config["k1"] = k1
         return k1
 
     def lambda_k1(self) -> int:

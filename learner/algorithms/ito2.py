@@ -39,20 +39,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms._ito import (
-    ADAPTIVE,
-    LAMBDA_PARAMS,
     THEOREM_LAMBDA_FACTOR,
     ObservePlan,
     ball_radius,
     dual_averaging,
     estimate_gradient,
-    int_param,
     lambda_schedule,
     largest,
     observe,
@@ -66,7 +62,25 @@ PREDICTION_LAMBDA_FACTOR = 8.0
 
 class Ito2(Algorithm):
     """Estimate w* on the square rounds (Algorithm 1 with k1 <= k' - 2); predict by dual averaging on the k'
-    largest coordinates of the averaged estimate."""
+    largest coordinates of the averaged estimate.
+
+    Parameters
+    ----------
+    k1
+        largest |w_s| observed surely on the square rounds t = s², at most k' - 2 (0: uniform, Thm 6)
+    lambda_rule
+        adaptive: λ_t = 2 sqrt(sum_{s<t} ||ĝ_s||²) (Lemma 4's optimum with the realised gradients); theorem: Theorem 2's
+        8 sqrt(t / C_{d,k',k1})
+    lambda_scale
+        fix λ_t = lambda_scale * sqrt(t) instead (overrides lambda_rule); 'adaptive' asks for the adaptive rule, and is
+        what a run under it records
+    prediction_lambda_scale
+        fix λ̃_t = prediction_lambda_scale * sqrt(t) for w̃_t (overrides lambda_rule for the predictor); 'adaptive' as
+        for lambda_scale
+    radius
+        the iterates stay in ||w|| <= radius; default the declared ||w*||_2 bound, at least max|y| / max||x||_2 (the
+        paper's ||w*|| <= 1 for ||x|| <= 1, |y| <= 1)
+    """
 
     id = "ito2"
     name = "Ito et al. Algorithm 2"
@@ -75,29 +89,25 @@ class Ito2(Algorithm):
     protocol = "online"
     needs_scale = True
     min_budget = 2  # the square rounds' estimate (6) needs every pair of attributes observable together
-    rules = {"lambda_scale": ADAPTIVE, "prediction_lambda_scale": ADAPTIVE}
-    params: ClassVar[dict[str, tuple[ParamValue | None, str]]] = {
-        "k1": (0, "largest |w_s| observed surely on the square rounds t = s², at most k' - 2 (0: uniform, Thm 6)"),
-        **LAMBDA_PARAMS,
-        "prediction_lambda_scale": (None, "fix λ̃_t = prediction_lambda_scale * sqrt(t) for w̃_t (overrides "
-                                    "lambda_rule for the predictor); 'adaptive' as for lambda_scale"),
-        "radius": (None, "the iterates stay in ||w|| <= radius; default the declared ||w*||_2 bound, at least "
-                   "max|y| / max||x||_2 (the paper's ||w*|| <= 1 for ||x|| <= 1, |y| <= 1)"),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed=seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, k1: int = 0,
+                 lambda_rule: Literal["adaptive", "theorem"] = "adaptive",
+                 lambda_scale: float | Literal["adaptive"] | None = None,
+                 prediction_lambda_scale: float | Literal["adaptive"] | None = None,
+                 radius: float | None = None) -> None:
+        super().__init__(problem, seed)
         d, self.k_prime = problem.d, problem.budget
-        self.k1 = int_param(self, "k1", self.config["k1"], 0)
-        if not 0 <= self.k1 <= self.k_prime - 2:
-            raise ParamError(f"{self.id} needs 0 <= k1 <= k' - 2 = {self.k_prime - 2}, got k1={self.k1}")
-        self.config["k1"] = self.k1
+        if not 0 <= k1 <= self.k_prime - 2:
+            raise ParamError(f"{self.id} needs 0 <= k1 <= k' - 2 = {self.k_prime - 2}, got k1={k1}")
+        self.k1 = k1
         x_sq = problem.scale.max_norm2**2  # the theorems' λ on w for data outside the unit ball (see ``_ito``)
-        self.lambdas = lambda_schedule(
-            self, THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.k1)) * x_sq)
-        self.prediction_lambdas = lambda_schedule(self, PREDICTION_LAMBDA_FACTOR * x_sq,
-                                                  scale="prediction_lambda_scale")
-        self.radius = ball_radius(self)
+        self.lambda_rule = lambda_rule
+        self.lambdas, self.lambda_scale = lambda_schedule(
+            self.id, lambda_rule, lambda_scale,
+            THEOREM_LAMBDA_FACTOR / math.sqrt(pair_constant(d, self.k_prime, self.k1)) * x_sq)
+        self.prediction_lambdas, self.prediction_lambda_scale = lambda_schedule(
+            self.id, lambda_rule, prediction_lambda_scale, PREDICTION_LAMBDA_FACTOR * x_sq, "prediction_lambda_scale")
+        self.radius = ball_radius(self.id, problem.scale, radius)
         self._t = 1
         # The estimator of w*: ĥ (sum of the ĝ_s), w_s, and the weighted sum behind w̄_s.
         self._s = 0

@@ -23,30 +23,36 @@ Our reconstruction of the two changes:
 
 from __future__ import annotations
 
-from budgetlab.contract.base import ParamValue
+from typing import Literal
+
 from learner.algorithms.base import ParamError, Problem
 from learner.algorithms.ito2 import Ito2
 
 
 class Ito3(Ito2):
-    """Algorithm 2 with l1-regularised dual averaging for w_s and a linearly weighted average w̄_s."""
+    """Algorithm 2 with l1-regularised dual averaging for w_s and a linearly weighted average w̄_s.
+
+    Parameters
+    ----------
+    l1
+        ρ, the l1 penalty per estimate in w_s (default 1/(4d))
+    """
 
     id = "ito3"
     name = "Ito et al. Algorithm 3"
     paper = "ito-et-al-2017"
     algorithm = "Algorithm 3"
-    params = {
-        **Ito2.params,
-        "l1": (None, "ρ, the l1 penalty per estimate in w_s (default 1/(4d))"),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed=seed, **params)
-        l1 = self.config["l1"]
-        self.l1 = 1.0 / (4 * problem.d) if l1 is None else float(l1)
+    def __init__(self, problem: Problem, seed: int = 0, *, k1: int = 0,
+                 lambda_rule: Literal["adaptive", "theorem"] = "adaptive",
+                 lambda_scale: float | Literal["adaptive"] | None = None,
+                 prediction_lambda_scale: float | Literal["adaptive"] | None = None,
+                 radius: float | None = None, l1: float | None = None) -> None:
+        super().__init__(problem, seed, k1=k1, lambda_rule=lambda_rule, lambda_scale=lambda_scale,
+                         prediction_lambda_scale=prediction_lambda_scale, radius=radius)
+        self.l1 = 1.0 / (4 * problem.d) if l1 is None else l1
         if self.l1 < 0:
             raise ParamError(f"ito3: l1 must be >= 0, got {self.l1}")
-        self.config["l1"] = self.l1
 
     def l1_weight(self) -> float:
         return self.l1
