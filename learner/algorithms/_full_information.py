@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms._label_bound import RUNNING, LabelBound, given_or_running
 from learner.algorithms._row_buffer import RowBuffer, dense_row
 from learner.algorithms._step_sizes import ADAPTIVE, ExponentiatedStep, LeastSquaresStep
@@ -76,13 +75,14 @@ class OfflineReference(Algorithm):
     zero_alpha: ClassVar[bool]
     alpha_refusal: ClassVar[str]
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, alpha: float | None = None) -> None:
+        super().__init__(problem, seed)
         require_full_budget(problem, self.id)
-        alpha = self.config["alpha"]
-        self.alpha = None if alpha is None else float(alpha)
-        if self.alpha is not None and (self.alpha < 0 or (self.alpha == 0 and not self.zero_alpha)):
-            raise ParamError(f"{self.alpha_refusal}, got {self.alpha}")
+        if alpha is not None and (alpha < 0 or (alpha == 0 and not self.zero_alpha)):
+            raise ParamError(f"{self.alpha_refusal}, got {alpha}")
+        # α given, or the last one cross-validation chose (None before the first choice)
+        self.alpha = alpha
+        self.cross_validates = alpha is None
         self.schedule = CrossValidationSchedule()
         self.rows = RowBuffer(problem.d)
         self.stats = GramStatistics(problem.d)
@@ -108,12 +108,11 @@ class OfflineReference(Algorithm):
         if self.rows.n != self._fitted_at:
             n = self.rows.n
             self.stats.update(self.rows)
-            if self.alpha is None and self.schedule.due(n):
+            if self.cross_validates and self.schedule.due(n):
                 self.schedule.chose(self.cross_validated_alpha(), n)
-                self.config["alpha"] = self.schedule.alpha
-            alpha = self.alpha if self.alpha is not None else self.schedule.alpha
-            if alpha is not None:
-                self._w = self.fit(alpha)
+                self.alpha = self.schedule.alpha
+            if self.alpha is not None:
+                self._w = self.fit(self.alpha)
             self._fitted_at = n
         return self._w.copy()
 
@@ -127,20 +126,24 @@ class OnlineReference(Algorithm):
     paper = FULL_INFORMATION
     protocol = "batch"
     budget_kind = "full"
-    rules = {"radius": RUNNING, "eta": (RUNNING, ADAPTIVE)}
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, radius: float | Literal["running"] | None = None,
+                 eta: float | Literal["adaptive", "running"] | None = None) -> None:
+        super().__init__(problem, seed)
         require_full_budget(problem, self.id)
-        self.radius = LabelBound(given_or_running(self, "radius"))
+        given = given_or_running(radius)
+        self.bound = LabelBound(given)
+        self.radius: float | Literal["running"] = RUNNING if given is None else given
         self.rule: LeastSquaresStep | ExponentiatedStep | None = None
-        if self.config["eta"] == ADAPTIVE or (self.config["eta"] is None and not problem.theory):
-            self.rule, self.eta = self.practical_rule(), None
-            self.config["eta"] = ADAPTIVE
+        self.eta: float | Literal["adaptive", "running"]
+        if eta == ADAPTIVE or (eta is None and not problem.theory):
+            self.rule, self.fixed_eta = self.practical_rule(), None
+            self.eta = ADAPTIVE
         else:
-            self.eta = given_or_running(self, "eta")
-        if self.eta is not None and self.eta <= 0:
-            raise ParamError(f"eta must be positive, got {self.eta}")
+            self.fixed_eta = given_or_running(eta)
+            self.eta = RUNNING if self.fixed_eta is None else self.fixed_eta
+        if self.fixed_eta is not None and self.fixed_eta <= 0:
+            raise ParamError(f"eta must be positive, got {self.fixed_eta}")
         self.horizon = max(problem.n_examples, 1)
         self.w_bar = np.zeros(problem.d)
         self.t = 0
@@ -170,11 +173,11 @@ class OnlineReference(Algorithm):
         return range(self.problem.d)
 
     def step_size(self) -> float:
-        if self.eta is not None:
-            return self.eta
+        if self.fixed_eta is not None:
+            return self.fixed_eta
         if self.rule is not None:
             return self.rule.last
-        G = 2.0 * (self.radius.value * self.x_max + self.y_max) * self.x_max
+        G = 2.0 * (self.bound.value * self.x_max + self.y_max) * self.x_max
         return self.theorem_step(G) if G > 0 else 0.0
 
     def update(self, observed: Observed, y: float) -> None:
@@ -182,7 +185,7 @@ class OnlineReference(Algorithm):
         w = self.current_weights()
         self.t += 1
         self.w_bar += (w - self.w_bar) / self.t
-        self.radius.see(y)
+        self.bound.see(y)
         self.x_max = max(self.x_max, self.norm(x))
         self.y_max = max(self.y_max, abs(y))
         self.move(w, x, y)

@@ -3,24 +3,21 @@
 Cesa-Bianchi et al.'s Theorem 12 and Hazan & Koren's theorems assume |y| <= B and compare with the
 predictors ||w|| <= B; training labels are free in the limited-attribute setting, so the default B is
 the largest |y| seen so far (it only grows, and the ball with it). A step size derived from it is recomputed as
-it grows. Neither has one value over a run: ``config`` records them as ``RUNNING``, which they accept back.
+it grows. Neither has one value over a run: the algorithm's attribute holds ``RUNNING``, which it accepts back.
 """
 
 from __future__ import annotations
 
-from learner.algorithms.base import Algorithm, ParamError
+from typing import Final
 
-RUNNING = "running"
+from learner.algorithms.base import ParamError
+
+RUNNING: Final = "running"
 
 
-def given_or_running(algorithm: Algorithm, name: str) -> float | None:
-    """The parameter ``name`` as a number, or None for its running default (recorded in ``config`` as RUNNING)."""
-    value = algorithm.config[name]
-    if value is None or value == RUNNING:
-        algorithm.config[name] = RUNNING
-        return None
-    algorithm.config[name] = float(value)
-    return float(value)
+def given_or_running(value: float | str | None) -> float | None:
+    """A parameter given as a number, or None for its running default (not given, or ``RUNNING``)."""
+    return None if value is None or value == RUNNING else float(value)
 
 
 class LabelBound:

@@ -23,28 +23,34 @@ Choices the references leave open (it is GAELR with every attribute observed):
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms._full_information import OnlineReference
 from learner.algorithms._step_sizes import ExponentiatedStep
 from learner.algorithms.base import Problem
 
 
 class EGLasso(OnlineReference):
-    """Exponentiated gradient ± on the L1 ball, with every attribute: the online Lasso reference."""
+    """Exponentiated gradient ± on the L1 ball, with every attribute: the online Lasso reference.
+
+    Parameters
+    ----------
+    radius
+        L1 radius B; default 'running': the largest |y| seen so far
+    eta
+        constant step size; default 'adaptive': sqrt(log 2d / Σ||g_s||_∞²); theory: 'running' sqrt(log(2d)/(5m))/G with
+        G = 2(B·max||x||_∞ + max|y|)·max||x||_∞ over the examples seen so far
+    """
 
     id = "eg-lasso"
     name = "Online Lasso (EG±, full information)"
     algorithm = "EG± (Kivinen & Warmuth 1997)"
-    params = {
-        "radius": (None, "L1 radius B; default 'running': the largest |y| seen so far"),
-        "eta": (None, "constant step size; default 'adaptive': sqrt(log 2d / Σ||g_s||_∞²); theory: 'running' "
-                "sqrt(log(2d)/(5m))/G with G = 2(B·max||x||_∞ + max|y|)·max||x||_∞ over the examples seen so far"),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, radius: float | Literal["running"] | None = None,
+                 eta: float | Literal["adaptive", "running"] | None = None) -> None:
+        super().__init__(problem, seed, radius=radius, eta=eta)
         self.log_z_plus = np.zeros(self.problem.d)
         self.log_z_minus = np.zeros(self.problem.d)
 
@@ -70,4 +76,4 @@ class EGLasso(OnlineReference):
     def current_weights(self) -> np.ndarray:
         shift = max(self.log_z_plus.max(), self.log_z_minus.max())
         z_plus, z_minus = np.exp(self.log_z_plus - shift), np.exp(self.log_z_minus - shift)
-        return self.radius.value * (z_plus - z_minus) / (z_plus.sum() + z_minus.sum())
+        return self.bound.value * (z_plus - z_minus) / (z_plus.sum() + z_minus.sum())

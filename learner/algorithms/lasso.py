@@ -15,8 +15,8 @@ Choices the papers leave open (they tune the regularisation by 10-fold cross-val
   Fashion-MNIST images ``LassoCV`` took 1.8 s per choice on a quiet machine (13-19 s under load), this 0.5 s.
 - As for ridge (``_full_information.CrossValidationSchedule``), α is chosen again only when the number of examples seen
   has doubled since the last choice, and the refits in between use it: a learning curve's points would
-  otherwise each pay a 10-fold path. A fixed ``alpha`` skips the cross-validation. ``config`` records the last
-  α chosen: given as a fixed ``alpha``, it refits the run's final predictor.
+  otherwise each pay a 10-fold path. A fixed ``alpha`` skips the cross-validation. The attribute ``alpha``
+  holds the last α chosen: given as a fixed ``alpha``, it refits the run's final predictor.
 - No intercept: like the papers' predictors, x ↦ <w, x>.
 - The fit is redone lazily, when ``weights`` is read after new examples arrived, warm-started from the
   previous solution, from XᵀX and Xᵀy kept up to date over the new rows only (``_full_information.GramStatistics``).
@@ -61,15 +61,19 @@ def ten_fold_alpha(X: np.ndarray, y: np.ndarray, stats: GramStatistics) -> float
 
 
 class Lasso(OfflineReference):
-    """Offline Lasso on every example seen, with all attributes (scikit-learn's coordinate descent)."""
+    """Offline Lasso on every example seen, with all attributes (scikit-learn's coordinate descent).
+
+    Parameters
+    ----------
+    alpha
+        L1 penalty α of (1/2n)||y − Xw||² + α||w||_1; default cross-validated (10 folds, as LassoCV)
+    """
 
     id = "lasso"
     name = "Lasso (offline, full information)"
     algorithm = "Lasso by coordinate descent (sklearn lasso_path), α by 10-fold cross-validation (as LassoCV) or fixed"
     zero_alpha = False
     alpha_refusal = "alpha must be positive (use ridge with alpha=0 for least squares)"
-    params = {"alpha": (None, "L1 penalty α of (1/2n)||y − Xw||² + α||w||_1; default cross-validated (10 folds, "
-                        "as LassoCV)")}
 
     def cross_validated_alpha(self) -> float:
         return ten_fold_alpha(self.rows.X, self.rows.y, self.stats)

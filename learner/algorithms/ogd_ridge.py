@@ -20,28 +20,34 @@ Choices the reference leaves open (it is their GAERR with every attribute observ
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms._full_information import OnlineReference
 from learner.algorithms._step_sizes import LeastSquaresStep
 from learner.algorithms.base import Problem
 
 
 class OGDRidge(OnlineReference):
-    """Online gradient descent on the L2 ball, with every attribute: the online ridge reference."""
+    """Online gradient descent on the L2 ball, with every attribute: the online ridge reference.
+
+    Parameters
+    ----------
+    radius
+        L2 radius B; default 'running': the largest |y| seen so far
+    eta
+        constant step size; default 'adaptive': 1/(4 mean||x||²) (averaged least squares); theory: 'running' 2B/(G√m)
+        with G = 2(B·max||x||_2 + max|y|)·max||x||_2 over the examples seen so far
+    """
 
     id = "ogd-ridge"
     name = "Online ridge (OGD, full information)"
     algorithm = "Online gradient descent (Zinkevich 2003)"
-    params = {
-        "radius": (None, "L2 radius B; default 'running': the largest |y| seen so far"),
-        "eta": (None, "constant step size; default 'adaptive': 1/(4 mean||x||²) (averaged least squares); theory: "
-                "'running' 2B/(G√m) with G = 2(B·max||x||_2 + max|y|)·max||x||_2 over the examples seen so far"),
-    }
 
-    def __init__(self, problem: Problem, seed: int = 0, **params: ParamValue) -> None:
-        super().__init__(problem, seed, **params)
+    def __init__(self, problem: Problem, seed: int = 0, *, radius: float | Literal["running"] | None = None,
+                 eta: float | Literal["adaptive", "running"] | None = None) -> None:
+        super().__init__(problem, seed, radius=radius, eta=eta)
         self.w = np.zeros(self.problem.d)
 
     def practical_rule(self) -> LeastSquaresStep:
@@ -52,15 +58,15 @@ class OGDRidge(OnlineReference):
         return float(np.linalg.norm(x))
 
     def theorem_step(self, G: float) -> float:
-        return 2.0 * self.radius.value / (G * np.sqrt(self.horizon))
+        return 2.0 * self.bound.value / (G * np.sqrt(self.horizon))
 
     def move(self, w: np.ndarray, x: np.ndarray, y: float) -> None:
         if self.rule is not None:
             self.rule.next({0: float(np.linalg.norm(x))}, {})
         self.w -= self.step_size() * 2.0 * (float(self.w @ x) - y) * x
         norm = float(np.linalg.norm(self.w))
-        if norm > self.radius.value:
-            self.w *= self.radius.value / norm
+        if norm > self.bound.value:
+            self.w *= self.bound.value / norm
 
     def current_weights(self) -> np.ndarray:
         return self.w.copy()

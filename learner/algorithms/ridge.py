@@ -16,7 +16,7 @@ Choices the papers leave open (they tune α by 10-fold cross-validation):
   refit: it is cross-validated on the examples seen so far whenever their number has doubled since the last
   time (``_full_information.CrossValidationSchedule``, from 3 examples on; before that the fit is the zero
   predictor), and every refit in between uses the last α chosen. A fixed ``alpha`` skips the cross-validation.
-  ``config`` records the last α chosen: given as a fixed ``alpha``, it refits the run's final predictor.
+  The attribute ``alpha`` holds the last α chosen: given as a fixed ``alpha``, it refits the run's final predictor.
 - No intercept: like the papers' predictors, x ↦ <w, x>.
 - The fit is redone lazily, when ``weights`` is read after new examples arrived, from XᵀX and Xᵀy kept up to
   date over the new rows only (``_full_information.GramStatistics``); the rows seen are kept too (full information
@@ -72,15 +72,19 @@ def ridge_solution(stats: GramStatistics, alpha: float, rows: RowBuffer) -> np.n
 
 
 class Ridge(OfflineReference):
-    """Offline ridge regression on every example seen, with all attributes (scikit-learn)."""
+    """Offline ridge regression on every example seen, with all attributes (scikit-learn).
+
+    Parameters
+    ----------
+    alpha
+        L2 regularisation α of ||y − Xw||² + α||w||²; default cross-validated (RidgeCV, leave-one-out, over 1e-4..1e8)
+    """
 
     id = "ridge"
     name = "Ridge regression (offline, full information)"
     algorithm = "ridge regression, α by leave-one-out cross-validation (as sklearn RidgeCV) or fixed"
     zero_alpha = True
     alpha_refusal = "alpha must be non-negative"
-    params = {"alpha": (None, "L2 regularisation α of ||y − Xw||² + α||w||²; default cross-validated (RidgeCV, "
-                        "leave-one-out, over 1e-4..1e8)")}
 
     def cross_validated_alpha(self) -> float:
         return cross_validated_alpha(self.rows, self.stats)

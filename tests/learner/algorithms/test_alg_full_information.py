@@ -92,7 +92,7 @@ def test_ridge_cross_validates_alpha_like_ridgecv_each_time_the_examples_double(
         weights = ridge.weights
         tuned_at = {6: 6, 200: 200, 399: 200, 400: 400}[n]  # 399 < 2 x 200: the α chosen at 200 is kept
         chosen = ridgecv(tuned_at).alpha_
-        assert ridge.config["alpha"] == chosen
+        assert ridge.alpha == chosen
         expected = np.linalg.solve(X[:n].T @ X[:n] + chosen * np.eye(8), X[:n].T @ y[:n])
         np.testing.assert_allclose(weights, expected, atol=1e-9)
     assert ALPHAS[0] < ridgecv(200).alpha_ != ridgecv(400).alpha_ < ALPHAS[-1]  # the checks above can tell α apart
@@ -115,7 +115,7 @@ def test_lasso_cross_validates_alpha_like_lassocv_each_time_the_examples_double(
         seen = n
         weights = lasso.weights
         chosen = lassocv(tuned_at)
-        assert lasso.config["alpha"] == pytest.approx(chosen, rel=1e-12)
+        assert lasso.alpha == pytest.approx(chosen, rel=1e-12)
         direct = SklearnLasso(alpha=chosen, fit_intercept=False, tol=1e-10, max_iter=100_000).fit(X[:n], y[:n])
         np.testing.assert_allclose(weights, direct.coef_, atol=1e-3)
     assert lassocv(200) != lassocv(400)
@@ -154,12 +154,12 @@ def test_online_references_with_theory_defaults_take_their_theoretical_step_size
     dataset = linear_data()
     ogd = OGDRidge(Problem(d=8, k=8, n_examples=400, defaults="theory"))
     eg = EGLasso(Problem(d=8, k=8, n_examples=400, defaults="theory"))
-    assert ogd.config["eta"] == eg.config["eta"] == "running"
+    assert ogd.eta == eg.eta == "running"
     feed(ogd, dataset.X[:50], dataset.y[:50])
     feed(eg, dataset.X[:50], dataset.y[:50])
     B = np.abs(dataset.y[:50]).max()
     X2, Xinf = np.linalg.norm(dataset.X[:50], axis=1).max(), np.abs(dataset.X[:50]).max()
-    assert ogd.radius.value == eg.radius.value == pytest.approx(B)
+    assert ogd.bound.value == eg.bound.value == pytest.approx(B)
     assert ogd.step_size() == pytest.approx(2 * B / (2 * (B * X2 + B) * X2 * np.sqrt(400)))
     assert eg.step_size() == pytest.approx(np.sqrt(np.log(16) / (5 * 400)) / (2 * (B * Xinf + B) * Xinf))
 
@@ -168,7 +168,7 @@ def test_online_references_default_to_steps_measured_on_the_data() -> None:
     dataset = linear_data()
     ogd = OGDRidge(Problem(d=8, k=8, n_examples=400))
     eg = EGLasso(Problem(d=8, k=8, n_examples=400))
-    assert ogd.config["eta"] == eg.config["eta"] == "adaptive"
+    assert ogd.eta == eg.eta == "adaptive"
     feed(ogd, dataset.X[:50], dataset.y[:50])
     w = np.zeros(8)
     energy = 0.0

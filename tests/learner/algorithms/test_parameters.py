@@ -145,7 +145,7 @@ def test_the_way_before_keyword_parameters_still_works_and_is_deprecated() -> No
 
 # The families are converted one at a time: this list grows to every algorithm.
 CONVERTED = ["aer", "aer-baseline", "screening", "exploration", "exploitation", "hybrid", "ito1", "ito2", "ito3",
-             "greedy", "uniform"]
+             "greedy", "uniform", "ridge", "lasso", "ogd-ridge", "eg-lasso"]
 
 
 @pytest.mark.parametrize("algorithm_id", CONVERTED)
