@@ -20,6 +20,7 @@ from budgetlab.errors import Code, Refused, responses
 from server import dashboard
 from server.accounts import AccountService
 from server.batch_process import BatchProcess
+from server.build_costs import BuildCosts
 from server.config import Settings
 from server.db import make_engine, upgrade
 from server.deps import ADMIN_REFUSALS, Admin, Service, is_admin
@@ -100,6 +101,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                  "BUDGETLAB_KEY_REQUESTS_PER_SECOND, BUDGETLAB_KEY_REQUESTS_BURST")
     # The keys' buckets are the streams' too: a stream's messages are requests of its session's token.
     app.state.key_rates = limited_keys(keyed)
+    # Inside the rates: a request they refuse costs nothing to look at.
+    app.add_middleware(BuildCosts, per_second=settings.build_seconds_per_second, burst=settings.build_seconds_burst)
     app.add_middleware(RateLimits, limits={("POST", "/v1/sessions"): opening}, per_address=every,
                        per_key=app.state.key_rates)
     limited = every.per_second > 0 or keyed.per_second > 0
@@ -174,6 +177,10 @@ def check(settings: Settings) -> None:
     for name in ("max_body_bytes", "max_upload_bytes", "max_cells", "max_examples"):
         if getattr(settings, name) < 1:
             raise ValueError(f"{name} must be at least 1, not {getattr(settings, name)}")
+    if settings.build_seconds_per_second < 0 or settings.build_seconds_burst <= 0:
+        raise ValueError("build_seconds_per_second must not be negative and build_seconds_burst must be positive")
+    if settings.ledger_reserve_bytes < 0:
+        raise ValueError(f"ledger_reserve_bytes must not be negative, not {settings.ledger_reserve_bytes}")
     if settings.dataset_cache_bytes < 0:
         raise ValueError(f"dataset_cache_bytes must not be negative, not {settings.dataset_cache_bytes}")
 

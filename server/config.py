@@ -27,6 +27,10 @@ ANONYMOUS_SESSIONS = 10_000
 # A session's stream counts once per address; each of its messages takes a token of its session token's rate.
 REQUESTS_PER_SECOND, REQUESTS_BURST = 2000.0, 4000.0
 KEY_REQUESTS_PER_SECOND, KEY_REQUESTS_BURST = 1000.0, 2000.0
+# CPU seconds of dataset building per second, per address and per key (server.build_costs), in bursts: a comparison
+# of ten seeds of sparse-gaussian at the paper's size (1.25 CPU-s each) starts in a few seconds, and a flood of new
+# seeds takes a quarter of one core.
+BUILD_SECONDS_PER_SECOND, BUILD_SECONDS_BURST = 0.25, 8.0
 
 
 def default_database_url() -> str:
@@ -90,6 +94,12 @@ class Settings:
         default_factory=lambda: float(os.environ.get("BUDGETLAB_KEY_REQUESTS_PER_SECOND") or KEY_REQUESTS_PER_SECOND))
     key_requests_burst: float = field(
         default_factory=lambda: float(os.environ.get("BUDGETLAB_KEY_REQUESTS_BURST") or KEY_REQUESTS_BURST))
+    # CPU seconds of dataset building one address, and one key, may have the oracle spend per second, in bursts
+    # (429 past it, before anything is built; 0 a second: no limit).
+    build_seconds_per_second: float = field(default_factory=lambda: float(
+        os.environ.get("BUDGETLAB_BUILD_SECONDS_PER_SECOND") or BUILD_SECONDS_PER_SECOND))
+    build_seconds_burst: float = field(default_factory=lambda: float(
+        os.environ.get("BUDGETLAB_BUILD_SECONDS_BURST") or BUILD_SECONDS_BURST))
     # Bytes the SQLite ledger's file system must keep free: below it every write is refused (507 storage_full) and
     # /readyz is 503, so that the write-ahead log can still be copied back into the database (server.readiness).
     ledger_reserve_bytes: int = field(

@@ -73,7 +73,7 @@ def key_of(token: bytes) -> str:
     return hashlib.blake2b(token, digest_size=16).hexdigest()
 
 
-def _key(scope: Scope) -> str | None:
+def bearer_key(scope: Scope) -> str | None:
     """The bucket of the request's bearer token, if it carries one."""
     for name, value in scope["headers"]:
         if name == b"authorization":
@@ -106,7 +106,7 @@ class RateLimits:
             checks = [(self.buckets.get((scope["method"], scope["path"])), address, "such requests", "address"),
                       (self.per_address, address, "requests", "address")]
             if self.per_key is not None:
-                key = _key(scope)
+                key = bearer_key(scope)
                 if key is not None:
                     checks.append((self.per_key, key, "requests", "key"))
             for buckets, who, what, of in checks:

@@ -10,14 +10,22 @@ The cache bounds memory only if nothing else keeps an evicted dataset alive: who
 longer than a request (the oracle's per-session runtimes) drops the ones the cache no longer ``holds``,
 checked again whenever ``evictions`` has moved, and reports each use (``cache_touch``), so that the datasets
 of sessions in use are not the ones evicted.
+
+A build's cost can be charged to whoever asked for it (``BUILD_PAYER``, set by a service for the request it serves):
+the payer may refuse the build before it waits for its turn (``admit``), chooses the thread it runs on (``run``),
+and is told the CPU seconds it took there (``charge``). A build inside another (a family built from another
+dataset) is the outer one's.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -42,12 +50,31 @@ CACHE_ENTRIES = 16
 CACHE_BYTES = 512 << 20
 
 
+class BuildPayer(Protocol):
+    """Who pays for the datasets built while serving a request: ``admit`` raises to refuse a build before it starts;
+    ``run`` calls its argument (the build, its turn taken) on a thread of its choice and returns what it returns;
+    ``charge`` takes the CPU seconds the build took on that thread (0: built meanwhile for another request), once
+    after every ``admit`` that did not raise, whether the build succeeded or not."""
+
+    def admit(self) -> None: ...
+
+    def run(self, call: Callable[[], Dataset]) -> Dataset: ...
+
+    def charge(self, cpu_seconds: float) -> None: ...
+
+
+BUILD_PAYER: ContextVar[BuildPayer | None] = ContextVar("dataset_build_payer", default=None)
+# Set while this thread builds: a build inside it is part of its cost, neither admitted nor charged again.
+_building = threading.local()
+
+
 class _LRU:
     def __init__(self, max_entries: int, max_bytes: int) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._entries: OrderedDict[Hashable, tuple[Dataset, int]] = OrderedDict()
         self._keys: dict[int, Hashable] = {}  # id of each cached dataset to its key
+        self._making: set[Hashable] = set()  # keys being built now
         self._gate = threading.RLock()
         self._lock = threading.Lock()
         # Bumped whenever an entry leaves, so holders of datasets know cheaply when to check theirs again.
@@ -58,15 +85,42 @@ class _LRU:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key][0]
+            # Being built for another request: this one finds it built once through the gate, at no cost.
+            free = key in self._making
+        payer = None if free or getattr(_building, "active", False) else BUILD_PAYER.get()
+        if payer is None:
+            return self._built(key, build, [0.0])
+        payer.admit()  # before the gate: a refused build never waits there
+        spent = [0.0]
+        try:
+            return payer.run(lambda: self._built(key, build, spent))
+        finally:
+            payer.charge(spent[0])
+
+    def _built(self, key: Hashable, build: Callable[[], Dataset], spent: list[float]) -> Dataset:
+        """The dataset of ``key``, built by ``build`` unless another request built it meanwhile; ``spent`` gets the
+        CPU seconds of this thread it took."""
         # One build at a time: datasets in the making (and their temporaries) are never counted by the byte bound,
         # so concurrent builds of many keys (sessions on many seeds) would take that much memory each at once.
         # Re-entrant, for a family built from another dataset.
         with self._gate:
             with self._lock:
-                if key in self._entries:
+                if key in self._entries:  # built meanwhile, by the request this one waited behind
                     return self._entries[key][0]
-            dataset = build()
+                self._making.add(key)
+            outer, _building.active = getattr(_building, "active", False), True
+            start = time.thread_time()
+            try:
+                dataset = build()
+            except BaseException:
+                with self._lock:
+                    self._making.discard(key)
+                raise
+            finally:
+                _building.active = outer
+                spent[0] = time.thread_time() - start
             with self._lock:
+                self._making.discard(key)
                 self._entries[key] = (dataset, _footprint(dataset))
                 self._keys[id(dataset)] = key
                 self._shrink()

@@ -90,3 +90,16 @@ def test_scaling_bench_json_holds_both_speedups_and_the_workers_memory() -> None
     assert figures["local_1_workers_worker0_datasets_built"]["value"] == 2
     assert figures["local_1_workers_worker0_runs"]["value"] == 4
     assert figures["local_2_workers_worker0_runs"]["value"] + figures["local_2_workers_worker1_runs"]["value"] == 4
+
+
+@pytest.mark.slow
+def test_health_bench_json_holds_the_logs_bound_the_headroom_and_the_floods_figures() -> None:
+    report = json.loads(run("health_bench.py", "--json"))
+    figures = report["figures"]
+    for name in ("wal_peak_mb", "wal_left_after_stop_mb", "flood_busy_to_idle_p99", "flood_peak_rss"):
+        assert figures[name]["result"] in ("PASS", "MISS"), name
+    for name in ("wal_steps_per_s", "ledger_mb_per_million_values_5_a_step", "flood_idle_step_p99",
+                 "flood_busy_step_p99"):
+        assert figures[name]["value"] > 0, name
+    # The oracle stopped as the sandbox stops it leaves an empty log, whatever the machine (the last checkpoint).
+    assert figures["wal_left_after_stop_mb"]["value"] == 0
