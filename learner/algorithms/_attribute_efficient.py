@@ -3,8 +3,8 @@ indices from q and a few inner-product indices from p(w), pay for the distinct o
 OGD (ridge) or EG (lasso) step along the estimated gradient φ̃ · x̃.
 
 ``SampledGradient`` is that loop on top of an iterate from ``_iterates``; ``AttributeEfficient`` is the
-``Algorithm`` shell every public class of the family fills in with its geometry (``_geometry``: the ridge or the
-lasso twin), sampling choices and step size; ``HazanKoren`` is AERR and AELR, the twins with uniform draws.
+``Algorithm`` shell every public class of the family is, each one's constructor making its engine from its
+parameters, its geometry (``_geometry``: the ridge or the lasso twin), its sampling and its step size.
 Randomness: per example, one batch of U[0,1) numbers from the algorithm's generator, the data-point
 draws first, then the inner-product draws (drawn even when w = 0 and not needed, so the stream of
 numbers does not depend on the data).
@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import bisect
 import math
-from abc import abstractmethod
-from typing import ClassVar
+from typing import ClassVar, Literal, Protocol
 
 import numpy as np
 
-from budgetlab.contract.base import ParamValue
 from learner.algorithms._estimators import squared_loss_gradient
 from learner.algorithms._geometry import Geometry
 from learner.algorithms._iterates import ScaledIterate
+from learner.algorithms._prices import COST_BLIND, Prices
 from learner.algorithms._step_sizes import (
     ADAPTIVE,
     AtLeast,
@@ -31,17 +30,9 @@ from learner.algorithms._step_sizes import (
     LeastSquaresStep,
     StepRule,
 )
-from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
+from learner.algorithms.base import Algorithm, Observed, ParamError, around
 
 HAZAN_KOREN = "Hazan & Koren 2012, Linear Regression with Limited Observation"
-B_DOC = ("radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to "
-         "max|y| / max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball")
-Spec = dict[str, tuple[ParamValue | None, str]]
-
-
-def ball_params(geometry: Geometry, theorem: str) -> Spec:
-    """The parameters B and η of a learner on the ``geometry``'s ball, ``theorem`` saying what the theorem's η is."""
-    return {"B": (None, B_DOC), "eta": (None, geometry.eta_doc + theorem)}
 
 
 class DataPointSampler:
@@ -135,31 +126,46 @@ class SampledGradient:
     label_slope = 1.0
 
 
+class Engine(Protocol):
+    """What the shell runs: a ``SampledGradient``, or an engine that reads as one (``two_phase.TwoPhases``)."""
+
+    @property
+    def iterate(self) -> ScaledIterate: ...
+
+    @property
+    def step(self) -> StepRule: ...
+
+    def select(self) -> list[int]: ...
+
+    def update(self, observed: Observed, y: float) -> None: ...
+
+
 class AttributeEfficient(Algorithm):
-    """Algorithm shell over a ``SampledGradient`` engine built by ``build``.
+    """The shell of every learner of the family: select/update/weights run its ``engine`` (a ``SampledGradient``, or
+    an engine that reads as one), which its constructor makes; the parts that differ between learners are composed,
+    not inherited: the ``geometry`` (``_geometry``: the ridge or the lasso twin's ball, step and draws), the ``prices``
+    strategy (``_prices``: the papers' cost-blind draws, or the session's prices for a cost-aware learner) and the
+    step-size rule (``_step_sizes``: the theorem's η, or the practical rule).
 
     The theorems are stated for ||x|| <= 1 (ridge: the L2 norm, lasso: the L∞ norm) and |y| <= B, ||w*|| <= B.
     Scaling the data into that setting (x' = x / X, w' = X w, X the declared max ||x||) turns a ball of radius
     B on w into one of radius X·B on w', so the theorem's B is B' = X·B (at least max|y| by the choice of B),
     and its step size η' on w' is η'/X² on w for OGD and η'/X for EG (whose step multiplies a gradient that
-    scales with x). ``ball`` returns B, B' and X from the declared ``Problem.scale`` for the class's ``geometry``.
+    scales with x). ``ball`` resolves B and returns B, B' and X from the declared ``Problem.scale`` for the class's
+    ``geometry``; ``split`` resolves the budget's split ``x_draws``, and ``step_size`` a step size: each parameter's
+    attribute then holds the value in effect.
     """
 
     # The ball, step and sampling of the ridge or the lasso twin (``_geometry``).
     geometry: ClassVar[Geometry]
+    # Whether the draws weigh attributes by their prices (``_prices``); a priced learner also declares needs_costs.
+    prices: ClassVar[Prices] = COST_BLIND
     budget_kind = "local"
     min_budget = 2
     needs_scale = True
-    # The step sizes' practical default is a rule (``_step_sizes``), recorded and accepted back by its name.
-    rules: ClassVar[dict[str, str | tuple[str, ...]]] = {"eta": ADAPTIVE}
-
-    def __init__(self, problem: Problem, seed: int = 0, **params) -> None:
-        super().__init__(problem, seed, **params)
-        self.engine = self.build()
-
-    @abstractmethod
-    def build(self) -> SampledGradient:
-        """Resolve the parameters (writing the values in effect back to ``config``) and make the engine."""
+    engine: Engine
+    B: float | None
+    x_draws: int | None
 
     def select(self) -> list[int]:
         return self.engine.select()
@@ -177,59 +183,48 @@ class AttributeEfficient(Algorithm):
     def tuning_hint(self) -> dict[str, list[float]] | None:
         return {"eta": around(self.engine.step.last)} if self.engine.step.last > 0 else None
 
-    # --- parameter helpers ----------------------------------------------------------------------
+    # --- parameters -----------------------------------------------------------------------------
 
-    def resolve(self, name: str, theoretical: float) -> float:
-        """The parameter if given, else the theoretical value; recorded in ``config`` either way."""
-        value = self.config[name]
+    def positive(self, name: str, value: float | None, theoretical: float) -> float:
+        """``value`` if given, else the theoretical value: a positive finite number (``name`` says which)."""
         value = theoretical if value is None else float(value)
         if not value > 0 or not math.isfinite(value):
             raise ParamError(f"{self.id}: {name} must be a positive number, got {value}")
-        self.config[name] = value
         return value
 
     def ball(self) -> tuple[float, float, float]:
-        """(B, B' = X·B, X): the ball on w of the ``geometry`` and the theorems' B in the normalised setting."""
+        """(B, B' = X·B, X): the ball on w of the ``geometry`` and the theorems' B in the normalised setting; ``B``
+        resolved (given, or the geometry's default for the declared scale)."""
         X = self.geometry.max_norm(self.problem.scale)
-        B = self.resolve("B", self.geometry.radius(self.problem))
-        return B, X * B, X
+        self.B = self.positive("B", self.B, self.geometry.radius(self.problem))
+        return self.B, X * self.B, X
 
-    def step_rule(self, name: str, theoretical: float, practical: LeastSquaresStep | ExponentiatedStep | None = None
-             ) -> StepRule:
-        """The step size ``name`` on w (B resolved first): a given number, the rule ``ADAPTIVE`` (given, or by default:
-        the ``geometry``'s practical rule, or ``practical``, never below the theorem's η), or with
-        ``defaults = "theory"`` the theorem's η, ``theoretical``."""
-        value = self.config[name]
+    def step_size(self, name: str, value: float | str | None, theoretical: float,
+                  practical: LeastSquaresStep | ExponentiatedStep | None = None
+                  ) -> tuple[float | Literal["adaptive"], StepRule]:
+        """The step size ``name`` on w (B resolved first), as the value in effect and its rule: a given number, the
+        rule ``ADAPTIVE`` (given, or by default: the ``geometry``'s practical rule, or ``practical``, never below the
+        theorem's η), or with ``defaults = "theory"`` the theorem's η, ``theoretical``."""
         if value == ADAPTIVE or (value is None and not self.problem.theory):
-            self.config[name] = ADAPTIVE
-            rule = practical if practical is not None else self.geometry.practical(self.problem,
-                                                                                    float(self.config["B"]))
-            return AtLeast(rule, theoretical)
-        return FixedStep(self.resolve(name, theoretical))
+            assert self.B is not None
+            rule = practical if practical is not None else self.geometry.practical(self.problem, self.B)
+            return ADAPTIVE, AtLeast(rule, theoretical)
+        eta = self.positive(name, None if value is None else float(value), theoretical)
+        return eta, FixedStep(eta)
 
-    def even_split(self, name: str = "x_draws") -> tuple[int, int]:
-        """(data-point draws, inner-product draws): the K&S §5 even split, x̃ getting the odd one."""
+    def split(self) -> tuple[int, int]:
+        """(data-point draws, inner-product draws): the K&S §5 even split, x̃ getting the odd one, or ``x_draws``
+        (resolved)."""
         budget = self.problem.budget
-        value = self.config[name]
-        x_draws = math.ceil(budget / 2) if value is None else int(value)
+        x_draws = math.ceil(budget / 2) if self.x_draws is None else int(self.x_draws)
         if not 1 <= x_draws <= budget - 1:
-            raise ParamError(f"{self.id}: {name} must be in 1..{budget - 1} (the budget is {budget}), got {x_draws}")
-        self.config[name] = x_draws
+            raise ParamError(f"{self.id}: x_draws must be in 1..{budget - 1} (the budget is {budget}), got {x_draws}")
+        self.x_draws = x_draws
         return x_draws, budget - x_draws
 
-
-class HazanKoren(AttributeEfficient):
-    """AERR and AELR (Hazan & Koren, Algorithms 1 and 2): k = budget - 1 uniform data-point draws and one draw from
-    p(w) per example, the theorem's η from ``theorem_eta``."""
-
-    paper = HAZAN_KOREN
-
-    @abstractmethod
-    def theorem_eta(self, k: int, B_unit: float) -> float:
-        """The theorem's η for the data scaled into the unit ball, k uniform draws, B' = ``B_unit``."""
-
-    def build(self) -> SampledGradient:
-        d, k = self.problem.d, self.problem.budget - 1
-        B, B_unit, X = self.ball()
-        step = self.step_rule("eta", self.geometry.on_w(self.theorem_eta(k, B_unit), X))
-        return SampledGradient(self.geometry.iterate(d, B), DataPointSampler(d), k, 1, step, self.rng)
+    def uniform_engine(self, k: int, step: StepRule) -> SampledGradient:
+        """Hazan & Koren's draws (AERR, AELR, and phase 1 of the two-phased learners): k uniform data-point draws and
+        one from p(w) per example, on the ``geometry``'s ball of radius B (resolved)."""
+        assert self.B is not None
+        d = self.problem.d
+        return SampledGradient(self.geometry.iterate(d, self.B), DataPointSampler(d), k, 1, step, self.rng)

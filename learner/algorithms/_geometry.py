@@ -2,8 +2,8 @@
 
 Each of their learners comes as twins, ridge and lasso (AERR/AELR, GAERR/GAELR, DDAERR/DDAELR and the two-phased
 pair): the same draws and gradient estimate g̃ = φ̃ x̃, and a different geometry. The papers write each twin out in
-full; here one implementation per family (``_attribute_efficient``, ``_data_dependent``, ``two_phase``) is given one
-of the two values below, which hold all that differs:
+full; here each learner's constructor is given one of the two values below, which hold all that differs, and
+builds its engine from the family's parts (``_attribute_efficient``, ``_data_dependent``, ``two_phase``):
 
 =============================================  ==============================  ==================================
                                                ``L2_BALL`` (ridge)             ``L1_BALL`` (lasso)
@@ -41,8 +41,6 @@ class Geometry(ABC):
     """What the ridge and the lasso twin of a learner do differently (the table above)."""
 
     name: ClassVar[str]
-    # The start of the step size's description: the practical rule, then the theorem's η after "theory: ".
-    eta_doc: ClassVar[str]
 
     @abstractmethod
     def max_norm(self, scale: DataScale) -> float:
@@ -81,8 +79,6 @@ class Geometry(ABC):
 
 class L2Ball(Geometry):
     name = "ridge"
-    eta_doc = ("step size η; default 'adaptive': averaged least squares' 1/(2R²), R² measured on the run's estimates, "
-               "never below the theorem's η; theory: ")
 
     def max_norm(self, scale: DataScale) -> float:
         return scale.max_norm2
@@ -111,8 +107,6 @@ class L2Ball(Geometry):
 
 class L1Ball(Geometry):
     name = "lasso"
-    eta_doc = ("step size η; default 'adaptive': sqrt(log 2d / Σ||g̃||_∞²) on the run's gradients, capped, never below "
-               "the theorem's η; theory: ")
 
     def max_norm(self, scale: DataScale) -> float:
         return scale.max_abs

@@ -49,25 +49,44 @@ Choices, where the argument leaves them open:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from learner.algorithms.base import Algorithm
+from learner.algorithms.base import Problem
 
 # A price below this fraction of the mean price counts as this fraction: a free attribute is drawn often, not always.
 FREE_FLOOR = 0.01
 
 
-def relative_prices(algorithm: Algorithm) -> np.ndarray | None:
-    """The prices of a cost-aware algorithm's attributes over the cheapest one (floored: see above); None when it is
-    cost-blind or every attribute costs the same, where the paper's distributions are the optimum."""
-    costs = algorithm.problem.costs
-    if not algorithm.needs_costs or costs is None:
+def relative_prices(costs: np.ndarray | None) -> np.ndarray | None:
+    """The prices over the cheapest one (floored: see above); None when there are none or every attribute costs the
+    same, where the paper's distributions are the optimum."""
+    if costs is None:
         return None
     costs = np.asarray(costs, dtype=np.float64)
     if costs.size == 0 or np.all(costs == costs[0]):
         return None
     floored = np.maximum(costs, FREE_FLOOR * float(costs.mean()))
     return floored / floored.min()
+
+
+@dataclass(frozen=True)
+class Prices:
+    """The price strategy of a sampled learner: whether its draws weigh each attribute by its price. ``COST_BLIND``
+    is the papers' (every attribute costs 1); ``SESSION_PRICES`` takes the session's (``Problem.costs``), which the
+    runner fetches for an algorithm that declares ``needs_costs``: a cost-aware learner is its cost-blind twin with
+    this strategy and that declaration."""
+
+    priced: bool
+
+    def relative(self, problem: Problem) -> np.ndarray | None:
+        """The prices the draws weigh attributes by (``relative_prices``); None: the paper's distributions."""
+        return relative_prices(problem.costs) if self.priced else None
+
+
+COST_BLIND = Prices(priced=False)
+SESSION_PRICES = Prices(priced=True)
 
 
 def ridge_data_point_weights(moments: np.ndarray, prices: np.ndarray | None) -> np.ndarray:

@@ -32,9 +32,11 @@ Choices the paper leaves open (see docs/papers.md):
 from __future__ import annotations
 
 import math
+from typing import Literal
 
-from learner.algorithms._attribute_efficient import HazanKoren, ball_params
+from learner.algorithms._attribute_efficient import HAZAN_KOREN, AttributeEfficient
 from learner.algorithms._geometry import L1_BALL
+from learner.algorithms.base import Problem
 
 
 def aelr_eta(k: int, d: int, m: int, B: float) -> float:
@@ -42,15 +44,32 @@ def aelr_eta(k: int, d: int, m: int, B: float) -> float:
     return math.sqrt(k * math.log(2 * d) / (10 * d * max(m, 1))) / (2 * B)
 
 
-class AELR(HazanKoren):
-    """Attribute Efficient Lasso Regression: clipped EG± with uniform and |w|-weighted attribute draws."""
+class AELR(AttributeEfficient):
+    """Attribute Efficient Lasso Regression: clipped EG± with uniform and |w|-weighted attribute draws.
+
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    eta
+        step size η; default 'adaptive': sqrt(log 2d / Σ||g̃||_∞²) on the run's gradients, capped, never below the
+        theorem's η; theory: Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (docs/papers.md), B' = max|x_i|·B, k
+        = budget - 1
+    """
 
     id = "aelr"
     name = "AELR (Attribute Efficient Lasso Regression)"
+    paper = HAZAN_KOREN
     algorithm = "Algorithm 2"
     geometry = L1_BALL
-    params = ball_params(L1_BALL, "Theorem 3.4's (1/2B')·sqrt(k log 2d/(10dm)) / max|x_i| (docs/papers.md), "
-                         "B' = max|x_i|·B, k = budget - 1")
 
-    def theorem_eta(self, k: int, B_unit: float) -> float:
-        return aelr_eta(k, self.problem.d, self.problem.n_examples, B_unit)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
+                 eta: float | Literal["adaptive"] | None = None) -> None:
+        super().__init__(problem, seed)
+        self.B = B
+        k = problem.budget - 1
+        _, B_unit, X = self.ball()
+        self.eta, step = self.step_size(
+            "eta", eta, self.geometry.on_w(aelr_eta(k, problem.d, problem.n_examples, B_unit), X))
+        self.engine = self.uniform_engine(k, step)

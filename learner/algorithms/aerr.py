@@ -30,9 +30,11 @@ Choices the paper leaves open (see docs/papers.md):
 from __future__ import annotations
 
 import math
+from typing import Literal
 
-from learner.algorithms._attribute_efficient import HazanKoren, ball_params
+from learner.algorithms._attribute_efficient import HAZAN_KOREN, AttributeEfficient
 from learner.algorithms._geometry import L2_BALL
+from learner.algorithms.base import Problem
 
 
 def aerr_eta(k: int, d: int, m: int) -> float:
@@ -40,14 +42,30 @@ def aerr_eta(k: int, d: int, m: int) -> float:
     return math.sqrt(k / (2 * d * max(m, 1)))
 
 
-class AERR(HazanKoren):
-    """Attribute Efficient Ridge Regression: OGD on the L2 ball with uniform and w²-weighted attribute draws."""
+class AERR(AttributeEfficient):
+    """Attribute Efficient Ridge Regression: OGD on the L2 ball with uniform and w²-weighted attribute draws.
+
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    eta
+        step size η; default 'adaptive': averaged least squares' 1/(2R²), R² measured on the run's estimates, never
+        below the theorem's η; theory: Theorem 3.1's sqrt(k/(2dm)) / max||x||_2² with k = budget - 1
+    """
 
     id = "aerr"
     name = "AERR (Attribute Efficient Ridge Regression)"
+    paper = HAZAN_KOREN
     algorithm = "Algorithm 1"
     geometry = L2_BALL
-    params = ball_params(L2_BALL, "Theorem 3.1's sqrt(k/(2dm)) / max||x||_2² with k = budget - 1")
 
-    def theorem_eta(self, k: int, B_unit: float) -> float:
-        return aerr_eta(k, self.problem.d, self.problem.n_examples)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
+                 eta: float | Literal["adaptive"] | None = None) -> None:
+        super().__init__(problem, seed)
+        self.B = B
+        k = problem.budget - 1
+        _, _, X = self.ball()
+        self.eta, step = self.step_size("eta", eta, self.geometry.on_w(aerr_eta(k, problem.d, problem.n_examples), X))
+        self.engine = self.uniform_engine(k, step)

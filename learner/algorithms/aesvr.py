@@ -52,11 +52,11 @@ Choices the paper leaves open:
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
 from learner.algorithms._attribute_efficient import (
-    B_DOC,
     HAZAN_KOREN,
     AttributeEfficient,
     DataPointSampler,
@@ -73,7 +73,7 @@ from learner.algorithms._estimators import (
 from learner.algorithms._geometry import L2_BALL
 from learner.algorithms._iterates import RidgeIterate
 from learner.algorithms._step_sizes import LeastSquaresStep, StepRule
-from learner.algorithms.base import Observed, ParamError
+from learner.algorithms.base import Observed, ParamError, Problem
 
 # Below order 3 GenEst keeps only erf's linear term, in which δ cancels (see the module docstring).
 MIN_GENEST_ORDER = 3
@@ -153,7 +153,24 @@ class GenEstGradient(SampledGradient):
 
 
 class AESVR(AttributeEfficient):
-    """Attribute Efficient SVR: AERR on the erf-smoothed δ-insensitive loss with GenEst estimates of f'."""
+    """Attribute Efficient SVR: AERR on the erf-smoothed δ-insensitive loss with GenEst estimates of f'.
+
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    delta
+        δ of the δ-insensitive loss |r|_δ = max(|r| - δ, 0) in units of y, 0 <= δ <= B'; default 0.1·max|y|
+    epsilon
+        smoothing accuracy ε of f_ε (Claim 4.2), in units of y; default B' = max||x||_2·B
+    eta
+        step size η; default 'adaptive': averaged least squares' 1/(2R²), R² measured on the run's estimates, never
+        below the theorem's η; theory: 2B'/(G√m) / max||x||_2² with Theorem 4.4's bound on G for the capped GenEst
+    x_draws
+        uniform draws for x̃; the rest of the budget goes to GenEst, which needs at least 3; default min(⌈budget/2⌉,
+        budget - 3)
+    """
 
     id = "aesvr"
     name = "AESVR (Attribute Efficient Support-Vector Regression)"
@@ -161,41 +178,34 @@ class AESVR(AttributeEfficient):
     algorithm = "Algorithm 4"
     geometry = L2_BALL
     min_budget = 1 + MIN_GENEST_ORDER
-    params = {
-        "B": (None, B_DOC),
-        "delta": (None, "δ of the δ-insensitive loss |r|_δ = max(|r| - δ, 0) in units of y, 0 <= δ <= B'; "
-                  "default 0.1·max|y|"),
-        "epsilon": (None, "smoothing accuracy ε of f_ε (Claim 4.2), in units of y; default B' = max||x||_2·B"),
-        "eta": (None, L2_BALL.eta_doc + "2B'/(G√m) / max||x||_2² with Theorem 4.4's bound on G for the capped "
-                "GenEst"),
-        "x_draws": (None, "uniform draws for x̃; the rest of the budget goes to GenEst, which needs at least 3; "
-                    "default min(⌈budget/2⌉, budget - 3)"),
-    }
 
-    def build(self) -> GenEstGradient:
-        d = self.problem.d
-        _, B_unit, X = self.ball()
-        delta = 0.1 * self.problem.scale.max_label if self.config["delta"] is None else float(self.config["delta"])
-        if not 0.0 <= delta <= B_unit:
-            raise ParamError(f"{self.id}: delta must be in [0, B'] = [0, {B_unit:g}], got {delta}")
-        self.config["delta"] = delta
-        epsilon = self.resolve("epsilon", B_unit)
-        if self.config["x_draws"] is None:
-            self.config["x_draws"] = min(math.ceil(self.problem.budget / 2), self.problem.budget - MIN_GENEST_ORDER)
-        x_draws, genest_draws = self.even_split()
-        N = genest_sample_size(B_unit, delta, epsilon)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None, delta: float | None = None,
+                 epsilon: float | None = None, eta: float | Literal["adaptive"] | None = None,
+                 x_draws: int | None = None) -> None:
+        super().__init__(problem, seed)
+        self.B = B
+        d = problem.d
+        B, B_unit, X = self.ball()
+        self.delta = 0.1 * problem.scale.max_label if delta is None else delta
+        if not 0.0 <= self.delta <= B_unit:
+            raise ParamError(f"{self.id}: delta must be in [0, B'] = [0, {B_unit:g}], got {self.delta}")
+        self.epsilon = self.positive("epsilon", epsilon, B_unit)
+        self.x_draws = (min(math.ceil(problem.budget / 2), problem.budget - MIN_GENEST_ORDER) if x_draws is None
+                        else x_draws)
+        x_draws, genest_draws = self.split()
+        N = genest_sample_size(B_unit, self.delta, self.epsilon)
         n_max = genest_max_order(genest_draws, N)
         if n_max < MIN_GENEST_ORDER:
             raise ParamError(
-                f"{self.id}: with {genest_draws} GenEst draws (budget {self.problem.budget} - x_draws {x_draws}) and "
+                f"{self.id}: with {genest_draws} GenEst draws (budget {problem.budget} - x_draws {x_draws}) and "
                 f"N = {N}, GenEst's order is capped at {n_max}, where only erf's linear term is left and δ cancels: "
                 f"delta can have no effect. Give GenEst draws for order {MIN_GENEST_ORDER} (lower x_draws or raise "
                 "the per-example budget)")
         # f'_ε has slope erf'(0)/ε = 2/(√π ε) at 0 where the squared loss's φ has 1: the practical step is √π ε/2 times
         # the least-squares one (``_step_sizes``)
-        step = self.step_rule("eta", aesvr_eta(d, x_draws, self.problem.n_examples, B_unit, delta, epsilon, n_max)
-                              / X**2, LeastSquaresStep(math.sqrt(math.pi) * epsilon / 2))
-        return GenEstGradient(
-            RidgeIterate(d, float(self.config["B"])), DataPointSampler(d), x_draws, genest_draws, step, self.rng,
-            delta=delta, epsilon=epsilon, N=N,
+        theorem = aesvr_eta(d, x_draws, problem.n_examples, B_unit, self.delta, self.epsilon, n_max) / X**2
+        self.eta, step = self.step_size("eta", eta, theorem, LeastSquaresStep(math.sqrt(math.pi) * self.epsilon / 2))
+        self.engine = GenEstGradient(
+            RidgeIterate(d, B), DataPointSampler(d), x_draws, genest_draws, step, self.rng,
+            delta=self.delta, epsilon=self.epsilon, N=N,
         )

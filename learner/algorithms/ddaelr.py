@@ -26,20 +26,56 @@ Choices (the options of the paper's experiments, §5; see docs/papers.md):
 
 from __future__ import annotations
 
-from learner.algorithms._data_dependent import DataDependent, data_dependent_params
+from typing import Literal
+
+from learner.algorithms._attribute_efficient import AttributeEfficient
+from learner.algorithms._data_dependent import (
+    KUKLIANSKY_SHAMIR,
+    check_floor,
+    data_dependent_engine,
+    floored_moments,
+)
 from learner.algorithms._geometry import L1_BALL
+from learner.algorithms.base import Problem
 from learner.algorithms.gaelr import gaelr_eta
 
 
-class DDAELR(DataDependent):
-    """Data-Dependent AELR: GAELR with q ∝ E x_i² from known second moments."""
+class DDAELR(AttributeEfficient):
+    """Data-Dependent AELR: GAELR with q ∝ E x_i² from known second moments.
+
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    eta
+        step size η; default 'adaptive': sqrt(log 2d / Σ||g̃||_∞²) on the run's gradients, capped, never below the
+        theorem's η; theory: Theorem 4.6's (1/2B')·sqrt(log 2d/(5m(||E x'²||_1/k + 1))) / max|x_i|, x' = x / max|x_i|,
+        B' = max|x_i|·B
+    x_draws
+        data-point draws per example; default ceil(budget/2), the even split of §5 (the rest go to <w,x>)
+    floor
+        q and p use (1 - floor)·E x² + floor·mean(E x²), keeping every q_i > 0 when floor > 0
+    """
 
     id = "ddaelr"
     name = "DDAELR (Data-Dependent Attribute Efficient Lasso Regression)"
+    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 3 with Lemma 4.3 (Section 4.1)"
     geometry = L1_BALL
-    params = data_dependent_params(L1_BALL, "Theorem 4.6's (1/2B')·sqrt(log 2d/(5m(||E x'²||_1/k + 1))) / max|x_i|, "
-                                   "x' = x / max|x_i|, B' = max|x_i|·B")
+    needs_second_moments = True
 
-    def theorem_eta(self, x_draws: int, B_unit: float, spread: float) -> float:
-        return gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B_unit, spread)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
+                 eta: float | Literal["adaptive"] | None = None, x_draws: int | None = None,
+                 floor: float = 0.0) -> None:
+        super().__init__(problem, seed)
+        self.B, self.x_draws = B, x_draws
+        assert problem.second_moments is not None
+        self.floor = check_floor(self.id, floor)
+        moments = floored_moments(problem.second_moments, self.floor)
+        x_draws, _ = self.split()
+        _, B_unit, X = self.ball()
+        spread = self.geometry.spread(moments, self.prices.relative(problem)) / X**2
+        theorem = gaelr_eta(x_draws, problem.d, problem.n_examples, B_unit, spread)
+        self.eta, step = self.step_size("eta", eta, self.geometry.on_w(theorem, X))
+        self.engine = data_dependent_engine(self, moments, step)

@@ -12,6 +12,7 @@ prices give Two-Phased DDAELR exactly.
 
 from __future__ import annotations
 
+from learner.algorithms._prices import SESSION_PRICES
 from learner.algorithms.two_phase import TwoPhasedDDAELR
 
 
@@ -21,4 +22,5 @@ class CostAwareTwoPhasedDDAELR(TwoPhasedDDAELR):
     id = "ddaelr-2p-cost"
     name = "Cost-aware Two-Phased DDAELR (beyond the papers)"
     algorithm = "Alg. 4, priced (ours)"
-    needs_costs = True
+    prices = SESSION_PRICES
+    needs_costs = True  # the runner fetches the session's prices for them

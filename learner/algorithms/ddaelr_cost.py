@@ -13,6 +13,7 @@ cheapest, a free attribute counting as 1% of the mean price; equal prices give D
 
 from __future__ import annotations
 
+from learner.algorithms._prices import SESSION_PRICES
 from learner.algorithms.ddaelr import DDAELR
 
 
@@ -22,4 +23,5 @@ class CostAwareDDAELR(DDAELR):
     id = "ddaelr-cost"
     name = "Cost-aware DDAELR (beyond the papers)"
     algorithm = "Alg. 3, priced (ours)"
-    needs_costs = True
+    prices = SESSION_PRICES
+    needs_costs = True  # the runner fetches the session's prices for them

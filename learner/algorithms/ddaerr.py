@@ -27,20 +27,55 @@ Choices (the options of the paper's experiments, §5; see docs/papers.md):
 
 from __future__ import annotations
 
-from learner.algorithms._data_dependent import DataDependent, data_dependent_params
+from typing import Literal
+
+from learner.algorithms._attribute_efficient import AttributeEfficient
+from learner.algorithms._data_dependent import (
+    KUKLIANSKY_SHAMIR,
+    check_floor,
+    data_dependent_engine,
+    floored_moments,
+)
 from learner.algorithms._geometry import L2_BALL
+from learner.algorithms.base import Problem
 from learner.algorithms.gaerr import gaerr_eta
 
 
-class DDAERR(DataDependent):
-    """Data-Dependent AERR: GAERR with q ∝ sqrt(E x_i²) from known second moments."""
+class DDAERR(AttributeEfficient):
+    """Data-Dependent AERR: GAERR with q ∝ sqrt(E x_i²) from known second moments.
+
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    eta
+        step size η; default 'adaptive': averaged least squares' 1/(2R²), R² measured on the run's estimates, never
+        below the theorem's η; theory: Theorem 3.5's 1/sqrt(m(||E x'²||_{1/2}/k + 1)) / max||x||_2², x' = x / max||x||_2
+    x_draws
+        data-point draws per example; default ceil(budget/2), the even split of §5 (the rest go to <w,x>)
+    floor
+        q and p use (1 - floor)·E x² + floor·mean(E x²), keeping every q_i > 0 when floor > 0
+    """
 
     id = "ddaerr"
     name = "DDAERR (Data-Dependent Attribute Efficient Ridge Regression)"
+    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 1 with eq. (4) (Section 3.1)"
     geometry = L2_BALL
-    params = data_dependent_params(L2_BALL, "Theorem 3.5's 1/sqrt(m(||E x'²||_{1/2}/k + 1)) / max||x||_2², "
-                                   "x' = x / max||x||_2")
+    needs_second_moments = True
 
-    def theorem_eta(self, x_draws: int, B_unit: float, spread: float) -> float:
-        return gaerr_eta(x_draws, self.problem.n_examples, spread)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
+                 eta: float | Literal["adaptive"] | None = None, x_draws: int | None = None,
+                 floor: float = 0.0) -> None:
+        super().__init__(problem, seed)
+        self.B, self.x_draws = B, x_draws
+        assert problem.second_moments is not None
+        self.floor = check_floor(self.id, floor)
+        moments = floored_moments(problem.second_moments, self.floor)
+        x_draws, _ = self.split()
+        _, B_unit, X = self.ball()
+        spread = self.geometry.spread(moments, self.prices.relative(problem)) / X**2
+        theorem = gaerr_eta(x_draws, problem.n_examples, spread)
+        self.eta, step = self.step_size("eta", eta, self.geometry.on_w(theorem, X))
+        self.engine = data_dependent_engine(self, moments, step)

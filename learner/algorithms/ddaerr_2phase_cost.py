@@ -13,6 +13,7 @@ the cheapest, a free attribute counting as 1% of the mean price; equal prices gi
 
 from __future__ import annotations
 
+from learner.algorithms._prices import SESSION_PRICES
 from learner.algorithms.two_phase import TwoPhasedDDAERR
 
 
@@ -22,4 +23,5 @@ class CostAwareTwoPhasedDDAERR(TwoPhasedDDAERR):
     id = "ddaerr-2p-cost"
     name = "Cost-aware Two-Phased DDAERR (beyond the papers)"
     algorithm = "Alg. 2, priced (ours)"
-    needs_costs = True
+    prices = SESSION_PRICES
+    needs_costs = True  # the runner fetches the session's prices for them

@@ -18,6 +18,7 @@ Choices (beyond DDAERR's, which all hold):
 
 from __future__ import annotations
 
+from learner.algorithms._prices import SESSION_PRICES
 from learner.algorithms.ddaerr import DDAERR
 
 
@@ -27,4 +28,5 @@ class CostAwareDDAERR(DDAERR):
     id = "ddaerr-cost"
     name = "Cost-aware DDAERR (beyond the papers)"
     algorithm = "Alg. 1, priced (ours)"
-    needs_costs = True
+    prices = SESSION_PRICES
+    needs_costs = True  # the runner fetches the session's prices for them

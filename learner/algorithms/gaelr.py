@@ -28,9 +28,12 @@ Choices (the paper's options as its experiments used them, §5; see docs/papers.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
-from learner.algorithms._data_dependent import GivenSampling, given_q_params
+from learner.algorithms._attribute_efficient import AttributeEfficient, DataPointSampler, SampledGradient
+from learner.algorithms._data_dependent import KUKLIANSKY_SHAMIR, parse_q
 from learner.algorithms._geometry import L1_BALL
+from learner.algorithms.base import Problem
 
 
 def gaelr_eta(x_draws: int, d: int, m: int, B: float, spread: float) -> float:
@@ -38,15 +41,47 @@ def gaelr_eta(x_draws: int, d: int, m: int, B: float, spread: float) -> float:
     return math.sqrt(math.log(2 * d) / (5 * max(m, 1) * (spread / x_draws + 1.0))) / (2 * B)
 
 
-class GAELR(GivenSampling):
-    """General Attribute Efficient Lasso Regression: AELR with data-point draws from a given q."""
+class GAELR(AttributeEfficient):
+    """General Attribute Efficient Lasso Regression: AELR with data-point draws from a given q.
+
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    eta
+        step size η; default 'adaptive': sqrt(log 2d / Σ||g̃||_∞²) on the run's gradients, capped, never below the
+        theorem's η; theory: Theorem 4.1 with Lemma 4.5: (1/2B')·sqrt(log 2d/(5m(max_i(1/q_i)/k + 1))) / max|x_i|, B' =
+        max|x_i|·B
+    q
+        data-point sampling distribution q: 'uniform', 'power:<alpha>' (q_i ∝ i^alpha) or d comma-separated weights
+    inner
+        inner-product draws: 'moments' (p ∝ |w_j|·sqrt(E x_j²) with the moments q implies) or 'pseudo-code'
+    x_draws
+        data-point draws per example; default ceil(budget/2), the even split of §5 (the rest go to <w,x>)
+    """
 
     id = "gaelr"
     name = "GAELR (General Attribute Efficient Lasso Regression)"
+    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 3"
     geometry = L1_BALL
-    params = given_q_params(L1_BALL, "Theorem 4.1 with Lemma 4.5: (1/2B')·sqrt(log 2d/(5m(max_i(1/q_i)/k + 1))) "
-                            "/ max|x_i|, B' = max|x_i|·B")
 
-    def theorem_eta(self, x_draws: int, B_unit: float, spread: float) -> float:
-        return gaelr_eta(x_draws, self.problem.d, self.problem.n_examples, B_unit, spread)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
+                 eta: float | Literal["adaptive"] | None = None, q: str = "uniform",
+                 inner: Literal["moments", "pseudo-code"] = "moments", x_draws: int | None = None) -> None:
+        super().__init__(problem, seed)
+        self.B, self.q, self.inner, self.x_draws = B, q, inner, x_draws
+        d = problem.d
+        given = parse_q(self.id, d, q)
+        x_draws, inner_draws = self.split()
+        sampler = DataPointSampler(d, given)
+        probabilities = sampler.probabilities()
+        B, B_unit, X = self.ball()
+        spread = 1.0 / probabilities[probabilities > 0].min()
+        theorem = gaelr_eta(x_draws, problem.d, problem.n_examples, B_unit, spread)
+        self.eta, step = self.step_size("eta", eta, self.geometry.on_w(theorem, X))
+        # q is taken for the geometry's optimum given the moments, so it implies the sqrt(E x_j²) p weighs by
+        c = self.geometry.moment_roots(probabilities) if inner == "moments" else None
+        self.engine = SampledGradient(self.geometry.iterate(d, B, c), sampler, x_draws, inner_draws, step,
+                                      self.rng)

@@ -31,9 +31,12 @@ Choices (the paper's options as its experiments used them, §5; see docs/papers.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
-from learner.algorithms._data_dependent import GivenSampling, given_q_params
+from learner.algorithms._attribute_efficient import AttributeEfficient, DataPointSampler, SampledGradient
+from learner.algorithms._data_dependent import KUKLIANSKY_SHAMIR, parse_q
 from learner.algorithms._geometry import L2_BALL
+from learner.algorithms.base import Problem
 
 
 def gaerr_eta(x_draws: int, m: int, spread: float) -> float:
@@ -41,14 +44,46 @@ def gaerr_eta(x_draws: int, m: int, spread: float) -> float:
     return 1.0 / math.sqrt(max(m, 1) * (spread / x_draws + 1.0))
 
 
-class GAERR(GivenSampling):
-    """General Attribute Efficient Ridge Regression: AERR with data-point draws from a given q."""
+class GAERR(AttributeEfficient):
+    """General Attribute Efficient Ridge Regression: AERR with data-point draws from a given q.
+
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    eta
+        step size η; default 'adaptive': averaged least squares' 1/(2R²), R² measured on the run's estimates, never
+        below the theorem's η; theory: Theorem 3.1 with Lemma 3.4: 1/sqrt(m(max_i(1/q_i)/k + 1)) / max||x||_2²
+    q
+        data-point sampling distribution q: 'uniform', 'power:<alpha>' (q_i ∝ i^alpha) or d comma-separated weights
+    inner
+        inner-product draws: 'moments' (p ∝ |w_j|·sqrt(E x_j²) with the moments q implies) or 'pseudo-code'
+    x_draws
+        data-point draws per example; default ceil(budget/2), the even split of §5 (the rest go to <w,x>)
+    """
 
     id = "gaerr"
     name = "GAERR (General Attribute Efficient Ridge Regression)"
+    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 1"
     geometry = L2_BALL
-    params = given_q_params(L2_BALL, "Theorem 3.1 with Lemma 3.4: 1/sqrt(m(max_i(1/q_i)/k + 1)) / max||x||_2²")
 
-    def theorem_eta(self, x_draws: int, B_unit: float, spread: float) -> float:
-        return gaerr_eta(x_draws, self.problem.n_examples, spread)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
+                 eta: float | Literal["adaptive"] | None = None, q: str = "uniform",
+                 inner: Literal["moments", "pseudo-code"] = "moments", x_draws: int | None = None) -> None:
+        super().__init__(problem, seed)
+        self.B, self.q, self.inner, self.x_draws = B, q, inner, x_draws
+        d = problem.d
+        given = parse_q(self.id, d, q)
+        x_draws, inner_draws = self.split()
+        sampler = DataPointSampler(d, given)
+        probabilities = sampler.probabilities()
+        B, B_unit, X = self.ball()
+        spread = 1.0 / probabilities[probabilities > 0].min()
+        theorem = gaerr_eta(x_draws, problem.n_examples, spread)
+        self.eta, step = self.step_size("eta", eta, self.geometry.on_w(theorem, X))
+        # q is taken for the geometry's optimum given the moments, so it implies the sqrt(E x_j²) p weighs by
+        c = self.geometry.moment_roots(probabilities) if inner == "moments" else None
+        self.engine = SampledGradient(self.geometry.iterate(d, B, c), sampler, x_draws, inner_draws, step,
+                                      self.rng)

@@ -34,133 +34,193 @@ Choices (the paper's experiments, §5; see docs/papers.md):
 from __future__ import annotations
 
 import math
-from abc import abstractmethod
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
-from learner.algorithms._attribute_efficient import (
-    B_DOC,
-    AttributeEfficient,
-    DataPointSampler,
-    SampledGradient,
-    Spec,
-)
+from learner.algorithms._attribute_efficient import AttributeEfficient, DataPointSampler, SampledGradient
 from learner.algorithms._data_dependent import (
-    FLOOR_DOC,
     KUKLIANSKY_SHAMIR,
-    X_DRAWS_DOC,
     check_floor,
     data_dependent_engine,
     floored_moments,
 )
-from learner.algorithms._geometry import L1_BALL, L2_BALL, Geometry
-from learner.algorithms._prices import data_point_spread, relative_prices
-from learner.algorithms._step_sizes import ADAPTIVE, StepRule
+from learner.algorithms._geometry import L1_BALL, L2_BALL
+from learner.algorithms._iterates import ScaledIterate
+from learner.algorithms._prices import data_point_spread
+from learner.algorithms._step_sizes import AtLeast, ExponentiatedStep, FixedStep, LeastSquaresStep
 from learner.algorithms.aelr import aelr_eta
 from learner.algorithms.aerr import aerr_eta
-from learner.algorithms.base import Observed, ParamError
+from learner.algorithms.base import Observed, ParamError, Problem
 
 
-def two_phase_params(geometry: Geometry, theorem: str) -> Spec:
-    """The parameters of the two-phased learner on the ``geometry``'s ball, ``theorem`` its phase-2 η."""
-    return {
-        "B": (None, B_DOC),
-        "eta": (None, "phase-2 " + geometry.eta_doc + theorem),
-        "eta1": (None, "phase-1 step size; default 'adaptive': the rule of phase 2's step, on phase 1's estimates; "
-                 "theory: the AERR/AELR theorem's η for m_1 examples"),
-        "x_draws": (None, X_DRAWS_DOC),
-        "floor": (0.01, FLOOR_DOC),
-        "phase1": (0.1, "share m_1/m of the examples spent estimating the moments (the experiments' 1/10)"),
-    }
+def phase_lengths(algorithm_id: str, share: float, m: int) -> tuple[int, int]:
+    """(m_1, m_2): the examples of each phase, m_1 = ``share`` · m of the run's m (at least 1 in phase 2)."""
+    if not 0.0 <= share < 1.0:
+        raise ParamError(f"{algorithm_id}: phase1 must be in [0, 1), got {share}")
+    m1 = round(share * m)
+    return m1, max(m - m1, 1)
 
 
-class TwoPhase(AttributeEfficient):
-    """Phase 1: AERR/AELR while estimating E x²; phase 2: the data-dependent learner from there."""
+class TwoPhases:
+    """The engine of a two-phased learner, which reads as the engine of the phase it is in (``iterate``, ``step``,
+    ``sampler``): ``first`` on the first m_1 examples, while A[i] counts the squares of every value observed (each
+    distinct attribute of an example once), then the engine ``second`` makes from A and phase 1's average iterate
+    (immediately, from A = 0, when m_1 = 0)."""
 
-    paper = KUKLIANSKY_SHAMIR
-    rules = {"eta": ADAPTIVE, "eta1": ADAPTIVE}
-
-    def build(self) -> SampledGradient:
-        share = float(self.config["phase1"])
-        if not 0.0 <= share < 1.0:
-            raise ParamError(f"{self.id}: phase1 must be in [0, 1), got {share}")
-        check_floor(self)
-        self.even_split()
-        self.B, self.B_unit, self.X = self.ball()
-        m = self.problem.n_examples
-        self.m1 = round(share * m)
-        self.m2 = max(m - self.m1, 1)
-        self.counts = np.zeros(self.problem.d)
-        self.square_sums = np.zeros(self.problem.d)
+    def __init__(self, d: int, m1: int, first: SampledGradient | None,
+                 second: Callable[[np.ndarray, np.ndarray | None], SampledGradient]) -> None:
+        self.m1 = m1
+        self.second = second
+        self.counts = np.zeros(d)
+        self.square_sums = np.zeros(d)
         self.seen = 0
         self.phase = 1
-        if self.m1 == 0:
-            return self.second_phase(None)
-        d, k = self.problem.d, self.problem.budget - 1
-        sampler = DataPointSampler(d)
-        return SampledGradient(self.geometry.iterate(d, self.B), sampler, k, 1, self.first_step(k), self.rng)
+        if first is None or m1 == 0:
+            self.phase = 2
+            first = second(self.moment_estimates(), None)
+        self.current = first
+
+    @property
+    def iterate(self) -> ScaledIterate:
+        return self.current.iterate
+
+    @property
+    def step(self) -> FixedStep | LeastSquaresStep | ExponentiatedStep | AtLeast:
+        return self.current.step
+
+    @property
+    def sampler(self) -> DataPointSampler:
+        return self.current.sampler
+
+    def select(self) -> list[int]:
+        return self.current.select()
 
     def update(self, observed: Observed, y: float) -> None:
         if self.phase == 1:
             for i, value in observed.items():
                 self.counts[i] += 1
                 self.square_sums[i] += value * value
-        self.engine.update(observed, y)
+        self.current.update(observed, y)
         self.seen += 1
         if self.phase == 1 and self.seen == self.m1:
-            self.engine = self.second_phase(self.engine.iterate.average())
+            self.phase = 2
+            self.current = self.second(self.moment_estimates(), self.current.iterate.average())
 
     def moment_estimates(self) -> np.ndarray:
         """A[i] = square_sums[i] / counts[i] (Algorithm 2/4 line 8), 0 for attributes never observed."""
         return np.divide(self.square_sums, self.counts, out=np.zeros_like(self.square_sums), where=self.counts > 0)
 
-    def second_phase(self, start: np.ndarray | None) -> SampledGradient:
-        self.phase = 2
-        moments = floored_moments(self.moment_estimates(), float(self.config["floor"]))
-        x_draws = int(self.config["x_draws"])
-        return data_dependent_engine(self, moments, self.second_step(moments, x_draws), start)
 
-    @abstractmethod
-    def first_step(self, k: int) -> StepRule:
-        """Phase 1's step (``eta1``): the AERR/AELR theorem's η for m_1 examples, or the practical rule."""
+class TwoPhasedDDAERR(AttributeEfficient):
+    """Two-Phased DDAERR: AERR on m/10 examples while estimating E x², then DDAERR with the estimates.
 
-    @abstractmethod
-    def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
-        """Phase 2's step (``eta``): the theorem's η with the estimated moments, or the practical rule."""
-
-
-class TwoPhasedDDAERR(TwoPhase):
-    """Two-Phased DDAERR: AERR on m/10 examples while estimating E x², then DDAERR with the estimates."""
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    eta
+        phase-2 step size η; default 'adaptive': averaged least squares' 1/(2R²), R² measured on the run's estimates,
+        never below the theorem's η; theory: Theorem 3.12 with ε = 0: max(sqrt(k/(6dm₂)), sqrt(k/(m₂(2||2A||_{1/2} +
+        k))))
+    eta1
+        phase-1 step size; default 'adaptive': the rule of phase 2's step, on phase 1's estimates; theory: the AERR/AELR
+        theorem's η for m_1 examples
+    x_draws
+        data-point draws per example; default ceil(budget/2), the even split of §5 (the rest go to <w,x>)
+    floor
+        q and p use (1 - floor)·E x² + floor·mean(E x²), keeping every q_i > 0 when floor > 0
+    phase1
+        share m_1/m of the examples spent estimating the moments (the experiments' 1/10)
+    """
 
     id = "ddaerr-2phase"
     name = "Two-Phased DDAERR"
+    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 2"
     geometry = L2_BALL
-    params = two_phase_params(L2_BALL, "Theorem 3.12 with ε = 0: max(sqrt(k/(6dm₂)), sqrt(k/(m₂(2||2A||_{1/2} + k))))")
 
-    def first_step(self, k: int) -> StepRule:
-        return self.step_rule("eta1", aerr_eta(k, self.problem.d, self.m1) / self.X**2)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
+                 eta: float | Literal["adaptive"] | None = None, eta1: float | Literal["adaptive"] | None = None,
+                 x_draws: int | None = None, floor: float = 0.01, phase1: float = 0.1) -> None:
+        super().__init__(problem, seed)
+        self.B, self.eta, self.eta1, self.x_draws = B, eta, eta1, x_draws
+        self.phase1 = phase1
+        self.m1, self.m2 = phase_lengths(self.id, phase1, problem.n_examples)
+        self.floor = check_floor(self.id, floor)
+        self.split()
+        _, self.B_unit, self.X = self.ball()
+        k = problem.budget - 1
+        first = None
+        if self.m1:
+            self.eta1, step = self.step_size("eta1", eta1, aerr_eta(k, problem.d, self.m1) / self.X**2)
+            first = self.uniform_engine(k, step)
+        self.engine = TwoPhases(problem.d, self.m1, first, self.second_phase)
 
-    def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
+    def second_phase(self, estimates: np.ndarray, start: np.ndarray | None) -> SampledGradient:
+        """DDAERR with A in place of E x² (floored), from ``start``; η: Theorem 3.12's with ε = 0."""
+        moments = floored_moments(estimates, self.floor)
+        x_draws = self.split()[0]
         scaled = moments / self.X**2
         worst = math.sqrt(x_draws / (6 * self.problem.d * self.m2))
-        spread = data_point_spread(2 * scaled, relative_prices(self))
-        return self.step_rule("eta", max(worst, math.sqrt(x_draws / (self.m2 * (2 * spread + x_draws)))) / self.X**2)
+        spread = data_point_spread(2 * scaled, self.prices.relative(self.problem))
+        theorem = max(worst, math.sqrt(x_draws / (self.m2 * (2 * spread + x_draws)))) / self.X**2
+        self.eta, step = self.step_size("eta", self.eta, theorem)
+        return data_dependent_engine(self, moments, step, start)
 
 
-class TwoPhasedDDAELR(TwoPhase):
-    """Two-Phased DDAELR: AELR on m/10 examples while estimating E x², then DDAELR with the estimates."""
+class TwoPhasedDDAELR(AttributeEfficient):
+    """Two-Phased DDAELR: AELR on m/10 examples while estimating E x², then DDAELR with the estimates.
+
+    Parameters
+    ----------
+    B
+        radius of the constraint ball on w (the papers' B); default the declared ||w*|| bound, widened to max|y| /
+        max||x|| so that the theorem's |y| <= B holds after scaling x into the unit ball
+    eta
+        phase-2 step size η; default 'adaptive': sqrt(log 2d / Σ||g̃||_∞²) on the run's gradients, capped, never below
+        the theorem's η; theory: Theorem 4.7 with ε = 0: sqrt(k log 2d/(20B²m₂(8||A||_1 + k)))
+    eta1
+        phase-1 step size; default 'adaptive': the rule of phase 2's step, on phase 1's estimates; theory: the AERR/AELR
+        theorem's η for m_1 examples
+    x_draws
+        data-point draws per example; default ceil(budget/2), the even split of §5 (the rest go to <w,x>)
+    floor
+        q and p use (1 - floor)·E x² + floor·mean(E x²), keeping every q_i > 0 when floor > 0
+    phase1
+        share m_1/m of the examples spent estimating the moments (the experiments' 1/10)
+    """
 
     id = "ddaelr-2phase"
     name = "Two-Phased DDAELR"
+    paper = KUKLIANSKY_SHAMIR
     algorithm = "Algorithm 4"
     geometry = L1_BALL
-    params = two_phase_params(L1_BALL, "Theorem 4.7 with ε = 0: sqrt(k log 2d/(20B²m₂(8||A||_1 + k)))")
 
-    def first_step(self, k: int) -> StepRule:
-        return self.step_rule("eta1", aelr_eta(k, self.problem.d, self.m1, self.B_unit) / self.X)
+    def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
+                 eta: float | Literal["adaptive"] | None = None, eta1: float | Literal["adaptive"] | None = None,
+                 x_draws: int | None = None, floor: float = 0.01, phase1: float = 0.1) -> None:
+        super().__init__(problem, seed)
+        self.B, self.eta, self.eta1, self.x_draws = B, eta, eta1, x_draws
+        self.phase1 = phase1
+        self.m1, self.m2 = phase_lengths(self.id, phase1, problem.n_examples)
+        self.floor = check_floor(self.id, floor)
+        self.split()
+        _, self.B_unit, self.X = self.ball()
+        k = problem.budget - 1
+        first = None
+        if self.m1:
+            self.eta1, step = self.step_size("eta1", eta1, aelr_eta(k, problem.d, self.m1, self.B_unit) / self.X)
+            first = self.uniform_engine(k, step)
+        self.engine = TwoPhases(problem.d, self.m1, first, self.second_phase)
 
-    def second_step(self, moments: np.ndarray, x_draws: int) -> StepRule:
+    def second_phase(self, estimates: np.ndarray, start: np.ndarray | None) -> SampledGradient:
+        """DDAELR with A in place of E x² (floored), from ``start``; η: Theorem 4.7's with ε = 0."""
+        moments = floored_moments(estimates, self.floor)
+        x_draws = self.split()[0]
         d, B, spread = self.problem.d, self.B_unit, float(moments.sum()) / self.X**2
-        return self.step_rule(
-            "eta", math.sqrt(x_draws * math.log(2 * d) / (20 * B**2 * self.m2 * (8 * spread + x_draws))) / self.X)
+        theorem = math.sqrt(x_draws * math.log(2 * d) / (20 * B**2 * self.m2 * (8 * spread + x_draws))) / self.X
+        self.eta, step = self.step_size("eta", self.eta, theorem)
+        return data_dependent_engine(self, moments, step, start)

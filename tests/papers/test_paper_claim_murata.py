@@ -40,7 +40,7 @@ def test_aelr_defaults_to_a_ball_that_contains_theta_star() -> None:
     dataset = load_dataset("sparse-gaussian", DESIGN, 0)
     oracle = LocalOracle(dataset, budget=Budget(per_example=ATTRIBUTES_PER_EXAMPLE), seed=0)
     aelr = build_algorithm("aelr", oracle, params={}, seed=0, max_examples=DESIGN["n_train"])
-    assert aelr.config["B"] == pytest.approx(np.abs(dataset.true_weights).sum()) == pytest.approx(25.0)
+    assert aelr.B == pytest.approx(np.abs(dataset.true_weights).sum()) == pytest.approx(25.0)
 
 
 def test_hybrid_is_below_exploration_and_both_far_below_aelr(final_mse: dict[str, np.ndarray]) -> None:

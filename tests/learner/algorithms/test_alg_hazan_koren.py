@@ -243,7 +243,7 @@ def test_aesvr_rejects_parameters_outside_the_papers_ranges(params) -> None:
 def test_aesvr_default_split_lets_genest_reach_order_3_and_delta_matter() -> None:
     # Budget 5, the experiments' k + 1: 2 draws for x̃, 3 for GenEst, so orders 1 and 3 occur and δ matters.
     algorithm = get_algorithm("aesvr")(Problem(d=12, k=5, n_examples=100))
-    assert algorithm.config["x_draws"] == 2 and algorithm.engine.n_max >= 3
+    assert algorithm.x_draws == 2 and algorithm.engine.n_max >= 3
     # δ changes the order-3 term: the same draws with δ = 0 and δ = 0.5 give different φ̃.
     rng = np.random.default_rng(0)
     w, x, y = rng.uniform(-0.2, 0.2, 12), rng.uniform(-0.3, 0.3, 12), 0.4

@@ -110,16 +110,16 @@ def test_two_phased_ddaerr_switches_after_m1_examples_to_q_from_the_observed_mom
     assert algorithm.m1 == 20 and algorithm.engine.sampler.q is None  # phase 1: AERR's uniform draws
     squares, counts = np.zeros(d), np.zeros(d)
     for t, x in enumerate(X[:20]):
-        assert algorithm.phase == 1, t
+        assert algorithm.engine.phase == 1, t
         selected = algorithm.select()
         assert len(selected) <= 5
         observed = {i: float(x[i]) for i in selected}
         for i, v in observed.items():
             squares[i] += v * v
             counts[i] += 1
-        phase1 = algorithm.engine
+        phase1 = algorithm.engine.current
         algorithm.update(observed, float(x[0]))
-    assert algorithm.phase == 2
+    assert algorithm.engine.phase == 2
     A = np.divide(squares, counts, out=np.zeros(d), where=counts > 0)
     floored = 0.99 * A + 0.01 * A.mean()
     np.testing.assert_allclose(algorithm.engine.sampler.q, np.sqrt(floored) / np.sqrt(floored).sum(), rtol=1e-12)

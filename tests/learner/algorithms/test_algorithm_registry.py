@@ -90,3 +90,15 @@ def test_the_learner_service_lists_every_algorithm_as_importing_them_all_does(le
                                                                               http: httpx.Client) -> None:
     listed = http.get(f"{learner_url}/v1/algorithms", timeout=60).json()["algorithms"]
     assert listed == listing()
+
+
+def test_variants_are_composed_at_most_three_classes_below_the_base() -> None:
+    """A variant is its twin with another strategy (prices, step sizes, phases), not another layer of classes: every
+    built-in algorithm is at most three classes below ``Algorithm``, itself included."""
+    from learner.algorithms._attribute_efficient import AttributeEfficient
+
+    for algorithm_id, cls in algorithms().items():
+        below = cls.__mro__[:cls.__mro__.index(Algorithm)]
+        assert len(below) <= 3, f"{algorithm_id}: {' -> '.join(c.__name__ for c in below)} -> Algorithm"
+        if issubclass(cls, AttributeEfficient):
+            assert cls.prices.priced == cls.needs_costs, algorithm_id  # a priced learner has the prices fetched

@@ -143,12 +143,7 @@ def test_the_way_before_keyword_parameters_still_works_and_is_deprecated() -> No
         Before(PROBLEM, etaa=0.1)
 
 
-# The families are converted one at a time: this list grows to every algorithm.
-CONVERTED = ["aer", "aer-baseline", "screening", "exploration", "exploitation", "hybrid", "ito1", "ito2", "ito3",
-             "greedy", "uniform", "ridge", "lasso", "ogd-ridge", "eg-lasso"]
-
-
-@pytest.mark.parametrize("algorithm_id", CONVERTED)
+@pytest.mark.parametrize("algorithm_id", list(algorithms()))
 def test_every_built_in_parameter_is_a_described_keyword_of_its_constructor(algorithm_id: str) -> None:
     cls = algorithms()[algorithm_id]
     assert not cls.legacy_params, f"{algorithm_id} declares its parameters in params"
