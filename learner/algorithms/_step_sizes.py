@@ -40,8 +40,9 @@ measured gradient norm), the L1 radius on real data (``_geometry.L1Ball.radius``
 stand-in ||w*||_2), ogd-ridge's and eg-lasso's steps (``ogd_ridge.py``, ``eg_lasso.py``, the rules above with exact
 gradients) and the Murata & Suzuki mini-batch (``exploration.py``: sized to the run).
 
-A rule's value changes as the run goes, so ``config`` records its name, ``ADAPTIVE``, which the algorithms accept
-back; ``last`` is its latest η (what the near-zero diagnosis proposes to tune around).
+A rule's value changes as the run goes, so the step size's attribute (a run's resolved parameters) holds its name,
+``ADAPTIVE``, which the algorithms accept back (their step sizes' type is ``float | Literal["adaptive"] | None``);
+``last`` is its latest η (what the near-zero diagnosis proposes to tune around).
 """
 
 from __future__ import annotations
