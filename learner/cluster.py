@@ -9,7 +9,9 @@ threads of one process share one core; worker processes use them all.
 Without a scheduler address the pool starts a ``LocalCluster`` of ``workers`` single-threaded processes (the
 machine's cores by default); with one (``tcp://HOST:8786``, ``BUDGETLAB_SCHEDULER``) it sends the runs to that
 scheduler's workers, started however the lab starts them (``dask worker``, dask-jobqueue); they need budgetlab
-installed, and must reach the oracle (``check_reach``).
+installed, and must reach the oracle (``check_reach``). A Dask scheduler runs whatever code a client sends it, on
+every worker: one that listens beyond the machine takes ``tls://`` with certificates (``scheduler_security``), so
+that only the holders of a certificate its CA signed may send it anything.
 
 A worker reports a run's progress as events on a topic (``Worker.log_event``; the pool subscribes to it): every
 curve point, the examples seen at most every ``PROGRESS_SECONDS``, and each session it opens itself (a test
@@ -44,10 +46,15 @@ from learner.scoring import run_and_score, session_opener
 
 if TYPE_CHECKING:
     from distributed import LocalCluster
+    from distributed.security import Security
 
 log = logging.getLogger(__name__)
 
 SCHEDULER_ENV = "BUDGETLAB_SCHEDULER"
+# The files of a tls:// scheduler's TLS (PEM): the CA that signed its certificate (and the workers'), and this
+# client's certificate and key, which the scheduler requires (Dask's --tls-ca-file, --tls-cert, --tls-key).
+SCHEDULER_CA_ENV, SCHEDULER_CERT_ENV, SCHEDULER_KEY_ENV = (
+    "BUDGETLAB_SCHEDULER_CA", "BUDGETLAB_SCHEDULER_CERT", "BUDGETLAB_SCHEDULER_KEY")
 WORKERS_ENV = "BUDGETLAB_WORKERS"
 TOPIC = "budgetlab-runs"
 PROGRESS_SECONDS = 0.25
@@ -225,6 +232,38 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
+def scheduler_security(address: str) -> Security | None:
+    """What the Dask client presents to the scheduler at ``address``: for ``tls://``, the files that
+    ``BUDGETLAB_SCHEDULER_CA``, ``_CERT`` and ``_KEY`` name (else Dask's own ``distributed.comm.tls`` settings), with
+    encryption required; None for another address, which takes none (ValueError if they are set: a client that
+    thinks it speaks TLS to a plain scheduler would send its runs in the clear)."""
+    from distributed.security import Security
+
+    files = {name: os.environ.get(name) or None for name in (SCHEDULER_CA_ENV, SCHEDULER_CERT_ENV, SCHEDULER_KEY_ENV)}
+    named = [name for name, path in files.items() if path is not None]
+    if not address.startswith("tls://"):
+        if named:
+            raise ValueError(f"{', '.join(named)} are set, for a tls:// scheduler, but {address} is not one: give "
+                             "its tls:// address, or unset them")
+        return None
+    if named:
+        missing = [name for name, path in files.items() if path is None]
+        if missing:
+            raise ValueError(f"a tls:// scheduler takes a CA, a certificate and its key: {', '.join(missing)} "
+                             "not set")
+        unreadable = [f"{name}={path}" for name, path in files.items() if path and not os.access(path, os.R_OK)]
+        if unreadable:
+            raise ValueError(f"cannot read {', '.join(unreadable)}")
+        return Security(tls_ca_file=files[SCHEDULER_CA_ENV], tls_client_cert=files[SCHEDULER_CERT_ENV],
+                        tls_client_key=files[SCHEDULER_KEY_ENV], require_encryption=True)
+    security = Security(require_encryption=True)  # from Dask's configuration (DASK_DISTRIBUTED__COMM__TLS__...)
+    if security.get_tls_config_for_role("client").get("ca_file") is None:
+        raise ValueError(f"{address} is a TLS scheduler: set {SCHEDULER_CA_ENV}, {SCHEDULER_CERT_ENV} and "
+                         f"{SCHEDULER_KEY_ENV} to the CA's certificate and this client's certificate and key (PEM "
+                         "files), or Dask's distributed.comm.tls settings")
+    return security
+
+
 class RunPool:
     """A Dask client that runs requests on its workers: its own ``LocalCluster``, or a scheduler's workers."""
 
@@ -236,7 +275,7 @@ class RunPool:
         self.scheduler = scheduler
         self.cluster: LocalCluster | None = None
         if scheduler:
-            self.client = Client(scheduler, timeout="10s")
+            self.client = Client(scheduler, timeout="10s", security=scheduler_security(scheduler))
         else:
             # Single-threaded worker processes: a run holds the GIL. No dashboard (bokeh is not a dependency);
             # distributed's own log stays quiet below errors, so that a comparison's terminal shows its bars. The

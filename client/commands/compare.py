@@ -29,7 +29,8 @@ def compare(
                                  "learner started here (default: the machine's cores)")] = None,
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", envvar="BUDGETLAB_SCHEDULER", show_envvar=True,
-        help="a running Dask scheduler (tcp://HOST:8786) whose workers execute the runs, instead of a "
+        help="a running Dask scheduler (tcp://HOST:8786, or tls://HOST:8786 with the certificates "
+             "BUDGETLAB_SCHEDULER_CA, _CERT and _KEY name) whose workers execute the runs, instead of a "
              "LocalCluster")] = None,
     tune: Annotated[list[str] | None, typer.Option(
         "--tune", help="tune ALGORITHM:PARAM=V1,V2,... on held-out training examples (repeatable; ALGORITHM is a "

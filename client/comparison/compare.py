@@ -293,7 +293,7 @@ def open_pool(workers: int | None, scheduler: str | None, err: Console) -> Itera
               soft_wrap=True, highlight=False)
     try:
         pool = RunPool(workers=workers, scheduler=scheduler)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a tls:// scheduler without its certificates, or the reverse
         raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}: nothing was started") from None
     with pool:
         yield pool
@@ -306,7 +306,7 @@ def check_reach(scheduler: str, oracle_url: str, err: Console) -> None:
     try:
         with RunPool(scheduler=scheduler) as pool:
             unreached = pool.reach(oracle_url)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}: no run was started") from None
     if unreached:
         worker, why = next(iter(unreached.items()))

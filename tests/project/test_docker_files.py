@@ -38,6 +38,13 @@ def test_docker_compose_accepts_the_file() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def host_port(services: dict, name: str) -> str:
+    """The host's port a service is published on, as compose writes it (``${BUDGETLAB_ORACLE_PORT:-8000}``)."""
+    match = re.fullmatch(r"\$\{BUDGETLAB_PUBLISH_ADDRESS:-[^}]*\}:(\$\{\w+:-\d+\}):\d+", services[name]["ports"][0])
+    assert match is not None, services[name]["ports"]
+    return match[1]
+
+
 def test_services_are_wired_by_health() -> None:
     services = compose()["services"]
     assert set(services) == {"postgres", "oracle", "learner", "scheduler", "worker", "demo"}
@@ -49,7 +56,9 @@ def test_services_are_wired_by_health() -> None:
         check = " ".join(services[name]["healthcheck"]["test"])
         assert "urllib" in check and f"{port}/healthz" in check
         (published,) = services[name]["ports"]
-        assert published.endswith(f":{port}")  # on the host: the port BUDGETLAB_{ORACLE,LEARNER}_PORT names
+        # On the host's loopback unless BUDGETLAB_PUBLISH_ADDRESS opens it, at the port BUDGETLAB_*_PORT names.
+        assert published == f"${{BUDGETLAB_PUBLISH_ADDRESS:-127.0.0.1}}:{host_port(services, name)}:{port}"
+        assert host_port(services, name) == f"${{BUDGETLAB_{name.upper()}_PORT:-{port}}}"
     assert services["oracle"]["environment"]["DATABASE_URL"].startswith("postgresql+psycopg://")
     assert "@postgres:5432/" in services["oracle"]["environment"]["DATABASE_URL"]
     assert services["oracle"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
@@ -145,7 +154,6 @@ def test_the_dashboards_link_each_other_at_the_ports_the_host_sees() -> None:
     """Inside the network the learner calls the oracle by its service name; a browser on the host cannot, so
     the pages' links use the published ports."""
     services = compose()["services"]
-    oracle_port = services["oracle"]["ports"][0].rsplit(":", 1)[0]  # ${BUDGETLAB_ORACLE_PORT:-8000}
-    learner_port = services["learner"]["ports"][0].rsplit(":", 1)[0]
+    oracle_port, learner_port = host_port(services, "oracle"), host_port(services, "learner")
     assert services["oracle"]["environment"]["BUDGETLAB_LEARNER_URL"] == f"http://localhost:{learner_port}"
     assert services["learner"]["environment"]["BUDGETLAB_ORACLE_PUBLIC_URL"] == f"http://localhost:{oracle_port}"
