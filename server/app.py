@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -183,14 +182,3 @@ def check(settings: Settings) -> None:
         raise ValueError(f"ledger_reserve_bytes must not be negative, not {settings.ledger_reserve_bytes}")
     if settings.dataset_cache_bytes < 0:
         raise ValueError(f"dataset_cache_bytes must not be negative, not {settings.dataset_cache_bytes}")
-
-
-def app_from_env() -> FastAPI:
-    """Entry point for ``uvicorn --factory`` (several workers each build their app from the environment).
-
-    ``budgetlab serve oracle`` migrates once before it starts the workers and says so with
-    ``BUDGETLAB_SKIP_MIGRATIONS=1``, so that N workers do not race to upgrade one database.
-    """
-    return create_app(migrate=os.environ.get("BUDGETLAB_SKIP_MIGRATIONS") != "1")
-
-
