@@ -17,7 +17,6 @@ BENCH_HELP = ("Run every algorithm that applies on the standard grid (datasets x
               "interrupted (the finished runs are kept).")
 
 
-
 def bench(
     out: Annotated[Path, typer.Option("--out", help="directory of the report and of the results store (runs.sqlite), "
                                                     "which a second invocation resumes from")] = Path("bench-report"),
