@@ -18,7 +18,9 @@ curve point, the examples seen at most every ``PROGRESS_SECONDS``, and each sess
 session), before it uses it. They are handed to the caller's ``progress`` and ``opened`` in the caller's thread, as
 the runner would call it in-process. A cancel is a mark set on every worker
 (``Client.run``): the run stops at its next example, with its curve so far; one that has not started yet returns
-at once without starting.
+at once without starting. A run whose caller is gone (a learner or a comparison killed, on a cluster that outlives
+it: the scheduler then lets go of the run, and the worker marks it cancelled) stops too, within ``PROGRESS_SECONDS``,
+and opens no test session: nobody would record it, close it or read the result.
 """
 
 from __future__ import annotations
@@ -157,6 +159,13 @@ def execute(key: str, request: RunCreate, session: OpenSession | None, topic: st
     return ended
 
 
+def _abandoned(worker: Any, key: str) -> bool:
+    """Whether no caller waits for this run any more: the scheduler let go of its key (its client went away), and the
+    worker marked the task it still executes cancelled."""
+    task = worker.state.tasks.get(key)
+    return task is None or task.state in ("cancelled", "released", "forgotten")
+
+
 def _execute(key: str, request: RunCreate, session: OpenSession | None, topic: str) -> Ended:
     from distributed import get_worker
 
@@ -165,11 +174,15 @@ def _execute(key: str, request: RunCreate, session: OpenSession | None, topic: s
         return Ended(started=False)
     worker = get_worker()
     opened: list[OpenSession] = []
-    last = 0.0
+    last = looked = 0.0
 
     def report(p: Progress) -> None:
-        nonlocal last
+        nonlocal last, looked
         now = time.monotonic()
+        if now - looked >= PROGRESS_SECONDS:
+            looked = now
+            if _abandoned(worker, key):
+                cancel.set()
         if p.point is not None or p.examples >= p.max_examples or now - last >= PROGRESS_SECONDS:
             last = now
             worker.log_event(topic, {"key": key, "examples": p.examples, "attributes": p.attributes,
@@ -187,6 +200,8 @@ def _execute(key: str, request: RunCreate, session: OpenSession | None, topic: s
             open_http = session_opener(request, session.oracle_url)
 
             def open_oracle(**kwargs: Any) -> Oracle:
+                if _abandoned(worker, key):
+                    raise RuntimeError("the run's caller is gone: no test session is opened for it")
                 test = open_http(**kwargs)
                 assert isinstance(test, HttpOracle)
                 held = OpenSession(session.oracle_url, test.session.id, test.session.token)

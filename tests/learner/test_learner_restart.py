@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -173,3 +174,41 @@ def test_a_learner_killed_while_scoring_closes_the_test_session_when_it_starts_a
             for session in (run["session"], test):
                 assert poll(lambda s=session: session_status(ledger, s), lambda s: s == "closed") == "closed"
             poll(lambda: held_sessions(runs), lambda h: None not in h.values())
+
+
+def executing(dask_worker: Any) -> int:
+    """The tasks a Dask worker's threads execute now, those its scheduler let go of included."""
+    return len(dask_worker.state.executing)
+
+
+def test_a_learner_killed_on_a_cluster_that_outlives_it_stops_its_runs_there_and_closes_every_session(
+        tmp_path: Path, http: httpx.Client, shared_cluster: str) -> None:
+    """On a lab's cluster (``BUDGETLAB_SCHEDULER``; here this test process's, which the learner's SIGKILL does not
+    reach) the runs of a killed learner went on executing, stepping in sessions no one would record; they stop once
+    the scheduler lets go of them, open no test session, and the learner started again closes every session they
+    held: none is left open on the oracle."""
+    from distributed import Client  # here: the import costs seconds, and only this test needs it
+
+    ledger, runs = tmp_path / "ledger.db", tmp_path / "runs.db"
+    scored = {**RUN, "dataset_params": {**TINY, "n_train": 50_000}, "test_budget": 3}
+    with oracle_server(f"sqlite:///{ledger}") as oracle, Client(shared_cluster, timeout="30s") as cluster:
+        env = {"LEARNER_DATABASE_URL": f"sqlite:///{runs}", "ORACLE_URL": oracle}
+        with learner_process(env, tmp_path / "learner-1.log") as (url, process):
+            auth = {"Authorization": f"Bearer {http.post(f'{url}/v1/callers').json()['token']}"}
+            started = [http.post(f"{url}/v1/runs", json={**scored, "seed": seed}, headers=auth, timeout=60).json()
+                       for seed in (1, 2)]
+            for run in started:  # both executing on the cluster's two workers
+                poll(lambda r=run: http.get(f"{url}/v1/runs/{r['id']}", headers=auth, timeout=60).json(),
+                     lambda info: info["progress_examples"] >= 20)
+            process.kill()  # SIGKILL: the cluster stays up, its workers in the middle of the runs
+            process.wait(timeout=10)
+        # 50,000 examples each: left alone they would execute for many seconds more (a worker's thread runs a task
+        # the scheduler let go of to its end: the worker counts it executing, though cancelled).
+        poll(lambda: sum(cluster.run(executing).values()), lambda n: n == 0, timeout=60)
+        assert all(session_status(ledger, run["session"]) == "open" for run in started)
+        with learner_process(env, tmp_path / "learner-2.log"):
+            poll(lambda: held_sessions(runs), lambda held: None not in held.values())
+            counts = poll(lambda: http.get(f"{oracle}/v1/dashboard/sessions").json()["counts"],
+                          lambda c: c["open"] == 0)
+    assert set(held_sessions(runs)) == {run["session"] for run in started}, "no test session was opened"
+    assert counts["closed"] == 2
