@@ -42,40 +42,40 @@ TARGET = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 # budgetlab's own algorithms, grouped by paper, as entry points are written: id = "package.module:Class".
 BUILT_IN: dict[str, str] = {
     # Cesa-Bianchi, Shalev-Shwartz & Shamir 2011
-    "aer": "learner.algorithms.aer:AER",
-    "aer-baseline": "learner.algorithms.aer_baseline:AERBaseline",
+    "aer": "learner.algorithms.cesa_bianchi_2011.aer:AER",
+    "aer-baseline": "learner.algorithms.cesa_bianchi_2011.aer_baseline:AERBaseline",
     # Hazan & Koren 2012
-    "aerr": "learner.algorithms.aerr:AERR",
-    "aelr": "learner.algorithms.aelr:AELR",
-    "aesvr": "learner.algorithms.aesvr:AESVR",
+    "aerr": "learner.algorithms.hazan_koren_2012.aerr:AERR",
+    "aelr": "learner.algorithms.hazan_koren_2012.aelr:AELR",
+    "aesvr": "learner.algorithms.hazan_koren_2012.aesvr:AESVR",
     # Kukliansky & Shamir 2015
-    "gaerr": "learner.algorithms.gaerr:GAERR",
-    "gaelr": "learner.algorithms.gaelr:GAELR",
-    "ddaerr": "learner.algorithms.ddaerr:DDAERR",
-    "ddaelr": "learner.algorithms.ddaelr:DDAELR",
-    "ddaerr-2phase": "learner.algorithms.two_phase:TwoPhasedDDAERR",
-    "ddaelr-2phase": "learner.algorithms.two_phase:TwoPhasedDDAELR",
+    "gaerr": "learner.algorithms.kukliansky_shamir_2015.gaerr:GAERR",
+    "gaelr": "learner.algorithms.kukliansky_shamir_2015.gaelr:GAELR",
+    "ddaerr": "learner.algorithms.kukliansky_shamir_2015.ddaerr:DDAERR",
+    "ddaelr": "learner.algorithms.kukliansky_shamir_2015.ddaelr:DDAELR",
+    "ddaerr-2phase": "learner.algorithms.kukliansky_shamir_2015.ddaerr_2phase:TwoPhasedDDAERR",
+    "ddaelr-2phase": "learner.algorithms.kukliansky_shamir_2015.ddaelr_2phase:TwoPhasedDDAELR",
     # Ito et al. 2017
-    "ito1": "learner.algorithms.ito1:Ito1",
-    "ito2": "learner.algorithms.ito2:Ito2",
-    "ito3": "learner.algorithms.ito3:Ito3",
-    "greedy": "learner.algorithms.greedy:Greedy",
-    "uniform": "learner.algorithms.uniform:Uniform",
+    "ito1": "learner.algorithms.ito_2017.ito1:Ito1",
+    "ito2": "learner.algorithms.ito_2017.ito2:Ito2",
+    "ito3": "learner.algorithms.ito_2017.ito3:Ito3",
+    "greedy": "learner.algorithms.ito_2017.greedy:Greedy",
+    "uniform": "learner.algorithms.ito_2017.uniform:Uniform",
     # Murata & Suzuki 2018
-    "exploration": "learner.algorithms.exploration:Exploration",
-    "exploitation": "learner.algorithms.exploitation:Exploitation",
-    "hybrid": "learner.algorithms.hybrid:Hybrid",
+    "exploration": "learner.algorithms.murata_suzuki_2018.exploration:Exploration",
+    "exploitation": "learner.algorithms.murata_suzuki_2018.exploitation:Exploitation",
+    "hybrid": "learner.algorithms.murata_suzuki_2018.hybrid:Hybrid",
     # the full-information references
-    "ridge": "learner.algorithms.ridge:Ridge",
-    "lasso": "learner.algorithms.lasso:Lasso",
-    "ogd-ridge": "learner.algorithms.ogd_ridge:OGDRidge",
-    "eg-lasso": "learner.algorithms.eg_lasso:EGLasso",
+    "ridge": "learner.algorithms.references.ridge:Ridge",
+    "lasso": "learner.algorithms.references.lasso:Lasso",
+    "ogd-ridge": "learner.algorithms.references.ogd_ridge:OGDRidge",
+    "eg-lasso": "learner.algorithms.references.eg_lasso:EGLasso",
     # beyond the papers: budgetlab's own
-    "ddaerr-cost": "learner.algorithms.ddaerr_cost:CostAwareDDAERR",
-    "ddaelr-cost": "learner.algorithms.ddaelr_cost:CostAwareDDAELR",
-    "ddaerr-2p-cost": "learner.algorithms.ddaerr_2phase_cost:CostAwareTwoPhasedDDAERR",
-    "ddaelr-2p-cost": "learner.algorithms.ddaelr_2phase_cost:CostAwareTwoPhasedDDAELR",
-    "screening": "learner.algorithms.screening:Screening",
+    "ddaerr-cost": "learner.algorithms.beyond_the_papers.ddaerr_cost:CostAwareDDAERR",
+    "ddaelr-cost": "learner.algorithms.beyond_the_papers.ddaelr_cost:CostAwareDDAELR",
+    "ddaerr-2p-cost": "learner.algorithms.beyond_the_papers.ddaerr_2phase_cost:CostAwareTwoPhasedDDAERR",
+    "ddaelr-2p-cost": "learner.algorithms.beyond_the_papers.ddaelr_2phase_cost:CostAwareTwoPhasedDDAELR",
+    "screening": "learner.algorithms.beyond_the_papers.screening:Screening",
 }
 
 

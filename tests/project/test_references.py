@@ -11,7 +11,7 @@ import pytest
 from tests.references import ROOT, dangling
 
 TEXTS = sorted([*(ROOT / "client" / "comparison" / "presets").glob("*.toml"),
-                *(ROOT / "learner" / "algorithms").glob("*.py"),
+                *(ROOT / "learner" / "algorithms").rglob("*.py"),
                 *(ROOT / "budgetlab" / "datasets").glob("*.py"), ROOT / "docs" / "papers.md"])
 
 

@@ -8,9 +8,9 @@ import pytest
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
 from learner.algorithms import ParamError, Problem, get_algorithm
-from learner.algorithms._l1_projection import project_l1_ball
-from learner.algorithms.aer import AER
-from learner.algorithms.aer_baseline import AERBaseline
+from learner.algorithms.cesa_bianchi_2011.aer import AER
+from learner.algorithms.cesa_bianchi_2011.aer_baseline import AERBaseline
+from learner.algorithms.shared.l1_projection import project_l1_ball
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 

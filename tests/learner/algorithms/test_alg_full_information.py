@@ -8,10 +8,10 @@ import pytest
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
 from learner.algorithms import ParamError, Problem, get_algorithm
-from learner.algorithms.eg_lasso import EGLasso
-from learner.algorithms.lasso import CV_TOLERANCE, MAX_ITERATIONS, N_ALPHAS, PATH_EPS, Lasso
-from learner.algorithms.ogd_ridge import OGDRidge
-from learner.algorithms.ridge import ALPHAS, Ridge
+from learner.algorithms.references.eg_lasso import EGLasso
+from learner.algorithms.references.lasso import CV_TOLERANCE, MAX_ITERATIONS, N_ALPHAS, PATH_EPS, Lasso
+from learner.algorithms.references.ogd_ridge import OGDRidge
+from learner.algorithms.references.ridge import ALPHAS, Ridge
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 

@@ -13,13 +13,14 @@ import pytest
 
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
-from learner.algorithms import _iterates, algorithms, get_algorithm
-from learner.algorithms._attribute_efficient import DataPointSampler, SampledGradient
-from learner.algorithms._estimators import smoothed_derivative, truncated_smoothed_derivative
-from learner.algorithms._iterates import LassoIterate, RidgeIterate
-from learner.algorithms._sumtree import RunningTotal, SumTree
-from learner.algorithms.aesvr import GenEstGradient
+from learner.algorithms import algorithms, get_algorithm
 from learner.algorithms.base import ParamError, Problem
+from learner.algorithms.hazan_koren_2012.aesvr import GenEstGradient
+from learner.algorithms.shared import iterates
+from learner.algorithms.shared.attribute_efficient import DataPointSampler, SampledGradient
+from learner.algorithms.shared.estimators import smoothed_derivative, truncated_smoothed_derivative
+from learner.algorithms.shared.iterates import LassoIterate, RidgeIterate
+from learner.algorithms.shared.sumtree import RunningTotal, SumTree
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 
@@ -162,8 +163,8 @@ def drive(algorithm, X: np.ndarray, Y: np.ndarray) -> None:
 def test_lazy_iterates_equal_the_dense_pseudo_code(monkeypatch, limits, algorithm_id, dense, eta, B) -> None:
     # Tight limits fold the lazy average and renormalise y every few steps, exercising those paths too.
     if limits is not None:
-        monkeypatch.setattr(_iterates, "FLUSH_RATIO", limits[0])
-        monkeypatch.setattr(_iterates, "SCALE_LIMIT", limits[1])
+        monkeypatch.setattr(iterates, "FLUSH_RATIO", limits[0])
+        monkeypatch.setattr(iterates, "SCALE_LIMIT", limits[1])
     rng = np.random.default_rng(5)
     d, k, m = 10, 3, 400
     X = rng.standard_normal((m, d))

@@ -8,7 +8,7 @@ import pytest
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets import load_dataset
 from learner.algorithms import ParamError, Problem, get_algorithm
-from learner.algorithms._ito import dual_averaging, estimate_gradient, observe
+from learner.algorithms.shared.dual_averaging import dual_averaging, estimate_gradient, observe
 from learner.oracle import LocalOracle
 from learner.regret import best_sparse, regret, stream_arrays
 from tests.ito_runs import LONG_ROUNDS, LongRun, run

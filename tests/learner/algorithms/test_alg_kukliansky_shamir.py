@@ -12,8 +12,8 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
 from client.comparison.claims import improvement_ratio
 from learner.algorithms import get_algorithm
-from learner.algorithms._iterates import LassoIterate, RidgeIterate
 from learner.algorithms.base import ParamError, Problem
+from learner.algorithms.shared.iterates import LassoIterate, RidgeIterate
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 
@@ -202,7 +202,7 @@ def test_ddaerr_beats_gaerr_with_uniform_q_where_only_q_differs_on_mnist_3_vs_5(
     """
     seeds = range(5)
     from budgetlab.datasets import load_dataset
-    from learner.algorithms.gaerr import gaerr_eta
+    from learner.algorithms.kukliansky_shamir_2015.gaerr import gaerr_eta
 
     data = load_dataset("mnist-3v5", {}, 0)
     bounds, moments = data.scale_bounds(), data.second_moments()

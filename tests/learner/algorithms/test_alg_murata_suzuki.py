@@ -10,10 +10,10 @@ import pytest
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
 from learner.algorithms import ParamError, Problem
-from learner.algorithms._hard_thresholding import hard_threshold
-from learner.algorithms.exploitation import Exploitation
-from learner.algorithms.exploration import Exploration, block_gradient
-from learner.algorithms.hybrid import Hybrid
+from learner.algorithms.murata_suzuki_2018.exploitation import Exploitation
+from learner.algorithms.murata_suzuki_2018.exploration import Exploration, block_gradient
+from learner.algorithms.murata_suzuki_2018.hybrid import Hybrid
+from learner.algorithms.shared.hard_thresholding import hard_threshold
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 

@@ -8,7 +8,7 @@ import pytest
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
 from learner.algorithms import ParamError, Problem
-from learner.algorithms.screening import FIT_ROWS_PER_UNKNOWN, Screening
+from learner.algorithms.beyond_the_papers.screening import FIT_ROWS_PER_UNKNOWN, Screening
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
 

@@ -66,7 +66,9 @@ print(json.dumps({"ids": ids, "before": before, "after": after, "sklearn": "skle
     seen = json.loads(done.stdout)
     assert seen["ids"] == list(algorithm_modules())
     assert seen["before"] == ["learner.algorithms.base"]
-    assert "learner.algorithms.aer" in seen["after"] and "learner.algorithms.ridge" not in seen["after"]
+    assert "learner.algorithms.cesa_bianchi_2011.aer" in seen["after"]
+    assert not any(m.startswith(("learner.algorithms.references", "learner.algorithms.hazan_koren_2012"))
+                   for m in seen["after"])
     assert not seen["sklearn"]
 
 
@@ -95,7 +97,7 @@ def test_the_learner_service_lists_every_algorithm_as_importing_them_all_does(le
 def test_variants_are_composed_at_most_three_classes_below_the_base() -> None:
     """A variant is its twin with another strategy (prices, step sizes, phases), not another layer of classes: every
     built-in algorithm is at most three classes below ``Algorithm``, itself included."""
-    from learner.algorithms._attribute_efficient import AttributeEfficient
+    from learner.algorithms.shared.attribute_efficient import AttributeEfficient
 
     for algorithm_id, cls in algorithms().items():
         below = cls.__mro__[:cls.__mro__.index(Algorithm)]

@@ -1,0 +1,138 @@
+"""Baseline: Lasso on an estimated loss — Cesa-Bianchi, Shalev-Shwartz, Shamir (2011), Fig. 1.
+
+Each example contributes unbiased-ish estimates of xx', x and y² from k uniformly chosen attributes;
+the output minimises the estimated training loss w'Āw − w'v̄ + ȳ over the L1 ball of radius B.
+
+Choices the paper leaves open or gets wrong (see docs/papers.md):
+
+- Sign. Fig. 1 (and Lemma 10) print the estimated loss as w'Āw + w'v̄ + ȳ; with v̄ = mean(2 y v) the
+  squared loss expands to w'Āw − w'v̄ + ȳ. Both variants below use the corrected sign.
+- Diagonal. Fig. 1 splits the k chosen attributes C into halves I, J and fills only the I×J entries
+  (weight 2(d/k)² each way), so Ā has no diagonal and E[A] = d/(d−1)·(xx' − diag(x²)), not xx' as
+  Lemma 8 says; the objective is indefinite. ``estimate="printed"`` (the default) keeps that
+  construction: it is the Baseline of the paper's Fig. 4 and table, the algorithm whose estimate the
+  paper's analysis calls much worse than AER's. ``estimate="unbiased"`` gives E[A] = xx': diagonal
+  (d/k)·x_c² for c ∈ C and every pair of C off the diagonal with weight d(d−1)/(k(k−1)), so the
+  objective estimate is unbiased for the loss of every fixed w (a stronger Baseline than the paper's).
+- k must be even in the paper; an odd budget uses its largest even part.
+- The minimiser over the L1 ball is found by projected gradient descent (step 1/(2 max|eig Ā|), warm
+  started from the previous solution), which also reaches a stationary point of the indefinite printed
+  objective. It is recomputed lazily when ``weights`` is read after new examples.
+- Scale (the bounds this theorem uses: max |x_i|, max |y|, ||w*||_1, declared by the oracle). Theorem 6
+  assumes ||x||_∞ <= 1 and |y| <= B, and compares with ||w||_1 <= B: B defaults to the declared ||w*||_1
+  bound widened to max|y| / max|x_i|, the ball of the theorem for the data scaled into the unit L∞ ball.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+from learner.algorithms.cesa_bianchi_2011 import PAPER
+from learner.algorithms.shared.l1_projection import project_l1_ball
+
+SOLVER_ITERATIONS = 2000
+SOLVER_TOLERANCE = 1e-9
+
+
+class AERBaseline(Algorithm):
+    """Baseline of Cesa-Bianchi et al.: minimise an estimated squared loss over the L1 ball.
+
+    Parameters
+    ----------
+    radius
+        L1 radius B of the constraint; default the declared ||w*||_1 bound, at least max|y| / max|x_i| (Theorem 6: |y| ≤
+        B)
+    estimate
+        'printed': Fig. 1's I×J construction, no diagonal (the paper's Baseline); 'unbiased': E[A] = xx'
+    """
+
+    id = "aer-baseline"
+    name = "Baseline (Lasso on an estimated loss)"
+    paper = PAPER
+    algorithm = "Fig. 1"
+    protocol = "batch"
+    budget_kind = "local"
+    min_budget = 2
+    needs_scale = True
+
+    def __init__(self, problem: Problem, seed: int = 0, *, radius: float | None = None,
+                 estimate: Literal["printed", "unbiased"] = "printed") -> None:
+        super().__init__(problem, seed)
+        self.estimate = estimate
+        d = problem.d
+        self.k = problem.budget - problem.budget % 2
+        self.radius = problem.scale.radius1(radius)
+        if self.radius <= 0:
+            raise ParamError(f"radius must be positive, got {self.radius}")
+        self.A_sum = np.zeros((d, d))
+        self.v_sum = np.zeros(d)
+        self.y2_sum = 0.0
+        self.m = 0
+        self._chosen = np.empty(0, dtype=np.int64)
+        self._w = np.zeros(d)
+        self._fitted_at = 0
+
+    def select(self) -> Sequence[int]:
+        # A random order of C also provides Fig. 1's random split: I = first half, J = second half.
+        self._chosen = self.rng.choice(self.problem.d, size=self.k, replace=False)
+        return sorted(self._chosen.tolist())
+
+    def example_estimates(self, observed: Observed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(C, A restricted to C×C, v restricted to C) for the current draw."""
+        d, k = self.problem.d, self.k
+        C = self._chosen
+        x = np.array([observed[c] for c in C.tolist()])
+        v = (d / k) * x
+        if self.estimate == "printed":
+            half = k // 2
+            block = np.zeros((k, k))
+            cross = 2 * (d / k) ** 2 * np.outer(x[:half], x[half:])
+            block[:half, half:] = cross
+            block[half:, :half] = cross.T
+        else:
+            block = d * (d - 1) / (k * (k - 1)) * np.outer(x, x)
+            np.fill_diagonal(block, (d / k) * x**2)
+        return C, block, v
+
+    def loss_estimate(self, observed: Observed, y: float, w: np.ndarray) -> float:
+        """One example's estimate w'Aw − 2y w'v + y² of (w'x − y)² (unbiased for ``estimate='unbiased'``)."""
+        C, block, v = self.example_estimates(observed)
+        wc = w[C]
+        return float(wc @ block @ wc - 2 * y * (wc @ v) + y**2)
+
+    def update(self, observed: Observed, y: float) -> None:
+        C, block, v = self.example_estimates(observed)
+        self.A_sum[np.ix_(C, C)] += block
+        self.v_sum[C] += 2 * y * v
+        self.y2_sum += y**2
+        self.m += 1
+
+    def objective(self, w: np.ndarray) -> float:
+        """The estimated training loss L̃_S(w) = w'Āw − w'v̄ + ȳ (sign corrected)."""
+        m = max(self.m, 1)
+        return float(w @ self.A_sum @ w - w @ self.v_sum + self.y2_sum) / m
+
+    def _fit(self) -> np.ndarray:
+        A = self.A_sum / self.m
+        v = self.v_sum / self.m
+        curvature = 2 * float(np.max(np.abs(np.linalg.eigvalsh(A))))
+        # a zero Ā leaves a linear objective, which any step size walks to the best vertex
+        step = 1.0 / curvature if curvature > 0 else 1.0
+        w = self._w
+        for _ in range(SOLVER_ITERATIONS):
+            nxt = project_l1_ball(w - step * (2 * A @ w - v), self.radius)
+            if np.max(np.abs(nxt - w)) <= SOLVER_TOLERANCE * max(1.0, np.max(np.abs(nxt))):
+                return nxt
+            w = nxt
+        return w
+
+    @property
+    def weights(self) -> np.ndarray:
+        if self.m and self._fitted_at != self.m:
+            self._w = self._fit()
+            self._fitted_at = self.m
+        return self._w.copy()

@@ -1,0 +1,228 @@
+"""What the Hazan & Koren and Kukliansky & Shamir learners share: per example, draw k data-point
+indices from q and a few inner-product indices from p(w), pay for the distinct ones, and take an
+OGD (ridge) or EG (lasso) step along the estimated gradient φ̃ · x̃.
+
+``SampledGradient`` is that loop on top of an iterate from ``shared.iterates``; ``AttributeEfficient`` is the
+``Algorithm`` shell every public class of the family is, each one's constructor making its engine from its
+parameters, its geometry (``shared.geometry``: the ridge or the lasso twin), its sampling and its step size.
+Randomness: per example, one batch of U[0,1) numbers from the algorithm's generator, the data-point
+draws first, then the inner-product draws (drawn even when w = 0 and not needed, so the stream of
+numbers does not depend on the data).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import ClassVar, Literal, Protocol
+
+import numpy as np
+
+from learner.algorithms.base import Algorithm, Observed, ParamError, around
+from learner.algorithms.shared.estimators import squared_loss_gradient
+from learner.algorithms.shared.geometry import Geometry
+from learner.algorithms.shared.iterates import ScaledIterate
+from learner.algorithms.shared.prices import COST_BLIND, Prices
+from learner.algorithms.shared.step_sizes import (
+    ADAPTIVE,
+    AtLeast,
+    ExponentiatedStep,
+    FixedStep,
+    LeastSquaresStep,
+    StepRule,
+)
+
+
+class DataPointSampler:
+    """Draws i ~ q for x̃: uniform (q_i = 1/d, H&K) or any fixed distribution (K&S), by bisection."""
+
+    def __init__(self, d: int, q: np.ndarray | None = None) -> None:
+        self.d = d
+        self.q = None if q is None else np.asarray(q, dtype=np.float64) / float(np.sum(q))
+        if self.q is not None:
+            self._cumulative = np.cumsum(self.q).tolist()
+            with np.errstate(divide="ignore"):
+                self._inverse = (1.0 / self.q).tolist()
+
+    def probabilities(self) -> np.ndarray:
+        return np.full(self.d, 1.0 / self.d) if self.q is None else self.q
+
+    def draw(self, uniform: float) -> tuple[int, float]:
+        """An index i ~ q and its weight 1/q_i; an index with q_i = 0 is never returned."""
+        if self.q is None:
+            return min(int(uniform * self.d), self.d - 1), float(self.d)
+        cumulative = self._cumulative
+        i = min(bisect.bisect_right(cumulative, uniform * cumulative[-1]), self.d - 1)
+        while self._inverse[i] == math.inf:  # rounding at the very top can land past the last positive q
+            i -= 1
+        return i, self._inverse[i]
+
+
+class SampledGradient:
+    """One learner of the family: select() draws the indices, update() builds g̃ and steps the iterate.
+
+    ``step`` is a constant η or a rule of ``shared.step_sizes`` fed, per example, with x̃ and g̃.
+    """
+
+    def __init__(
+        self,
+        iterate: ScaledIterate,
+        sampler: DataPointSampler,
+        x_draws: int,
+        inner_draws: int,
+        step: float | StepRule,
+        rng: np.random.Generator,
+    ) -> None:
+        self.iterate = iterate
+        self.sampler = sampler
+        self.x_draws = x_draws
+        self.inner_draws = inner_draws
+        self.step = FixedStep(step) if isinstance(step, int | float) else step
+        self.rng = rng
+        self._x: list[int] = []
+        self._inv_q: list[float] = []
+        self._inner: list[int] = []
+        self._ratios: list[float] = []
+
+    def select(self) -> list[int]:
+        uniforms = self.rng.random(self.x_draws + self.inner_draws).tolist()
+        self._draw_data_point(uniforms[: self.x_draws])
+        self._inner, self._ratios = [], []
+        if not self.iterate.is_zero:
+            for u in uniforms[self.x_draws :]:
+                j, ratio = self.iterate.sample(u)
+                self._inner.append(j)
+                self._ratios.append(ratio)
+        return list(dict.fromkeys(self._x + self._inner))
+
+    def _draw_data_point(self, uniforms: list[float]) -> None:
+        sampler = self.sampler
+        if sampler.q is None:
+            # ``DataPointSampler.draw`` for uniform q, inlined: AELR draws 49 indices an example at s' = 50.
+            d = sampler.d
+            self._x = [min(int(u * d), d - 1) for u in uniforms]
+            self._inv_q = [float(d)] * len(uniforms)
+            return
+        self._x, self._inv_q = [], []
+        for u in uniforms:
+            i, inv_q = sampler.draw(u)
+            self._x.append(i)
+            self._inv_q.append(inv_q)
+
+    def estimates(self, observed: Observed, y: float) -> tuple[dict[int, float], dict[int, float]]:
+        """(x̃, g̃) for the draws of the last select() (``shared.estimators.squared_loss_gradient``)."""
+        return squared_loss_gradient(self._x, self._inv_q, self._inner, self._ratios, observed, y)
+
+    def gradient(self, observed: Observed, y: float) -> dict[int, float]:
+        return self.estimates(observed, y)[1]
+
+    def update(self, observed: Observed, y: float) -> None:
+        x_tilde, gradient = self.estimates(observed, y)
+        self.iterate.step(gradient, self.step.next(x_tilde, gradient, self.label_slope * y))
+
+    # φ̃ at w = 0 is this times -y (the squared loss: 1); the step rules compare g̃ with y in φ̃'s units
+    label_slope = 1.0
+
+
+class Engine(Protocol):
+    """What the shell runs: a ``SampledGradient``, or an engine that reads as one (``shared.two_phase.TwoPhases``)."""
+
+    @property
+    def iterate(self) -> ScaledIterate: ...
+
+    @property
+    def step(self) -> StepRule: ...
+
+    def select(self) -> list[int]: ...
+
+    def update(self, observed: Observed, y: float) -> None: ...
+
+
+class AttributeEfficient(Algorithm):
+    """The shell of every learner of the family: select/update/weights run its ``engine`` (a ``SampledGradient``, or an
+    engine that reads as one), which its constructor makes; the parts that differ between learners are composed, not
+    inherited: the ``geometry`` (``shared.geometry``: the ridge or the lasso twin's ball, step and draws), the
+    ``prices`` strategy (``shared.prices``: the papers' cost-blind draws, or the session's prices for a cost-aware
+    learner) and the step-size rule (``shared.step_sizes``: the theorem's η, or the practical rule).
+
+    The theorems are stated for ||x|| <= 1 (ridge: the L2 norm, lasso: the L∞ norm) and |y| <= B, ||w*|| <= B.
+    Scaling the data into that setting (x' = x / X, w' = X w, X the declared max ||x||) turns a ball of radius
+    B on w into one of radius X·B on w', so the theorem's B is B' = X·B (at least max|y| by the choice of B),
+    and its step size η' on w' is η'/X² on w for OGD and η'/X for EG (whose step multiplies a gradient that
+    scales with x). ``ball`` resolves B and returns B, B' and X from the declared ``Problem.scale`` for the class's
+    ``geometry``; ``split`` resolves the budget's split ``x_draws``, and ``step_size`` a step size: each parameter's
+    attribute then holds the value in effect.
+    """
+
+    # The ball, step and sampling of the ridge or the lasso twin (``shared.geometry``).
+    geometry: ClassVar[Geometry]
+    # Whether the draws weigh attributes by their prices (``shared.prices``); a priced learner declares needs_costs.
+    prices: ClassVar[Prices] = COST_BLIND
+    budget_kind = "local"
+    min_budget = 2
+    needs_scale = True
+    engine: Engine
+    B: float | None
+    x_draws: int | None
+
+    def select(self) -> list[int]:
+        return self.engine.select()
+
+    def update(self, observed: Observed, y: float) -> None:
+        self.engine.update(observed, y)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.engine.iterate.average()
+
+    def current_weights(self) -> np.ndarray:
+        return self.engine.iterate.current()
+
+    def tuning_hint(self) -> dict[str, list[float]] | None:
+        return {"eta": around(self.engine.step.last)} if self.engine.step.last > 0 else None
+
+    # --- parameters -----------------------------------------------------------------------------
+
+    def positive(self, name: str, value: float | None, theoretical: float) -> float:
+        """``value`` if given, else the theoretical value: a positive finite number (``name`` says which)."""
+        value = theoretical if value is None else float(value)
+        if not value > 0 or not math.isfinite(value):
+            raise ParamError(f"{self.id}: {name} must be a positive number, got {value}")
+        return value
+
+    def ball(self) -> tuple[float, float, float]:
+        """(B, B' = X·B, X): the ball on w of the ``geometry`` and the theorems' B in the normalised setting; ``B``
+        resolved (given, or the geometry's default for the declared scale)."""
+        X = self.geometry.max_norm(self.problem.scale)
+        self.B = self.positive("B", self.B, self.geometry.radius(self.problem))
+        return self.B, X * self.B, X
+
+    def step_size(self, name: str, value: float | str | None, theoretical: float,
+                  practical: LeastSquaresStep | ExponentiatedStep | None = None
+                  ) -> tuple[float | Literal["adaptive"], StepRule]:
+        """The step size ``name`` on w (B resolved first), as the value in effect and its rule: a given number, the
+        rule ``ADAPTIVE`` (given, or by default: the ``geometry``'s practical rule, or ``practical``, never below the
+        theorem's η), or with ``defaults = "theory"`` the theorem's η, ``theoretical``."""
+        if value == ADAPTIVE or (value is None and not self.problem.theory):
+            assert self.B is not None
+            rule = practical if practical is not None else self.geometry.practical(self.problem, self.B)
+            return ADAPTIVE, AtLeast(rule, theoretical)
+        eta = self.positive(name, None if value is None else float(value), theoretical)
+        return eta, FixedStep(eta)
+
+    def split(self) -> tuple[int, int]:
+        """(data-point draws, inner-product draws): the K&S §5 even split, x̃ getting the odd one, or ``x_draws``
+        (resolved)."""
+        budget = self.problem.budget
+        x_draws = math.ceil(budget / 2) if self.x_draws is None else int(self.x_draws)
+        if not 1 <= x_draws <= budget - 1:
+            raise ParamError(f"{self.id}: x_draws must be in 1..{budget - 1} (the budget is {budget}), got {x_draws}")
+        self.x_draws = x_draws
+        return x_draws, budget - x_draws
+
+    def uniform_engine(self, k: int, step: StepRule) -> SampledGradient:
+        """Hazan & Koren's draws (AERR, AELR, and phase 1 of the two-phased learners): k uniform data-point draws and
+        one from p(w) per example, on the ``geometry``'s ball of radius B (resolved)."""
+        assert self.B is not None
+        d = self.problem.d
+        return SampledGradient(self.geometry.iterate(d, self.B), DataPointSampler(d), k, 1, step, self.rng)
