@@ -4,17 +4,22 @@ comparisons (``learner.reports``). The page itself is the top floor's (``client.
 The page is a client of the learner's public API like any other: it gets a caller token from ``POST /v1/callers``
 (or is given one, the admin's for instance), starts runs with ``POST /v1/runs`` and cancels them with
 ``DELETE /v1/runs/{id}``, all with that token. ``GET /v1/events`` streams the caller's runs (server-sent events,
-``web.events``): ``runs`` (the first page of ``GET /v1/runs``, whenever it changes) and ``curve``
+``web.events``): ``runs`` (the first page of ``GET /v1/runs``, whenever it changes), ``curve``
 (``{"run", "start", "points", "ended"}``: a run's new curve points from ``start`` on; ``start`` 0 replaces the
-curve, which happens once more when the run ends). The page links to the oracle's dashboard at
+curve, which happens once more when the run ends) and ``oracle`` (``{"ready", "error", "detail"}``: whether the
+learner's oracle takes writes, as its ``/readyz`` says, whenever that changes: its runs cannot step while it does
+not). The page links to the oracle's dashboard at
 ``BUDGETLAB_ORACLE_PUBLIC_URL`` (default: the learner's ``ORACLE_URL``).
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Annotated, Any
 
+import httpx
 from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, StreamingResponse
@@ -25,6 +30,7 @@ from budgetlab.contract.datasets import DatasetList
 from budgetlab.contract.runs import FINAL_RUN_STATUSES
 from budgetlab.errors import Code, OracleError, OracleUnavailable, responses
 from budgetlab.oracle_client import AsyncOracleClient
+from budgetlab.service_client import tls_context
 from learner.auth import Caller, CurrentCaller
 from learner.oracle_access import unusable
 from learner.reports import REPORTS_ENV, ReportDetail, ReportList, Reports, reports_dir
@@ -35,6 +41,10 @@ from web.events import Events, event_stream
 ORACLE_PUBLIC_ENV = "BUDGETLAB_ORACLE_PUBLIC_URL"
 POLL_SECONDS = 0.5
 DATASETS_TIMEOUT = 10.0
+# The oracle's readiness is asked at most this often (seconds), whatever the number of viewers, each time within
+# READINESS_TIMEOUT.
+READINESS_SECONDS, READINESS_TIMEOUT = 2.0, 2.0
+_readiness_lock = threading.Lock()
 REPORTS = Reports()
 
 router = APIRouter(tags=["dashboard"])
@@ -48,11 +58,45 @@ class DashboardConfig(BaseModel):
                              examples=["/home/me/budgetlab/reports"])
 
 
-class RunFeed:
-    """One caller's stream: the runs page when it changes, and each run's curve points as they come."""
+class OracleReadiness:
+    """What the learner's oracle says of its ledger (``GET /readyz``), asked at most every ``READINESS_SECONDS``."""
 
-    def __init__(self, manager: RunManager, store: RunStore, caller: Caller, limit: int) -> None:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._lock = threading.Lock()
+        self._at, self._state = -READINESS_SECONDS, {"ready": True, "error": None, "detail": None}
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            if time.monotonic() - self._at >= READINESS_SECONDS:
+                self._state, self._at = self._ask(), time.monotonic()
+            return self._state
+
+    def _ask(self) -> dict[str, Any]:
+        try:
+            answer = httpx.get(f"{self.url}/readyz", timeout=READINESS_TIMEOUT, verify=tls_context())
+        except httpx.HTTPError as exc:
+            return {"ready": False, "error": Code.ORACLE_UNAVAILABLE.value,
+                    "detail": f"the oracle at {self.url} cannot be reached ({type(exc).__name__})"}
+        if answer.status_code == 200:
+            return {"ready": True, "error": None, "detail": None}
+        try:
+            body = answer.json()
+            return {"ready": False, "error": str(body["error"]), "detail": str(body["detail"])}
+        except (ValueError, KeyError, TypeError):  # not an oracle's answer
+            return {"ready": False, "error": Code.ORACLE_UNAVAILABLE.value,
+                    "detail": f"the oracle at {self.url} answered /readyz with HTTP {answer.status_code}"}
+
+
+class RunFeed:
+    """One caller's stream: the runs page when it changes, each run's curve points as they come, and the oracle's
+    readiness when it changes."""
+
+    def __init__(self, manager: RunManager, store: RunStore, caller: Caller, limit: int,
+                 oracle: OracleReadiness | None = None) -> None:
         self.manager, self.store, self.caller, self.limit = manager, store, caller, limit
+        self.oracle = oracle
+        self.oracle_state: dict[str, Any] | None = None
         self.listed: dict[str, Any] | None = None
         self.sent: dict[str, int] = {}  # points sent of runs still queued or executing
         self.ended: set[str] = set()  # runs whose whole curve was sent once they ended
@@ -88,6 +132,11 @@ class RunFeed:
                     self.sent.pop(run.id, None)
                     events.append(("curve", {"run": run.id, "start": 0, "ended": True,
                                              "points": [p.model_dump() for p in found[1].curve]}))
+        if self.oracle is not None:
+            state = self.oracle.state()
+            if state != self.oracle_state:
+                self.oracle_state = state
+                events.append(("oracle", state))
         return events
 
 
@@ -128,10 +177,19 @@ def comparison_plot(name: ReportName, plot: Annotated[str, PathParam(min_length=
     return FileResponse(REPORTS.plot(name, plot))
 
 
+def oracle_readiness(app: Any) -> OracleReadiness:
+    """The app's one look at its oracle's readiness (shared by every viewer)."""
+    with _readiness_lock:
+        if getattr(app.state, "oracle_readiness", None) is None:
+            app.state.oracle_readiness = OracleReadiness(app.state.settings.oracle_url)
+        return app.state.oracle_readiness
+
+
 # Not in the OpenAPI document: an event stream never ends, which no schema-driven client (or fuzzer) expects.
 @router.get("/v1/events", include_in_schema=False)
 async def events(request: Request, caller: CurrentCaller,
                  limit: Annotated[int, Query(ge=1, le=200)] = 50) -> StreamingResponse:
     """Server-sent events: ``runs`` when the caller's runs change, ``curve`` with their new curve points."""
-    feed = RunFeed(request.app.state.runs, request.app.state.runs.store, caller, limit)
+    feed = RunFeed(request.app.state.runs, request.app.state.runs.store, caller, limit,
+                   oracle_readiness(request.app))
     return event_stream(request, lambda: run_in_threadpool(feed.poll), POLL_SECONDS)

@@ -60,6 +60,15 @@ function setToken(token) {
   if (token) connect();
 }
 
+function onOracle(oracle) {
+  // What the oracle's /readyz says: a banner while its ledger takes no writes (or it is out of reach).
+  $("oracle-alert").hidden = oracle.ready;
+  if (!oracle.ready) {
+    $("oracle-alert-code").textContent = oracle.error;
+    $("oracle-alert-detail").textContent = oracle.detail;
+  }
+}
+
 function connect() {
   if (state.stop) state.stop();
   showState($("conn"), "connecting");
@@ -68,6 +77,7 @@ function connect() {
     onEvent: (name, data) => {
       if (name === "runs") onRuns(data);
       else if (name === "curve") onCurve(data);
+      else if (name === "oracle") onOracle(data);
     },
     onState: (s, detail) => {
       showState($("conn"), s, detail);

@@ -154,8 +154,18 @@ function listAccount(id) {
   connect();
 }
 
+function renderLedgerState(ledger) {
+  // What /readyz says of the ledger: a banner while it takes no writes.
+  $("ledger-alert").hidden = !ledger || ledger.ready;
+  if (ledger && !ledger.ready) {
+    $("ledger-alert-code").textContent = ledger.error;
+    $("ledger-alert-detail").textContent = ledger.detail;
+  }
+}
+
 function renderSessions(view) {
   state.view = view;
+  renderLedgerState(view.ledger);
   renderAccounts(view);
   const c = view.counts;
   clear($("counts"),

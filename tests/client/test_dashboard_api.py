@@ -22,6 +22,7 @@ import pytest
 
 from budgetlab.service_client import tls_context
 from client.services import ANNOUNCED
+from learner.dashboard import OracleReadiness
 from tests.dashboard_helpers import write_report
 from tests.helpers import ADMIN, ROOT, caller
 from tests.servers import learner_server, oracle_server
@@ -309,6 +310,15 @@ def test_the_learner_streams_a_run_s_curve_as_it_grows_and_its_whole_curve_when_
     others = events(f"{learner}/v1/events", bob, lambda ev: ev[-1][0] == "runs")
     assert run["id"] not in {r["id"] for r in others[-1][1]["runs"]}, "another caller's stream shows the run"
     assert http.get(f"{learner}/v1/events").status_code == 401
+
+
+def test_the_learner_streams_whether_its_oracle_takes_writes(learner: str) -> None:
+    """The learner's page shows what its oracle's /readyz says (the oracle's page shows it too: test_ledger_disk), and
+    an oracle out of reach as such."""
+    seen = events(f"{learner}/v1/events", caller(learner), lambda ev: any(name == "oracle" for name, _ in ev))
+    assert next(data for name, data in seen if name == "oracle") == {"ready": True, "error": None, "detail": None}
+    gone = OracleReadiness("http://127.0.0.1:9").state()
+    assert (gone["ready"], gone["error"]) == (False, "oracle_unavailable") and "127.0.0.1:9" in gone["detail"]
 
 
 def test_past_comparisons_list_their_claims_and_serve_only_their_own_plots(

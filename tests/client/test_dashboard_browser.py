@@ -19,7 +19,7 @@ import pytest
 from budgetlab.service_client import tls_context
 from tests.dashboard_helpers import HAVE_CHROMIUM, NO_CHROMIUM, chromium, js, screenshots, shoot, wait, write_report
 from tests.helpers import ADMIN_TOKEN
-from tests.servers import learner_server, oracle_server
+from tests.servers import learner_server, oracle_server, serve_in_thread
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -60,13 +60,14 @@ def fill(driver: Any, element_id: str, text: str) -> None:
     field.send_keys(text)
 
 
-def test_the_dashboards_in_a_browser(browser: Any, services: tuple[str, str], shots: Path) -> None:
+def test_the_dashboards_in_a_browser(browser: Any, services: tuple[str, str], shots: Path, tmp_path: Path) -> None:
     # One test for both pages: xdist may put the tests of one module on different workers, each of which would
     # start the browser and the services and write the report again.
     a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_page(browser, services, shots)
     past_comparisons_show_their_claims_and_plots(browser, services, shots)
     the_oracle_page_hides_values_without_the_token_and_shows_them_live_with_it(browser, services, shots)
     the_admin_sees_the_accounts_their_allowances_and_sessions_live(browser, services, shots)
+    a_ledger_that_takes_no_writes_is_said_on_the_oracle_page(browser, services, shots, tmp_path)
 
 
 def a_run_started_from_the_page_grows_its_curve_live_and_is_cancelled_from_the_page(
@@ -267,3 +268,35 @@ def the_admin_sees_the_accounts_their_allowances_and_sessions_live(
 
     browser.find_element(By.ID, "admin-signout").click()
     wait(lambda: not browser.find_element(By.ID, "accounts-panel").is_displayed(), "without the admin, no account")
+
+
+def a_ledger_that_takes_no_writes_is_said_on_the_oracle_page(browser: Any, services: tuple[str, str], shots: Path,
+                                                             tmp_path: Path) -> None:
+    """A banner says what /readyz says, while the ledger takes no writes; the pages of a ledger that takes them
+    show none (the learner's page relays its oracle's state: test_dashboard_api)."""
+    from sqlalchemy import event
+
+    from client.dashboards import with_page
+    from server.app import create_app
+    from server.config import Settings
+
+    for url in services:
+        browser.get(f"{url}/")
+        alert = "oracle-alert" if url == services[1] else "ledger-alert"
+        wait(lambda a=alert: js(browser, "return document.getElementById('conn').textContent") == "live",
+             "the page's stream is live")
+        assert js(browser, f"return document.getElementById('{alert}').hidden"), f"{url} shows {alert}"
+    app = with_page(create_app(Settings(database_url=f"sqlite:///{tmp_path / 'read-only.db'}", batch_process=False)),
+                    "oracle.html")
+    # The ledger refuses writes from now on, as a read-only file would (every connection the oracle opens).
+    db = app.state.sessions.db
+    event.listen(db.engine, "connect", lambda conn, _: conn.execute("PRAGMA query_only = 1"))
+    db._close_idle()
+    with serve_in_thread(app) as url:
+        browser.get(f"{url}/")
+        wait(lambda: not js(browser, "return document.getElementById('ledger-alert').hidden"), "the banner is shown")
+        assert browser.find_element(By.ID, "ledger-alert-code").text == "read_only"
+        assert "refuses writes" in browser.find_element(By.ID, "ledger-alert-detail").text
+        shoot(browser, shots, "oracle-ledger-read-only.png")
+    app.state.sessions.close_connections()
+
