@@ -141,9 +141,13 @@ def _initialiser(cls: type) -> Any:
 def keyword_parameters(cls: type[Algorithm]) -> dict[str, tuple[ParamValue | None, str]] | None:
     """The parameters ``cls``'s constructor declares, in order: each keyword after ``problem`` and ``seed`` to its
     default and its description (the first docstring along the class's bases that describes it). None when the
-    constructor takes ``**params``: the parameters are then those its class attribute ``params`` declares."""
-    signature = inspect.signature(_initialiser(cls))
-    parameters = list(signature.parameters.values())[3:]  # self, problem, seed
+    constructor takes ``**params``: the parameters are then those its class attribute ``params`` declares (an algorithm
+    with no parameters needs neither, nor a constructor of its own)."""
+    initialiser = _initialiser(cls)
+    if initialiser is Algorithm.__dict__["__init__"]:
+        by_hand = any("params" in klass.__dict__ for klass in cls.__mro__ if klass not in (Algorithm, object))
+        return None if by_hand else {}
+    parameters = list(inspect.signature(initialiser).parameters.values())[3:]  # self, problem, seed
     if any(p.kind is p.VAR_KEYWORD for p in parameters):
         return None
     docs: dict[str, str] = {}
@@ -175,8 +179,21 @@ class AlgorithmType(ABCMeta):
 
 
 class Algorithm(metaclass=AlgorithmType):
-    """Base class: subclasses set the class attributes, declare their parameters as the keyword arguments of
-    ``__init__`` (the module's docstring) and implement ``select``/``update``/``weights``."""
+    """Base class of every algorithm, budgetlab's and the plugins': a subclass sets the class attributes (``id``,
+    ``name``, ``paper``, ``algorithm``; what it needs of the oracle), implements ``select``, ``update`` and
+    ``weights``, and declares its parameters as the keyword arguments of ``__init__`` after ``problem`` and ``seed``,
+    as scikit-learn and River declare estimators:
+
+        def __init__(self, problem: Problem, seed: int = 0, *, eta: float | None = None) -> None:
+            super().__init__(problem, seed)
+            self.eta = 0.1 if eta is None else eta  # the value in effect
+
+    each with its type and its default (None: worked out from the problem), and described in the class docstring's
+    numpydoc ``Parameters`` section (a line with the name, its description indented below it). The listing
+    (``params``, ``info()``) is derived from them once, when the class is defined; ``Cls(problem, seed, **params)``
+    reads each value by its type first (``read_params``), and ``get_params()`` reads the attributes back: a run's
+    resolved parameters. A parameter whose default is a rule with no one value (a step size that adapts) takes the
+    rule's name as a ``Literal`` choice (``float | Literal["adaptive"] | None``), which its attribute then holds."""
 
     id: ClassVar[str]
     name: ClassVar[str]
@@ -259,9 +276,9 @@ class Algorithm(metaclass=AlgorithmType):
     def _read_by_default(cls, name: str, value: ParamValue) -> ParamValue:
         """A value as the way before keyword parameters read it: by its default's type, or a rule's name."""
         names = cls.rules.get(name, ())
-        if value in ((names,) if isinstance(names, str) else names):
-            return value
         default = cls.params[name][0]
+        if value in ((names,) if isinstance(names, str) else names) or (value is None and default is None):
+            return value
         try:
             if isinstance(default, bool):
                 return parse_bool(value)

@@ -89,6 +89,26 @@ def test_values_are_read_by_their_types_and_the_values_in_effect_read_back() -> 
         Still(PROBLEM, etaa=0.1)
 
 
+def test_an_algorithm_without_parameters_needs_no_constructor() -> None:
+    class Bare(Algorithm):
+        id = name = paper = algorithm = "bare"
+
+        def select(self) -> Sequence[int]:
+            return [0]
+
+        def update(self, observed: Observed, y: float) -> None:
+            pass
+
+        @property
+        def weights(self) -> np.ndarray:
+            return np.zeros(self.problem.d)
+
+    assert Bare.params == {} and not Bare.legacy_params
+    assert Bare(PROBLEM).get_params() == {}
+    with pytest.raises(ParamError, match=r"bare has no parameter\(s\) eta; it takes \[\]"):
+        Bare(PROBLEM, eta=0.1)
+
+
 def test_a_parameter_needs_a_default_and_is_declared_one_way() -> None:
     with pytest.raises(TypeError, match="the parameter eta needs a default"):
         class NoDefault(Still):
