@@ -42,10 +42,11 @@ from budgetlab.operations import SESSIONS, AsyncSession, Operation, SessionOpera
 from budgetlab.service_client import AsyncServiceClient, Call, M, Service, ServiceClient
 from budgetlab.session_stream import AsyncSessionStream, SessionStream, open_async_stream, open_stream
 
-# A session request refused with a 503 (``busy``: its lock was not free within the oracle's lock timeout;
-# ``database_unavailable``: the oracle's database is restarting) or a 429 (``rate_limited``: past the oracle's request
-# rate), nothing done either way, is sent again this many times, after the Retry-After the oracle gave (1 s for a
-# database), capped: a run survives a burst of contention, a rate limit and a database restart of about ten seconds.
+# A session request, or the opening of one, refused with a 503 (``busy``: its lock was not free within the oracle's
+# lock timeout; ``database_unavailable``: the oracle's database is restarting) or a 429 (``rate_limited``: past the
+# oracle's request rate, or the CPU time it spends building datasets for this client), nothing done either way, is
+# sent again this many times, after the Retry-After the oracle gave (1 s for a database), capped: a run survives a
+# burst of contention, a rate limit and a database restart of about ten seconds.
 BUSY_RETRIES = 12
 MAX_BUSY_WAIT = 5.0
 DEFAULT_ORACLE_URL = "http://127.0.0.1:8000"
@@ -156,9 +157,15 @@ class SessionCore:
 
     def busy_wait(self, exc: SessionBusy, attempt: int) -> float:
         """How long to wait before sending a request refused ``busy`` again; the refusal once retries are spent."""
-        if attempt >= self.busy_retries:
-            raise exc
-        return min(exc.retry_after if exc.retry_after is not None else 1.0, MAX_BUSY_WAIT)
+        return busy_wait(exc, attempt, self.busy_retries)
+
+
+def busy_wait(exc: SessionBusy, attempt: int, retries: int) -> float:
+    """How long to wait before sending a request refused with nothing done (503, 429) again: its Retry-After, capped;
+    the refusal itself once ``retries`` are spent."""
+    if attempt >= retries:
+        raise exc
+    return min(exc.retry_after if exc.retry_after is not None else 1.0, MAX_BUSY_WAIT)
 
 
 # --- sync ----------------------------------------------------------------------------------------
@@ -277,9 +284,18 @@ class OracleClient(ServiceClient):
         protocol: Protocol = "batch", order: Order = "stream", budget: Budget | dict[str, Any] | None = None,
         seed: int = 0,
     ) -> OracleSession:
-        created = self.send(OracleCalls.open_session(dataset, dataset_params=dataset_params, split=split,
-                                                     protocol=protocol, order=order, budget=budget, seed=seed,
-                                                     api_key=self.api_key))
+        """A new session; refused with nothing created (503 ``busy``, 429 ``rate_limited``: too many new sessions, or
+        datasets built, for this client), it is asked again after the Retry-After, ``busy_retries`` times."""
+        call = OracleCalls.open_session(dataset, dataset_params=dataset_params, split=split, protocol=protocol,
+                                        order=order, budget=budget, seed=seed, api_key=self.api_key)
+        attempt = 0
+        while True:
+            try:
+                created = self.send(call)
+                break
+            except SessionBusy as exc:
+                time.sleep(busy_wait(exc, attempt, self.busy_retries))
+                attempt += 1
         return OracleSession(self, created.id, created.token, created.session)
 
     def account(self, limit: int = 50) -> AccountView:
@@ -422,9 +438,17 @@ class AsyncOracleClient(AsyncServiceClient):
         protocol: Protocol = "batch", order: Order = "stream", budget: Budget | dict[str, Any] | None = None,
         seed: int = 0,
     ) -> AsyncOracleSession:
-        created = await self.send(OracleCalls.open_session(dataset, dataset_params=dataset_params, split=split,
-                                                           protocol=protocol, order=order, budget=budget, seed=seed,
-                                                           api_key=self.api_key))
+        """A new session, asked again as ``OracleClient.open_session`` says when refused with nothing created."""
+        call = OracleCalls.open_session(dataset, dataset_params=dataset_params, split=split, protocol=protocol,
+                                        order=order, budget=budget, seed=seed, api_key=self.api_key)
+        attempt = 0
+        while True:
+            try:
+                created = await self.send(call)
+                break
+            except SessionBusy as exc:
+                await asyncio.sleep(busy_wait(exc, attempt, self.busy_retries))
+                attempt += 1
         return AsyncOracleSession(self, created.id, created.token, created.session)
 
     async def account(self, limit: int = 50) -> AccountView:

@@ -1,9 +1,9 @@
 """Admission by cost (``server.build_costs``): the CPU seconds the oracle spends building datasets are charged to the
 client that asked, by address and by key, so that a flood of new seeds is refused 429 with Retry-After once its
-share is spent, before anything is built or recorded, while what costs nothing (a dataset already built, a step of an
-open session) goes on. The registry's side: a build is admitted before it waits its turn, charged its CPU seconds
-once, and a request for a dataset being built waits for it without paying. The flood's effect on another client's
-latency and on memory is measured by ``benchmarks/health_bench.py``."""
+share is spent, before anything is built or recorded (the SDK waits it out), while what costs nothing (a dataset
+already built, a step of an open session) goes on. The registry's side: a build is admitted before it waits its
+turn, charged its CPU seconds once, and a request for a dataset being built waits for it without paying. The flood's
+effect on another client's latency and on memory is measured by ``benchmarks/health_bench.py``."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import pytest
 from budgetlab.datasets import registry
 from budgetlab.datasets.base import Dataset
 from budgetlab.errors import OracleError
+from budgetlab.oracle_client import OracleClient
 from server.app import create_app
 from server.config import Settings
 from tests.helpers import session_auth
@@ -59,6 +60,17 @@ def test_new_seeds_past_the_clients_share_are_refused_before_anything_is_built(s
         step = http.post(f"{url}/v1/sessions/{created['id']}/step", headers=session_auth(created),
                          json={"attributes": [0, 1]})
         assert step.status_code == 200, step.text
+
+
+def test_the_sdk_waits_a_refused_build_out(sqlite_url: str, http: httpx.Client) -> None:
+    """A session refused for its build's cost was not created: the SDK asks again after the Retry-After."""
+    settings = Settings(database_url=sqlite_url, batch_process=False, build_seconds_per_second=0.05,
+                        build_seconds_burst=1e-3)
+    with serve_in_thread(create_app(settings)) as url, OracleClient(url) as sdk:
+        sdk.open_session("sparse-gaussian", dataset_params=PARAMS, seed=50_001)
+        assert _open(http, url, 50_002).status_code == 429
+        session = sdk.open_session("sparse-gaussian", dataset_params=PARAMS, seed=50_002)
+        assert session.get().seed == 50_002
 
 
 def test_without_a_rate_new_seeds_are_not_charged(sqlite_url: str, http: httpx.Client) -> None:
