@@ -67,10 +67,15 @@ class OracleReadiness:
         self._at, self._state = -READINESS_SECONDS, {"ready": True, "error": None, "detail": None}
 
     def state(self) -> dict[str, Any]:
-        with self._lock:
-            if time.monotonic() - self._at >= READINESS_SECONDS:
-                self._state, self._at = self._ask(), time.monotonic()
-            return self._state
+        """The last answer; asked again if it is old, unless another viewer's question is under way (then the last
+        answer, rather than a thread of the pool waiting as long as the oracle takes)."""
+        if self._lock.acquire(blocking=False):
+            try:
+                if time.monotonic() - self._at >= READINESS_SECONDS:
+                    self._state, self._at = self._ask(), time.monotonic()
+            finally:
+                self._lock.release()
+        return self._state
 
     def _ask(self) -> dict[str, Any]:
         try:

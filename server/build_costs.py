@@ -103,8 +103,20 @@ class CpuBuckets:
 class Payer:
     """The client of one request (its address, and its key if it sent one), as ``BUILD_PAYER`` wants it."""
 
-    def __init__(self, buckets: CpuBuckets | None, builder: ThreadPoolExecutor, names: list[str]) -> None:
-        self.buckets, self.builder, self.names = buckets, builder, names
+    def __init__(self, buckets: CpuBuckets | None, builder: ThreadPoolExecutor, scope: Scope) -> None:
+        self.buckets, self.builder, self.scope = buckets, builder, scope
+        self._names: list[str] | None = None
+
+    @property
+    def names(self) -> list[str]:
+        """Its buckets' names, worked out at its first build only (most requests build nothing)."""
+        if self._names is None:
+            client = self.scope.get("client")
+            self._names = [f"address:{client[0] if client else ''}"]
+            key = bearer_key(self.scope)
+            if key is not None:
+                self._names.append(f"key:{key}")
+        return self._names
 
     def admit(self) -> None:
         if self.buckets is None:  # no rate: every build admitted, still on the builder thread
@@ -138,13 +150,8 @@ class BuildCosts:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        client = scope.get("client")
-        names = [f"address:{client[0] if client else ''}"]
-        key = bearer_key(scope)
-        if key is not None:
-            names.append(f"key:{key}")
         # Copied into the tasks and threads that serve the request (contextvars), wherever its build runs.
-        reset = BUILD_PAYER.set(Payer(self.buckets, self.builder, names))
+        reset = BUILD_PAYER.set(Payer(self.buckets, self.builder, scope))
         try:
             await self.app(scope, receive, send)
         finally:

@@ -79,17 +79,20 @@ class SessionService:
 
     def readiness(self) -> Refused | None:
         """``check_ready``'s answer (None: ready), looked at most once every ``READINESS_SECONDS``: what the
-        dashboards show, polled by every viewer."""
-        with self._readiness_lock:
-            at, refused = self._readiness
-            if time.monotonic() - at >= READINESS_SECONDS:
-                try:
-                    self.check_ready()
-                    refused = None
-                except Refused as exc:
-                    refused = exc
-                self._readiness = (time.monotonic(), refused)
-            return refused
+        dashboards show, polled by every viewer. While one viewer's look waits (for the write lock, a database out
+        of reach), the others get the last answer rather than wait on a thread of the pool too."""
+        if self._readiness_lock.acquire(blocking=False):
+            try:
+                if time.monotonic() - self._readiness[0] >= READINESS_SECONDS:
+                    try:
+                        self.check_ready()
+                        refused = None
+                    except Refused as exc:
+                        refused = exc
+                    self._readiness = (time.monotonic(), refused)
+            finally:
+                self._readiness_lock.release()
+        return self._readiness[1]
 
     def close_connections(self) -> None:
         self.db.close()
