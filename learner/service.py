@@ -57,7 +57,7 @@ def open_session(request: RunCreate, oracles: OracleAllowList) -> HttpOracle:
     """The run's training session on its (allowed) oracle; the oracle's own refusals are passed on."""
     assert request.oracle_url is not None
     try:
-        get_algorithm(request.algorithm).check_params(request.params)
+        get_algorithm(request.algorithm).read_params(request.params)
         return HttpOracle(request.oracle_url, request.dataset, dataset_params=request.dataset_params,
                           protocol=get_algorithm(request.algorithm).protocol, budget=request.budget,
                           seed=request.seed, api_key=request.key())

@@ -256,6 +256,8 @@ def test_oracle_going_down_ends_the_run_cleanly(tmp_path: Path, http: httpx.Clie
 @pytest.mark.parametrize(("body", "status", "error"), [
     ({"algorithm": "no-such"}, 422, "invalid_params"),
     ({"algorithm": "aerr", "params": {"no_such_param": 1}}, 422, "invalid_params"),
+    ({"algorithm": "aerr", "params": {"eta": "fast"}}, 422, "invalid_params"),  # a value its type cannot read
+    ({"algorithm": "ddaerr", "params": {"x_draws": 2.5}}, 422, "invalid_params"),
     ({"algorithm": "aerr", "dataset": "no-such-dataset"}, 422, "oracle_rejected"),
     ({"algorithm": "aerr", "oracle_url": "http://127.0.0.1:9"}, 502, "oracle_unavailable"),  # not an allowed oracle
     ({"algorithm": "aerr", "seed": -1}, 422, "invalid_request"),
