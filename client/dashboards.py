@@ -2,9 +2,9 @@
 at ``/dashboard/{name}``.
 
 The pages are the top floor's (docs/internals/layout.md): the oracle and the learner answer them with JSON and
-server-sent events (``server.dashboard``, ``learner.dashboard``) and know nothing of them; ``budgetlab serve`` runs
-the apps built here, the deployed oracle (``server.deployed``) and the learner service, each with its page. Nothing is
-built and nothing is fetched from elsewhere: the files ship inside the package (``static``), so a dashboard works
+server-sent events (``server.dashboard``, ``learner.service.dashboard``) and know nothing of them; ``budgetlab serve``
+runs the apps built here, the deployed oracle (``server.deployed``) and the learner service, each with its page. Nothing
+is built and nothing is fetched from elsewhere: the files ship inside the package (``static``), so a dashboard works
 offline.
 """
 
@@ -60,6 +60,6 @@ def oracle_app_from_env() -> FastAPI:
 
 def learner_app_from_env() -> FastAPI:
     """``budgetlab serve learner``'s app factory: the learner service, settings from the environment, with its page."""
-    from learner.service import create_app
+    from learner.service.app import create_app
 
     return with_page(create_app(), "learner.html")

@@ -8,7 +8,7 @@ starts gets an admin token (against services already running, the learner's page
 and the page links it prints carry them after the ``#``, which a browser never sends to the server. The learner's
 admin sees every run, so its page lists the runs of the comparisons the user then makes through these services
 (``YOUR_OWN``, the README's step 4, started with a caller token of their own), not only the demo's; a caller token
-would show its own runs only (``learner.auth``).
+would show its own runs only (``learner.service.auth``).
 """
 
 from __future__ import annotations

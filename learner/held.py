@@ -1,4 +1,4 @@
-"""The oracle sessions the learner holds for its runs: apart from ``learner.store``, so that the Dask worker
+"""The oracle sessions the learner holds for its runs: apart from ``learner.service.store``, so that the Dask worker
 processes that open them (``learner.cluster``) do not import SQLAlchemy and the run tables (0.3-0.6 CPU-s of every
 worker's start)."""
 

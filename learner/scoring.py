@@ -20,8 +20,8 @@ from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunCreate, RunResult
 from budgetlab.contract.sessions import Protocol, Split
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle, Oracle
+from learner.prediction_budget import score_with_test_budget
 from learner.runner import Progress, run_algorithm
-from learner.test_time import score_with_test_budget
 
 
 class OpenOracle(TypingProtocol):

@@ -28,9 +28,9 @@ from budgetlab.contract.budgets import Budget, ExamplePart
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunCreate, RunResult, TuningReport
 from budgetlab.errors import OracleError, OracleUnavailable
 from learner.algorithms import get_algorithm
+from learner.prediction_budget import top_k_attributes
 from learner.runner import run_horizon
 from learner.scoring import OpenOracle, run_and_score
-from learner.test_time import top_k_attributes
 
 VALIDATION_CHUNK = 64  # held-out examples observed per request
 VALIDATION_SHARE = 0.2  # the share held out when folds = 1

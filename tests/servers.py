@@ -100,8 +100,8 @@ def learner_app(database_url: str, oracle_url: str, **settings: Any) -> Iterator
     on the test process's Dask scheduler unless ``settings`` say otherwise; its URL and app. It is stopped as a
     served learner stops (its runs interrupted, its client of the scheduler closed)."""
     from client.dashboards import with_page
-    from learner.service import create_app
-    from learner.settings import LearnerSettings
+    from learner.service.app import create_app
+    from learner.service.settings import LearnerSettings
 
     if "scheduler" not in settings and "workers" not in settings:
         settings["scheduler"] = shared_scheduler()

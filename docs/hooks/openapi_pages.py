@@ -46,8 +46,8 @@ def oracle_document(workdir: Path) -> dict[str, Any]:
 
 def learner_document(workdir: Path) -> dict[str, Any]:
     from client.dashboards import with_page
-    from learner.service import create_app
-    from learner.settings import LearnerSettings
+    from learner.service.app import create_app
+    from learner.service.settings import LearnerSettings
 
     settings = LearnerSettings(database_url=f"sqlite:///{workdir / 'runs.db'}")
     return with_page(create_app(settings), "learner.html").openapi()

@@ -223,7 +223,7 @@ def _lookup_plugin(name: str) -> EntryPoint:
 def get_algorithm(name: str) -> type[Algorithm]:
     """The algorithm ``name``: one of budgetlab's, an installed plugin's (entry points are read again when the name is
     not among them), or the class a ``package.module:Class`` target names (imported: the learner service lets a
-    request name only the targets its settings allow, ``learner.service``)."""
+    request name only the targets its settings allow, ``learner.service.routers.runs``)."""
     if name in BUILT_IN:
         return _load(name)
     if is_target(name):

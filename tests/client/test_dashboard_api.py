@@ -22,7 +22,7 @@ import pytest
 
 from budgetlab.service_client import tls_context
 from client.services import ANNOUNCED
-from learner.dashboard import OracleReadiness
+from learner.service.dashboard import OracleReadiness
 from tests.dashboard_helpers import write_report
 from tests.helpers import ADMIN, ROOT, caller
 from tests.servers import learner_server, oracle_server

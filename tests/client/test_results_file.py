@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from budgetlab.contract.results import RESULTS_VERSION, SCORES, ComparisonResults, ResultsError, Stat
 from budgetlab.errors import LearnerError
 from client.cli import app
-from learner.reports import REPORTS_ENV, Reports
+from learner.service.reports import REPORTS_ENV, Reports
 from tests.dashboard_helpers import write_report
 
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from budgetlab.service_client import tls_context
-from learner.reports import Reports
+from learner.service.reports import Reports
 from tests.dashboard_helpers import HAVE_CHROMIUM, chromium, js, screenshots, shoot, wait
 from tests.helpers import ROOT, TINY
 from tests.servers import bound_socket

@@ -13,7 +13,7 @@ from budgetlab.contract.results import ComparisonResults
 from budgetlab.contract.runs import CurvePoint, RunResult
 from client.cli import app
 from learner.diagnosis import NEAR_ZERO, diagnose
-from learner.reports import parse
+from learner.service.reports import parse
 from tests.helpers import RUNNER
 
 

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from budgetlab.oracle_client import OracleClient
-from learner.closing import SessionCloser
 from learner.held import OpenSession
+from learner.service.closing import SessionCloser
 from server.app import create_app
 from server.config import Settings
 from tests.servers import serve_in_thread

@@ -18,8 +18,8 @@ from budgetlab.oracle_client import OracleClient
 from budgetlab.service_client import tls_context
 from learner.http_oracle import HttpOracle
 from learner.oracle import LocalOracle
+from learner.prediction_budget import score_with_test_budget, top_k_attributes
 from learner.runner import run_algorithm
-from learner.test_time import score_with_test_budget, top_k_attributes
 from tests.helpers import BUDGETLAB, caller
 from tests.servers import learner_server, oracle_server, serve_in_thread
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from budgetlab.errors import LearnerError
-from learner.oracle_access import OracleAllowList
+from learner.service.oracle_access import OracleAllowList
 from tests.servers import learner_server, oracle_server
 
 SECRET = "internal-secret-7f3a9c"
@@ -210,7 +210,7 @@ def test_only_a_loopback_oracle_gains_the_other_loopback_spellings() -> None:
 
 def test_the_refusal_names_the_oracles_a_run_may_use_and_nothing_else(tmp_path: Path, http: httpx.Client) -> None:
     """Every refusal (off the list, closed, not an oracle) is one text, which names the configured oracles: what a
-    caller may use, never credentials nor anything the remote side said (``learner.oracle_access``)."""
+    caller may use, never credentials nor anything the remote side said (``learner.service.oracle_access``)."""
     down = closed_port()
     with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle, \
             learner_server(f"sqlite:///{tmp_path / 'runs.db'}", oracle,

@@ -288,7 +288,7 @@ def test_a_scheduler_out_of_reach_is_said_once_in_words_and_its_return_too(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     # Dask's client between two connections fails with what it half holds; the learner's log says what it could
     # not do, once, and when the scheduler answers again (the pool stands for Dask's client here, not our service).
-    import learner.runs as runs
+    import learner.service.runs as runs
 
     class Reconnecting:
         answers: list[int | Exception] = [AttributeError("'NoneType' object has no attribute 'ncores'")] * 3 + [4]
@@ -319,7 +319,7 @@ def test_a_worker_process_imports_no_database_layer() -> None:
     # What a Dask worker imports to execute runs (``learner.cluster``, with its first run) is paid by every worker
     # process that runs one: the run store's SQLAlchemy tables were 0.3-0.6 CPU-s of it, for nothing a run uses.
     script = ("import json, sys; import learner.cluster; "
-              "print(json.dumps(sorted(m for m in ('sqlalchemy', 'learner.store', 'psycopg') if m in sys.modules)))")
+              "print(json.dumps(sorted(m for m in ('sqlalchemy', 'learner.service', 'psycopg') if m in sys.modules)))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
 

@@ -3,6 +3,7 @@
 
 - floors: ``client`` > ``server`` | ``learner`` (side by side, neither imports the other) > ``web`` > ``budgetlab``;
 - the ground floor imports no web framework, database, plotting or command-line stack;
+- the learner's core never imports its service (``learner.service``, imported by itself and the top floor alone);
 - no package's modules import each other in a cycle.
 
 The contracts are also run on a small fake tree that breaks each of them, so a contract that checks nothing fails."""
@@ -46,6 +47,10 @@ def test_the_contracts_name_what_breaks_them(tmp_path: Path) -> None:
         "server/app.py": "",
         # the two services side by side
         "learner/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import server.app\n",
+        # the learning core reaching up into the service
+        "learner/runner.py": "def f():\n    import learner.service.app\n",
+        "learner/service/__init__.py": "",
+        "learner/service/app.py": "",
         "client/__init__.py": "",
         "fastapi/__init__.py": "",
     }
@@ -58,7 +63,8 @@ def test_the_contracts_name_what_breaks_them(tmp_path: Path) -> None:
     out = done.stdout
     assert f"Contracts: 0 kept, {len(CONFIG['contracts'])} broken." in out, out
     for breach in ("budgetlab.engine -> server.app", "learner -> server.app", "budgetlab.engine -> fastapi",
-                   "No cycles are allowed in budgetlab", "- .b -> .a (1 import)"):
+                   "No cycles are allowed in budgetlab", "- .b -> .a (1 import)",
+                   "learner.runner -> learner.service.app"):
         assert breach in out, (breach, out)
 
 

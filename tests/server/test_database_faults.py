@@ -349,8 +349,8 @@ def test_both_services_on_sqlite_start_without_psycopg_or_sqlalchemys_orm(tmp_pa
     # the tables' declarative classes alone (both stores work through Core), 0.08 CPU-s more.
     script = f"""
 import json, sys
-from learner.service import create_app as learner_app
-from learner.settings import LearnerSettings
+from learner.service.app import create_app as learner_app
+from learner.service.settings import LearnerSettings
 from server.app import create_app
 from server.config import Settings
 create_app(Settings(database_url="sqlite:///{tmp_path / 'ledger.db'}", batch_process=False))

@@ -1,9 +1,9 @@
 """The learner's database: callers (token digests), runs, the points of their learning curves, and the oracle
 sessions the learner holds until it has closed them.
 
-The tables are prefixed ``learner_`` (and Alembic's version table too), so the learner may share a database
-with the oracle, as it does in docker-compose. Core tables, not ORM classes: the run store works with them through
-SQLAlchemy Core (``learner.store``), and SQLAlchemy's ORM, imported for declarative classes alone, cost every learner
+The tables are prefixed ``learner_`` (and Alembic's version table too), so the learner may share a database with the
+oracle, as it does in docker-compose. Core tables, not ORM classes: the run store works with them through SQLAlchemy
+Core (``learner.service.store``), and SQLAlchemy's ORM, imported for declarative classes alone, cost every learner
 process 0.08 CPU-s at its start.
 """
 

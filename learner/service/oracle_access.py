@@ -14,25 +14,29 @@ configured by another name gains no loopback spelling, and the run then uses the
 the request chose: the learner resolves no name a caller picked.
 
 The refusal of a run names the URLs the learner would accept. That discloses the configured oracles to a caller, and
-anyone may be one (``POST /v1/callers`` issues tokens to whoever asks, within a rate; ``learner.auth``): it is what
-the learner offers every caller anyway, a run may name each of them, and ``ORACLE_URL`` is on the unauthenticated
-``/v1/dashboard/config``. It is the same text whatever the URL asked for, so it tells a closed port from an off-list
-one no better than before, and it never holds credentials (a URL with them is not canonical, so never listed). The
-page's unauthenticated dataset listing keeps the refusal without the list.
+anyone may be one (``POST /v1/callers`` issues tokens to whoever asks, within a rate; ``learner.service.auth``): it is
+what the learner offers every caller anyway, a run may name each of them, and ``ORACLE_URL`` is on the unauthenticated
+``/v1/dashboard/config``. It is the same text whatever the URL asked for, so it tells a closed port from an off-list one
+no better than before, and it never holds credentials (a URL with them is not canonical, so never listed). The page's
+unauthenticated dataset listing keeps the refusal without the list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import httpx
+from pydantic import ValidationError
 
-from budgetlab.errors import Code, LearnerError, learner_refusal
+from budgetlab.errors import Code, LearnerError, OracleError, OracleUnavailable, SessionBusy, learner_refusal
 
 UNUSABLE = ("the oracle is not one this learner may use, or it did not answer as a budgetlab oracle; a run may name "
             "only the learner's ORACLE_URL and the oracles listed in BUDGETLAB_LEARNER_ORACLES")
 BUSY = "the oracle is busy; nothing was started, retry shortly"
 LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
+# An answer that is not an oracle's (a non-HTTP port, another kind of service): never passed on to the caller.
+NOT_AN_ORACLE = (OracleUnavailable, ValidationError, ValueError, httpx.HTTPError)
 
 
 def _parts(url: str) -> tuple[str, str, int, str] | None:
@@ -89,6 +93,20 @@ class OracleAllowList:
     def unusable(self) -> LearnerError:
         """``unusable()`` naming the URLs a run may use (see the module's docstring for why a caller may read them)."""
         return learner_refusal(Code.ORACLE_UNAVAILABLE, self._refusal)
+
+    @contextmanager
+    def asking(self, refused: Code) -> Iterator[None]:
+        """The one translation of what an allowed oracle answers inside into the learner's refusals: busy stays busy
+        (with its Retry-After), the oracle's own refusal is passed on as ``refused`` in its words (that oracle is
+        trusted), and whatever is not an oracle's answer is ``unusable``, which echoes nothing the remote side sent."""
+        try:
+            yield
+        except SessionBusy as exc:
+            raise busy(exc.retry_after) from None
+        except OracleError as exc:
+            raise learner_refusal(refused, exc.detail) from None
+        except NOT_AN_ORACLE:
+            raise self.unusable() from None
 
 
 def unusable() -> LearnerError:

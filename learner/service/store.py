@@ -1,4 +1,4 @@
-"""The learner's one SQL path: callers, runs and curve points in the tables of ``learner.tables``.
+"""The learner's one SQL path: callers, runs and curve points in the tables of ``learner.service.tables``.
 
 Every write is a short transaction that starts with its write (no read before it), so SQLite's writers queue on
 its busy timeout instead of failing, and the API's reads (WAL snapshots, or PostgreSQL's) never wait for them.
@@ -15,7 +15,7 @@ from sqlalchemy import Engine, func, insert, select, tuple_, update
 
 from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunPage, RunResult, RunSummary
 from learner.held import OpenSession
-from learner.tables import CALLERS, HELD, POINTS, RUNS
+from learner.service.tables import CALLERS, HELD, POINTS, RUNS
 
 POINT_FIELDS = ("examples", "attributes", "cost", "test_mse", "normalized_mse", "zero_one", "cumulative_loss")
 # Statuses of a run that has not ended: after a restart nothing executes them any more.

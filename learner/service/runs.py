@@ -24,13 +24,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunResult, RunStatus
+from budgetlab.contract.runs import CurvePoint, RunCreate, RunInfo, RunPage, RunResult, RunStatus
 from budgetlab.errors import Code, learner_refusal
-from learner.closing import SessionCloser
 from learner.cluster import Ended, RunPool
+from learner.held import OpenSession
 from learner.http_oracle import HttpOracle
 from learner.runner import Progress, run_horizon
-from learner.store import OpenSession, RunStore, StoredRun
+from learner.service.closing import SessionCloser
+from learner.service.store import RunStore, StoredRun
 
 log = logging.getLogger(__name__)
 
@@ -255,6 +256,18 @@ class RunManager:
             fresh = {i: self.live[i].info() for i in ids if i in self.live}
             fresh.update((i, self.recent[i][1]) for i in ids if i not in fresh and i in self.recent)
             return fresh
+
+    def freshen(self, page: RunPage) -> dict[str, RunInfo]:
+        """Bring a page of runs read from the database up to date from memory (the database lags behind an executing
+        run; memory does not): each run's status, progress and last point. The in-memory state of its runs, by id."""
+        live = self.progress_of(run.id for run in page.runs)
+        for run in page.runs:
+            if run.id in live:
+                info = live[run.id]
+                run.status, run.progress_examples = info.status, info.progress_examples
+                run.progress_attributes = info.progress_attributes
+                run.last_point = info.curve[-1] if info.curve else run.last_point
+        return live
 
     def cancel(self, run_id: str) -> None:
         """Stop a run: a queued one at once, an executing one at its next example (waited for, up to 10 s)."""

@@ -1,5 +1,5 @@
 """What the learner's live dashboard asks of it: the caller's runs with their learning curves as they grow, and past
-comparisons (``learner.reports``). The page itself is the top floor's (``client.dashboards``).
+comparisons (``learner.service.reports``). The page itself is the top floor's (``client.dashboards``).
 
 The page is a client of the learner's public API like any other: it gets a caller token from ``POST /v1/callers``
 (or is given one, the admin's for instance), starts runs with ``POST /v1/runs`` and cancels them with
@@ -20,7 +20,7 @@ import time
 from typing import Annotated, Any
 
 import httpx
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel, Field
@@ -31,11 +31,12 @@ from budgetlab.contract.runs import FINAL_RUN_STATUSES
 from budgetlab.errors import Code, OracleError, OracleUnavailable, responses
 from budgetlab.oracle_client import AsyncOracleClient
 from budgetlab.service_client import tls_context
-from learner.auth import Caller, CurrentCaller
-from learner.oracle_access import unusable
-from learner.reports import REPORTS_ENV, ReportDetail, ReportList, Reports, reports_dir
-from learner.runs import RunManager
-from learner.store import RunStore
+from learner.service.auth import Caller
+from learner.service.deps import Config, CurrentCaller, Runs, Store
+from learner.service.oracle_access import unusable
+from learner.service.reports import REPORTS_ENV, ReportDetail, ReportList, Reports, reports_dir
+from learner.service.runs import RunManager
+from learner.service.store import RunStore
 from web.events import Events, event_stream
 
 ORACLE_PUBLIC_ENV = "BUDGETLAB_ORACLE_PUBLIC_URL"
@@ -44,7 +45,6 @@ DATASETS_TIMEOUT = 10.0
 # The oracle's readiness is asked at most this often (seconds), whatever the number of viewers, each time within
 # READINESS_TIMEOUT.
 READINESS_SECONDS, READINESS_TIMEOUT = 2.0, 2.0
-_readiness_lock = threading.Lock()
 REPORTS = Reports()
 
 router = APIRouter(tags=["dashboard"])
@@ -109,13 +109,7 @@ class RunFeed:
     def poll(self) -> Events:
         page = self.store.page(None if self.caller.is_admin else self.caller.id, limit=self.limit, before=None,
                                status=None)
-        live = self.manager.progress_of(run.id for run in page.runs)
-        for run in page.runs:  # the database lags behind an executing run; memory does not
-            if run.id in live:
-                info = live[run.id]
-                run.status, run.progress_examples = info.status, info.progress_examples
-                run.progress_attributes = info.progress_attributes
-                run.last_point = info.curve[-1] if info.curve else run.last_point
+        live = self.manager.freshen(page)
         events: Events = []
         listed = page.model_dump(mode="json")
         if listed != self.listed:
@@ -146,18 +140,17 @@ class RunFeed:
 
 
 @router.get("/v1/dashboard/config", response_model=DashboardConfig)
-def dashboard_config(request: Request) -> DashboardConfig:
+def dashboard_config(settings: Config) -> DashboardConfig:
     """Where the oracle's dashboard is, and where past comparisons are looked for."""
-    oracle = os.environ.get(ORACLE_PUBLIC_ENV) or request.app.state.settings.oracle_url
+    oracle = os.environ.get(ORACLE_PUBLIC_ENV) or settings.oracle_url
     return DashboardConfig(oracle_url=oracle, reports_dir=str(reports_dir()))
 
 
 @router.get("/v1/dashboard/datasets", response_model=DatasetList, responses=responses(Code.ORACLE_UNAVAILABLE))
-async def dashboard_datasets(request: Request) -> DatasetList:
+async def dashboard_datasets(settings: Config) -> DatasetList:
     """The datasets of the learner's oracle (``ORACLE_URL``), for the page's run form."""
     try:
-        async with AsyncOracleClient(request.app.state.settings.oracle_url, timeout=DATASETS_TIMEOUT,
-                                     stream=False) as oracle:
+        async with AsyncOracleClient(settings.oracle_url, timeout=DATASETS_TIMEOUT, stream=False) as oracle:
             return await oracle.datasets()
     except (OracleError, OracleUnavailable):
         raise unusable() from None
@@ -182,19 +175,17 @@ def comparison_plot(name: ReportName, plot: Annotated[str, PathParam(min_length=
     return FileResponse(REPORTS.plot(name, plot))
 
 
-def oracle_readiness(app: Any) -> OracleReadiness:
+async def oracle_readiness(request: Request) -> OracleReadiness:
     """The app's one look at its oracle's readiness (shared by every viewer)."""
-    with _readiness_lock:
-        if getattr(app.state, "oracle_readiness", None) is None:
-            app.state.oracle_readiness = OracleReadiness(app.state.settings.oracle_url)
-        return app.state.oracle_readiness
+    found: OracleReadiness = request.app.state.oracle_readiness
+    return found
 
 
 # Not in the OpenAPI document: an event stream never ends, which no schema-driven client (or fuzzer) expects.
 @router.get("/v1/events", include_in_schema=False)
-async def events(request: Request, caller: CurrentCaller,
+async def events(request: Request, caller: CurrentCaller, manager: Runs, store: Store,
+                 oracle: Annotated[OracleReadiness, Depends(oracle_readiness)],
                  limit: Annotated[int, Query(ge=1, le=200)] = 50) -> StreamingResponse:
     """Server-sent events: ``runs`` when the caller's runs change, ``curve`` with their new curve points."""
-    feed = RunFeed(request.app.state.runs, request.app.state.runs.store, caller, limit,
-                   oracle_readiness(request.app))
+    feed = RunFeed(manager, store, caller, limit, oracle)
     return event_stream(request, lambda: run_in_threadpool(feed.poll), POLL_SECONDS)

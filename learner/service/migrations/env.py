@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from alembic import context
 
-from learner.database import make_engine
-from learner.tables import VERSION_TABLE, metadata
+from learner.service.database import make_engine
+from learner.service.tables import VERSION_TABLE, metadata
 
 target_metadata = metadata
 

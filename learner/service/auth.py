@@ -10,23 +10,15 @@ from __future__ import annotations
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Annotated
-
-from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from budgetlab.bearer import bearer_token, matches, new_token, token_hash
 from budgetlab.contract.callers import CallerToken
 from budgetlab.errors import Code, learner_refusal
-from learner.store import RunStore
+from learner.service.store import RunStore
 
 ADMIN = "admin"  # the owner of runs the admin starts; caller ids are hex, so no caller is named so
 UNAUTHORIZED = ("send a caller token as 'Authorization: Bearer <token>' (POST /v1/callers issues one) "
                 "or the learner's admin token")
-
-# Declares the scheme in the OpenAPI document (so /docs can authorize); the header itself is checked below.
-scheme = HTTPBearer(auto_error=False, scheme_name="LearnerToken",
-                    description="a caller token from POST /v1/callers, or the learner's admin token")
 
 
 @dataclass(frozen=True)
@@ -66,11 +58,3 @@ class Callers:
             raise learner_refusal(Code.UNAUTHORIZED, "this token is not one this learner issued")
         return Caller(found[0])
 
-
-def current_caller(request: Request,
-                   _: Annotated[HTTPAuthorizationCredentials | None, Depends(scheme)] = None) -> Caller:
-    callers: Callers = request.app.state.callers
-    return callers.identify(request.headers.get("authorization"))
-
-
-CurrentCaller = Annotated[Caller, Depends(current_caller)]
