@@ -15,8 +15,11 @@ write always comes between a checkpoint and the next writer; 6 clients grew it t
   process's writers back (they wait at the store's gate, as behind any write) for a RESTART checkpoint: it copies
   the pages of the last few milliseconds, waits ``READERS_WAIT_MS`` at most for readers still on the log, and has
   the next writer start the log over from its beginning. Readers that take longer (a long audit) make it give up
-  for a period: the log grows meanwhile. Under 16 clients writers were held back about 10 ms, 6 times a second,
-  and the file stayed under 6 MB (``benchmarks/health_bench.py``);
+  for a period: the log grows meanwhile. Under 16 clients writers were held back about 10 ms, 6 times a second
+  (``benchmarks/health_bench.py``);
+- should the thread fall behind all the same (a checkpoint's fsync stalled for 0.4 s on busy cores), the first
+  writer to find the log past ``HARD_LIMIT_BYTES`` starts it over itself, holding the gate, before it writes
+  (``Database._restart_log``): the file stays under that and one request's pages;
 - ``journal_size_limit`` (every connection's, ``server.db``) has the writer that starts the log over truncate the
   file to ``LIMIT_BYTES``; the oracle's last checkpoint, as it stops, empties it (TRUNCATE).
 
@@ -37,6 +40,10 @@ from typing import Any
 
 # The size of write-ahead log past which it is started over (bytes).
 LIMIT_BYTES = 2 << 20
+# Past this, the thread has fallen behind (a checkpoint's copy and fsync took 0.4 s on 2 cores under a load of 13,
+# while 16 clients wrote 15 MB of log a second): the next writer starts the log over itself (``overdue``), so that
+# the file stays under this and one request's pages (at most about 2 MB, at the cells cap).
+HARD_LIMIT_BYTES = 3 * LIMIT_BYTES
 # Pages (4 KiB) of log past which a writer checkpoints itself after all: the background thread was not keeping up.
 WRITER_BACKSTOP_PAGES = 4 * LIMIT_BYTES // 4096
 # How soon after a write the background thread checkpoints it (seconds). Each checkpoint ends with fsyncs, during
@@ -68,6 +75,10 @@ class Checkpointer:
         self._restart_after = 0.0  # readers kept the last TRUNCATE from emptying the log: not before this
         self._thread = threading.Thread(target=self._run, name="sqlite-checkpoint", daemon=True)
         self._thread.start()
+
+    def overdue(self) -> bool:
+        """Whether the log is past ``HARD_LIMIT_BYTES``: a writer holding the gate should start it over first."""
+        return self._log_size() > HARD_LIMIT_BYTES
 
     def wrote(self) -> None:
         """Called after each committed write: there is log to copy back."""

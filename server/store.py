@@ -34,7 +34,7 @@ from sqlalchemy import Engine, Table
 
 from budgetlab.errors import Code, Refused, SessionBusy
 from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, ChainLink, links_of_stored, rows_of_links, unpack_cells
-from server.checkpoint import WRITER_BACKSTOP_PAGES, Checkpointer
+from server.checkpoint import READERS_WAIT_MS, WRITER_BACKSTOP_PAGES, Checkpointer
 from server.readiness import RESERVE_BYTES, LastRefusal, LedgerDisk
 from server.tables import CELLS, LINKS, SESSIONS
 from web.database_faults import (
@@ -182,6 +182,10 @@ class Database:
                 raise GateHeld(self)
             raise SessionBusy(BUSY)
         try:
+            if self._checkpointer is not None and self._checkpointer.overdue():
+                if not wait:  # a checkpoint takes milliseconds: not on the event loop
+                    raise NotNow
+                self._restart_log()
             with self._transaction(write=True, wait=wait) as cursor:
                 yield cursor
         finally:
@@ -191,6 +195,23 @@ class Database:
             self.last_refusal.wrote()
         if self._checkpointer is not None:
             self._checkpointer.wrote()
+
+    def _restart_log(self) -> None:
+        """Start the write-ahead log over from this writer, which holds the gate, before it writes: the checkpoint
+        thread fell behind and the log is past its hard limit (``server.checkpoint``). Readers get
+        ``READERS_WAIT_MS`` to leave it, as the thread gives them."""
+        try:
+            conn = self._checkout(self._idle)
+        except Exception:  # noqa: BLE001 - the database cannot be opened: the write says so itself
+            return
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {READERS_WAIT_MS}")
+            conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+            conn.execute(f"PRAGMA busy_timeout = {int(self.lock_timeout * 1000)}")
+        except sqlite3.Error:  # the checkpoint thread logs why; the write meets the same fault, if it is one
+            self._discard(conn)
+            return
+        self._checkin(conn, self._idle)
 
     @contextmanager
     def _writers_held(self) -> Iterator[bool]:
