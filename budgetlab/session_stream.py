@@ -15,7 +15,7 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection as AsyncConnection
 from websockets.asyncio.client import connect as async_connect
-from websockets.exceptions import InvalidHandshake, WebSocketException
+from websockets.exceptions import InvalidHandshake, InvalidStatus, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
 from budgetlab.service_client import Call, M, Service
@@ -68,11 +68,36 @@ class SessionStream:
         self.connection.close()
 
 
+# A handshake refused with these (429 rate_limited, 503 busy), nothing done, is the refusal a request would get: the
+# caller waits and asks again, as for a request, instead of leaving the stream for HTTP.
+RETRIED = frozenset({429, 503})
+
+
+def refuse_retried(service: Service, exc: InvalidStatus, where: str) -> None:
+    """Raise the refusal a handshake answered with 429 or 503 stands for; anything else returns (no stream)."""
+    response = exc.response
+    if response.status_code not in RETRIED:
+        return
+    try:
+        body = json.loads(response.body or b"")
+    except ValueError:
+        body = None
+    retry_after = response.headers.get("Retry-After")
+    service.refuse(response.status_code, body, f"{where} -> {response.status_code}",
+                   float(retry_after) if retry_after and retry_after.isdigit() else None)
+
+
 def open_stream(service: Service, base_url: str, session_id: str, token: str,
                 timeout: float) -> SessionStream | None:
+    """The session's stream; None where the oracle offers none (HTTP then carries the requests). A handshake refused
+    with nothing done (429, 503) raises that refusal, for the caller to wait and ask again."""
+    url = stream_url(base_url, session_id)
     try:
-        connection = connect(stream_url(base_url, session_id), additional_headers={"Authorization": f"Bearer {token}"},
+        connection = connect(url, additional_headers={"Authorization": f"Bearer {token}"},
                              open_timeout=timeout, max_size=None, compression=None, legacy=True)
+    except InvalidStatus as exc:
+        refuse_retried(service, exc, f"the stream of session {session_id}")
+        return None
     except (InvalidHandshake, OSError, TimeoutError):
         return None
     return SessionStream(service, connection, timeout)
@@ -106,6 +131,9 @@ async def open_async_stream(service: Service, base_url: str, session_id: str, to
         connection = await async_connect(stream_url(base_url, session_id),
                                          additional_headers={"Authorization": f"Bearer {token}"},
                                          open_timeout=timeout, max_size=None, compression=None)
+    except InvalidStatus as exc:
+        refuse_retried(service, exc, f"the stream of session {session_id}")
+        return None
     except (InvalidHandshake, OSError, TimeoutError):
         return None
     return AsyncSessionStream(service, connection, timeout)
