@@ -32,7 +32,7 @@ $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
 sandbox: $(VENV)/.installed
 	$(BIN)/budgetlab sandbox --oracle-port $(PORT) --learner-port $(LEARNER_PORT)
 
-## Install the dev extra, lint, type-check (mypy, strict on budgetlab/; its cache .mypy_cache makes a run after a small
+## Install the dev extra, lint, type-check (mypy, strict on every package; its cache .mypy_cache makes a run after a small
 ## change take seconds), run the whole test suite (the docs site's strict build and the import contracts too).
 test: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

@@ -327,7 +327,8 @@ class RunPool:
 
     def slots(self) -> int:
         """How many runs the workers execute at once (their threads)."""
-        return max(1, sum(self.client.nthreads().values()))
+        threads: dict[str, int] = self.client.nthreads()
+        return max(1, sum(threads.values()))
 
     def reach(self, url: str) -> dict[str, str]:
         """Workers that cannot reach the oracle at ``url``, with why."""
@@ -336,11 +337,13 @@ class RunPool:
 
     def executed(self) -> dict[str, int]:
         """How many runs each worker has started (since it started)."""
-        return self.client.run(_executed_here)
+        executed: dict[str, int] = self.client.run(_executed_here)
+        return executed
 
     def rss(self) -> dict[str, int]:
         """Each worker's resident memory, in bytes."""
-        return self.client.run(_rss_here)
+        rss: dict[str, int] = self.client.run(_rss_here)
+        return rss
 
     def cancel(self, key: str) -> None:
         try:

@@ -31,7 +31,7 @@ from learner.runner import run_algorithm
 from learner.tuning import tune_run
 
 
-class BudgetedRegressor(RegressorMixin, BaseEstimator):
+class BudgetedRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]  # scikit-learn has no type hints
     """Fit ``algorithm`` seeing at most ``per_example`` attributes of each example (and ``total`` in all).
 
     The default algorithm is ``screening`` (budgetlab's own, not a paper's: a uniform screen of the attributes by
@@ -105,4 +105,5 @@ class BudgetedRegressor(RegressorMixin, BaseEstimator):
     def predict(self, X: np.ndarray) -> np.ndarray:
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
+        predictions: np.ndarray = X @ self.coef_ + self.intercept_
+        return predictions

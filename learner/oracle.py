@@ -9,7 +9,7 @@ weights through ``LocalOracle`` as through ``HttpOracle``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 from typing import Protocol as TypingProtocol
 
 import numpy as np
@@ -20,6 +20,9 @@ from budgetlab.contract.calls import EvaluateResponse, MomentsResponse
 from budgetlab.contract.sessions import Order, Protocol, Split
 from budgetlab.datasets.base import Dataset
 from budgetlab.local_session import LocalSession
+
+if TYPE_CHECKING:  # a LocalOracle's process need not import the HTTP client
+    from budgetlab.oracle_client import OracleSession
 
 
 class Oracle(TypingProtocol):
@@ -61,8 +64,9 @@ class Oracle(TypingProtocol):
 class SessionOracle:
     """The runner's ``Oracle`` over one session object (remote or local); tracks what it paid."""
 
-    def __init__(self, session: Any, session_id: str | None) -> None:
+    def __init__(self, session: LocalSession | OracleSession, session_id: str | None) -> None:
         info = session.info
+        assert info is not None, "a session's oracle is made once its session's configuration is known"
         self.session = session
         self.session_id = session_id
         self.dataset_params: dict[str, ParamValue] = dict(info.dataset_params)

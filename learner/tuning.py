@@ -83,7 +83,7 @@ class Cell:
     candidates: list[dict[str, ParamValue]]
     folds: list[tuple[int, int]]
     horizon: int
-    fits: list[Any] = field(default_factory=list)  # ``Fit``s, candidate-major: fits[c * len(folds) + f]
+    fits: list[Fit] = field(default_factory=list)  # candidate-major: fits[c * len(folds) + f]
     validations: list[Validation] = field(default_factory=list)
     chosen: dict[str, ParamValue] = field(default_factory=dict)
     message: str = ""

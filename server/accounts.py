@@ -24,7 +24,7 @@ from server.ledger_export import recorded_counters
 from server.session_rows import SESSION_FACTS, config_of, counters_of
 from server.sessions import SessionService
 from server.steps import now
-from server.store import SESSIONS
+from server.tables import SESSIONS
 
 REVOKED = "the account was revoked"
 

@@ -153,7 +153,8 @@ def overview_of(app: FastAPI) -> Overview:
     with _overview_lock:
         if getattr(app.state, "dashboard_overview", None) is None:
             app.state.dashboard_overview = Overview(app.state.sessions)
-        return app.state.dashboard_overview
+        overview: Overview = app.state.dashboard_overview
+        return overview
 
 
 def sessions_view(overview: Overview, service: SessionService, who: Viewer, limit: int,

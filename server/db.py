@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, NullPool, create_engine, event, text
+from sqlalchemy import Connection, Engine, NullPool, create_engine, event, text
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from server.checkpoint import LIMIT_BYTES as WAL_LIMIT_BYTES
 
@@ -48,10 +50,13 @@ def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
         engine = create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
 
         @event.listens_for(engine, "connect")
-        def _lock_timeout(dbapi_conn, _record) -> None:
+        def _lock_timeout(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
             # A row lock not granted in time fails the statement (LockNotAvailable) instead of waiting on.
-            with dbapi_conn.cursor() as cursor:
+            cursor = dbapi_conn.cursor()
+            try:
                 cursor.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
+            finally:
+                cursor.close()
             dbapi_conn.commit()
 
         return engine
@@ -59,7 +64,7 @@ def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
                            max_overflow=40)
 
     @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_conn, _record) -> None:
+    def _pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         # Let SQLAlchemy's begin event, not pysqlite, open transactions, so every one is IMMEDIATE.
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
@@ -73,7 +78,7 @@ def make_engine(url: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(conn) -> None:
+    def _begin(conn: Connection) -> None:
         # IMMEDIATE takes the write lock up front: budget checks and their rows are one atomic step
         # even with several worker processes on the same file.
         conn.exec_driver_sql("BEGIN IMMEDIATE")

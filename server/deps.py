@@ -35,11 +35,13 @@ ADMIN_REFUSALS = (Code.UNAUTHORIZED, Code.ADMIN_DISABLED, Code.FORBIDDEN, Code.I
 
 
 async def service(request: Request) -> SessionService:
-    return request.app.state.sessions
+    found: SessionService = request.app.state.sessions
+    return found
 
 
 async def settings(request: Request) -> Settings:
-    return request.app.state.settings
+    found: Settings = request.app.state.settings
+    return found
 
 
 def _token(request: Request) -> str:

@@ -31,7 +31,7 @@ from budgetlab.engine import session_view
 from budgetlab.errors import Code, refusal
 from server.session_rows import SESSION_FACTS, config_of, counters_of
 from server.sessions import SessionService
-from server.store import LINKS, SESSIONS
+from server.tables import LINKS, SESSIONS
 
 # The audit reads every row of a session; bigger sessions are left to `budgetlab audit` (seconds per million rows).
 AUDIT_MAX_ROWS = 200_000

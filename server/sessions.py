@@ -179,10 +179,11 @@ class SessionService:
         assert step is not None, f"the step of {op.name}"
         if op.kind is Kind.OFF_LOCK:
             return self._off_lock(session_id, token, step, request)
+        answer: BaseModel | None
         answer, after, rt = self.steps.write(session_id, token, lambda rt, c, paid: step(rt, c, paid, request))
         return self.steps.info(after, rt) if answer is None else answer
 
-    def _off_lock(self, session_id: str, token: str, step: Step, request: BaseModel | None) -> Any:
+    def _off_lock(self, session_id: str, token: str, step: Step, request: BaseModel | None) -> BaseModel:
         # Worked out on a snapshot, outside the lock (evaluate reads the whole test split): such a step reads the
         # session's data and the request only, nothing paid. Only its record is serialised.
         loaded, rt = self.steps.read(session_id, token)
@@ -192,7 +193,8 @@ class SessionService:
             rules.require_open(c)
             return Outcome(outcome.answer, c, outcome.events)
 
-        return self.steps.write(session_id, token, record)[0]
+        answer: BaseModel = self.steps.write(session_id, token, record)[0]
+        return answer
 
     def page(self, session_id: str, token: str, query: LedgerQuery) -> LedgerPage:
         rows, next_after = self.ledger_page(session_id, token, query.after, query.limit)

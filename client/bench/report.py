@@ -23,11 +23,12 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES, RunResult
 from budgetlab.contract.sessions import Protocol
 from client.bench.grid import BenchGrid, Expanded
-from client.bench.stats import ALPHA, CONFIDENCE, Interval, Ranking, rank, t_interval
+from client.bench.stats import CONFIDENCE, Interval, Ranking, rank, t_interval
 from client.comparison.config import AlgorithmEntry, DatasetSpec, Design
 from client.comparison.grid import RunOutcome, attach_regret
 from client.comparison.provenance import provenance
 from client.comparison.report import slug
+from client.comparison.verdicts import ALPHA
 
 METRICS = {"classification": "0-1 error", "regression": "normalized MSE", "online": "regret R_T"}
 

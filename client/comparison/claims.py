@@ -103,9 +103,12 @@ def improvement_ratio(second_moments: np.ndarray, scenario: str) -> float:
 def improvement_ratios(moments: np.ndarray, scenario: str) -> np.ndarray:
     """``improvement_ratio`` of each row of ``moments`` (one E[x²] per row)."""
     d = moments.shape[1]
+    ratios: np.ndarray
     if scenario == "ridge":
-        return np.sqrt(moments).sum(axis=1) ** 2 / (d * moments.sum(axis=1))
-    return moments.sum(axis=1) / (d * moments.max(axis=1))
+        ratios = np.sqrt(moments).sum(axis=1) ** 2 / (d * moments.sum(axis=1))
+    else:
+        ratios = moments.sum(axis=1) / (d * moments.max(axis=1))
+    return ratios
 
 
 def _zero_predictor(point: CurvePoint, metric: str) -> float:

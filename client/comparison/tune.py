@@ -170,7 +170,7 @@ def attach_fits(tunings: list[Tuning], outcomes: list[RunOutcome]) -> None:
     at = 0
     for t in tunings:
         size = len(t.candidates) * len(t.folds)
-        t.fits = outcomes[at : at + size]
+        t.fits = list(outcomes[at : at + size])  # a list of Fits (a list of RunOutcomes is not one)
         at += size
 
 

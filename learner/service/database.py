@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # A writer waits this long for SQLite's lock; the learner's writes are a few small rows per curve point.
@@ -19,7 +21,7 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS})
 
     @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_conn, _record) -> None:
+    def _pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         # WAL: the API's reads never wait for a run's writes.
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")

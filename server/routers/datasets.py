@@ -22,7 +22,7 @@ from budgetlab.datasets import (
     parse_dataset_spec,
     remove_dataset,
 )
-from budgetlab.datasets.user import DEFAULT_TEST_FRACTION, FORMATS, data_dir
+from budgetlab.datasets.user import DEFAULT_TEST_FRACTION, FORMATS, Costs, data_dir
 from budgetlab.errors import Code, refusal, responses
 from server.deps import ADMIN_REFUSALS, Admin
 
@@ -120,7 +120,7 @@ async def upload(form: Annotated[DatasetUpload, Form(media_type="multipart/form-
 
 
 def _add_upload(file: UploadFile, filename: str, name: str | None, target: str | int | None, test_fraction: float,
-                split_seed: int | None, costs: list | dict | None) -> DatasetInfo:
+                split_seed: int | None, costs: Costs) -> DatasetInfo:
     """Copy the upload beside the data directory's datasets and add it from there; the copy never outlives this."""
     root = data_dir()
     (root / "datasets").mkdir(parents=True, exist_ok=True)

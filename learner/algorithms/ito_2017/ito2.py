@@ -151,7 +151,8 @@ class Ito2(Algorithm):
         self._w_tilde = self._predictor(self._t)
         if math.isqrt(self._t) ** 2 == self._t:
             self._plan = self._start_block()
-            return self._plan.selected.tolist()
+            selected: list[int] = self._plan.selected.tolist()
+            return selected
         self._plan = None
         return self._block.tolist()
 

@@ -87,7 +87,8 @@ def block_gradient(
     """
     prediction = sum(theta[j] * observed[j] for j in support_.tolist())
     x_block = np.array([observed[j] for j in block.tolist()])
-    return 2.0 * (prediction - y) * x_block
+    gradient: np.ndarray = 2.0 * (prediction - y) * x_block
+    return gradient
 
 
 class Exploration(Algorithm):
@@ -139,7 +140,8 @@ class Exploration(Algorithm):
         return self.blocks[self._seen % len(self.blocks)]
 
     def select(self) -> Sequence[int]:
-        return np.union1d(self.support, self._block).tolist()
+        selected: list[int] = np.union1d(self.support, self._block).tolist()
+        return selected
 
     def update(self, observed: Observed, y: float) -> None:
         block = self._block

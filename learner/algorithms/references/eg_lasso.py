@@ -76,4 +76,5 @@ class EGLasso(OnlineReference):
     def current_weights(self) -> np.ndarray:
         shift = max(self.log_z_plus.max(), self.log_z_minus.max())
         z_plus, z_minus = np.exp(self.log_z_plus - shift), np.exp(self.log_z_minus - shift)
-        return self.bound.value * (z_plus - z_minus) / (z_plus.sum() + z_minus.sum())
+        w: np.ndarray = self.bound.value * (z_plus - z_minus) / (z_plus.sum() + z_minus.sum())
+        return w

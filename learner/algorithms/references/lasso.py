@@ -84,4 +84,5 @@ class Lasso(OfflineReference):
 
         _, coefs, _ = lasso_path(self.rows.X, self.rows.y, alphas=[alpha], precompute=self.stats.gram, Xy=self.stats.xy,
                                  coef_init=self._w, tol=FIT_TOLERANCE, max_iter=MAX_ITERATIONS)
-        return coefs[:, 0].astype(float)
+        w: np.ndarray = coefs[:, 0].astype(float)
+        return w

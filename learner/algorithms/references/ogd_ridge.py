@@ -20,6 +20,7 @@ Choices the reference leaves open (it is their GAERR with every attribute observ
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -58,7 +59,7 @@ class OGDRidge(OnlineReference):
         return float(np.linalg.norm(x))
 
     def theorem_step(self, G: float) -> float:
-        return 2.0 * self.bound.value / (G * np.sqrt(self.horizon))
+        return 2.0 * self.bound.value / (G * math.sqrt(self.horizon))
 
     def move(self, w: np.ndarray, x: np.ndarray, y: float) -> None:
         if self.rule is not None:

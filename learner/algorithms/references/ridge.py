@@ -63,12 +63,15 @@ def cross_validated_alpha(rows: RowBuffer, stats: GramStatistics) -> float:
 
 def ridge_solution(stats: GramStatistics, alpha: float, rows: RowBuffer) -> np.ndarray:
     """argmin ||y − Xw||² + α||w||² from XᵀX and Xᵀy; least squares (minimum norm) from the rows when α = 0."""
+    w: np.ndarray
     if alpha == 0:
-        return np.linalg.lstsq(rows.X, rows.y, rcond=None)[0]
+        w = np.linalg.lstsq(rows.X, rows.y, rcond=None)[0]
+        return w
     import scipy.linalg  # here, not at the top: it is 0.3-0.5 CPU-s of import for every process listing algorithms
 
     system = stats.gram + alpha * np.eye(stats.gram.shape[0])
-    return scipy.linalg.solve(system, stats.xy, assume_a="pos")
+    w = scipy.linalg.solve(system, stats.xy, assume_a="pos")
+    return w
 
 
 class Ridge(OfflineReference):

@@ -33,7 +33,8 @@ def parse_q(algorithm_id: str, d: int, spec: str) -> np.ndarray | None:
         raise ParamError(f"{algorithm_id}: q must be 'uniform', 'power:<alpha>' or {d} numbers, got {spec!r}") from exc
     if q.shape != (d,) or not np.all(np.isfinite(q)) or np.any(q < 0) or not q.sum() > 0:
         raise ParamError(f"{algorithm_id}: q needs {d} finite non-negative weights with a positive sum")
-    return q / q.sum()
+    normalized: np.ndarray = q / q.sum()
+    return normalized
 
 
 def floored_moments(moments: np.ndarray, floor: float) -> np.ndarray:
@@ -41,7 +42,8 @@ def floored_moments(moments: np.ndarray, floor: float) -> np.ndarray:
     moments = np.maximum(np.asarray(moments, dtype=np.float64), 0.0)
     if not moments.sum() > 0:
         return np.ones_like(moments)
-    return (1.0 - floor) * moments + floor * moments.mean()
+    floored: np.ndarray = (1.0 - floor) * moments + floor * moments.mean()
+    return floored
 
 
 def check_floor(algorithm_id: str, floor: float) -> float:

@@ -81,7 +81,7 @@ class ObservePlan:
         """p_ij = Prob[i, j ∈ S_t] given U_t (p_ii = p_i on the diagonal)."""
         single, double = self.single, self.double
         random_part = (~self.surely[attributes]).astype(np.int64)
-        pairs = np.array([1.0, single, double])[random_part[:, None] + random_part[None, :]]
+        pairs: np.ndarray = np.array([1.0, single, double])[random_part[:, None] + random_part[None, :]]
         np.fill_diagonal(pairs, np.where(random_part, single, 1.0))
         return pairs
 
@@ -227,7 +227,8 @@ class DualAveragingLearner(Algorithm):
     def select(self) -> Sequence[int]:
         self._w = self._iterate(self._t)
         self._plan = observe(self._w, self.k_prime, self.k1, self.rng)
-        return self._plan.selected.tolist()
+        selected: list[int] = self._plan.selected.tolist()
+        return selected
 
     def update(self, observed: Observed, y: float) -> None:
         if self._plan is None:

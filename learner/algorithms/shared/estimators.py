@@ -60,7 +60,7 @@ def erf_coefficient(n: int) -> float:
     if n % 2 == 0:
         return 0.0
     j = (n - 1) // 2
-    return TWO_OVER_SQRT_PI * (-1) ** j / (math.factorial(j) * (2 * j + 1))
+    return float(TWO_OVER_SQRT_PI * (-1) ** j / (math.factorial(j) * (2 * j + 1)))
 
 
 def genest_group_size(n: int, N: int) -> int:

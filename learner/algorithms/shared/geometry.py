@@ -135,7 +135,8 @@ class L1Ball(Geometry):
         return float(moments.sum())
 
     def moment_roots(self, q: np.ndarray) -> np.ndarray:
-        return np.sqrt(q)
+        roots: np.ndarray = np.sqrt(q)
+        return roots
 
 
 L2_BALL = L2Ball()

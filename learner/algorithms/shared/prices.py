@@ -68,7 +68,8 @@ def relative_prices(costs: np.ndarray | None) -> np.ndarray | None:
     if costs.size == 0 or np.all(costs == costs[0]):
         return None
     floored = np.maximum(costs, FREE_FLOOR * float(costs.mean()))
-    return floored / floored.min()
+    relative: np.ndarray = floored / floored.min()
+    return relative
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ SESSION_PRICES = Prices(priced=True)
 
 def ridge_data_point_weights(moments: np.ndarray, prices: np.ndarray | None) -> np.ndarray:
     """q ∝ sqrt(E[x_i²] / c_i) (eq. (4) when the prices are equal)."""
-    return np.sqrt(moments) if prices is None else np.sqrt(moments / prices)
+    q: np.ndarray = np.sqrt(moments) if prices is None else np.sqrt(moments / prices)
+    return q
 
 
 def inner_product_weights(moments: np.ndarray, prices: np.ndarray | None) -> np.ndarray:
