@@ -28,10 +28,11 @@ import json
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
+from budgetlab.contract.ledger import LedgerKind
 from budgetlab.engine import Event, Observations
 
 FORMAT = 3
@@ -41,8 +42,13 @@ GENESIS = "0" * 64
 # Storage order of a link's and a value's fields (the store's INSERT statements use them as they are).
 LINK_FIELDS = ("session_key", "seq", "kind", "example", "value", "cost", "n", "payload", "digest")
 CELLS_FIELDS = ("session_key", "example", "seq", "cells")
-# The fields of a row as the API pages and the NDJSON export show it.
-ROW_FIELDS = ("seq", "kind", "example", "attribute", "value", "cost", "payload", "link", "n", "hash", "tag")
+# A link as the store writes it, in LINK_FIELDS' order, and as it reads it back, without its session key (``n``: its
+# rows; ``payload``: an event's JSON, None for an observe link; ``digest``: 32 bytes). The example is None in a
+# database altered by hand only: the verifier names such a link.
+StoredLink = tuple[int, int, LedgerKind, int | None, float | None, float, int, str | None, bytes]
+ReadLink = tuple[int, LedgerKind, int | None, float | None, float, int, str | None, bytes]
+# An observe link's packed rows as the store writes them, in CELLS_FIELDS' order.
+StoredCells = tuple[int, int, int, bytes]
 
 M1, M2, M3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 _M1, _M2, _M3 = np.uint64(M1), np.uint64(M2), np.uint64(M3)
@@ -159,8 +165,8 @@ class Chain:
     key: int
     seq: int
     head: str
-    links: list[tuple[Any, ...]] = field(default_factory=list)
-    cells: list[tuple[int, int, int, bytes]] = field(default_factory=list)
+    links: list[StoredLink] = field(default_factory=list)
+    cells: list[StoredCells] = field(default_factory=list)
     values: int = 0
 
     def record(self, events: Iterable[Event | Observations]) -> Chain:
@@ -261,10 +267,32 @@ class ChainLink:
     costs: Sequence[Any] = ()
     # Rows only: the first row that names another example than its link's (its seq and the reason), and the rows.
     fault: tuple[int, str] | None = None
-    source: Sequence[dict[str, Any]] = ()
+    source: Sequence[Mapping[str, Any]] = ()
 
 
-def links_of_stored(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes], costs: Sequence[float] | None,
+class ChainRow(TypedDict):
+    """A row of the ledger as the API pages and the NDJSON export show it, but its session's id (``rows_of_links``):
+    an observe row holds one value (its link's first row the link's hash and ``n``), an event row its value, cost and
+    payload."""
+
+    seq: int
+    kind: LedgerKind
+    example: int | None
+    attribute: int | None
+    value: float | None
+    cost: float
+    payload: dict[str, Any]
+    link: int
+    n: int | None
+    hash: str | None
+    tag: int | None
+
+
+# The fields of a row, in the order the API and the NDJSON export show them.
+ROW_FIELDS = tuple(ChainRow.__annotations__)
+
+
+def links_of_stored(links: Iterable[ReadLink], cells_of: Mapping[int, bytes], costs: Sequence[float] | None,
                     ) -> Iterator[ChainLink]:
     """Stored links, in seq order, with their values.
 
@@ -287,15 +315,17 @@ def links_of_stored(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes
                         cells[2 * m :], None, declared_costs(costs, attributes))
 
 
-def rows_of_links(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes], costs: Sequence[float] | None,
-                  ) -> Iterator[dict[str, Any]]:
+def rows_of_links(links: Iterable[ReadLink], cells_of: Mapping[int, bytes], costs: Sequence[float] | None,
+                  ) -> Iterator[ChainRow]:
     """The rows of stored links (as ``links_of_stored`` takes them), in seq order, as the API and the export show
     them."""
     for link in links_of_stored(links, cells_of, costs):
         seq, digest = link.seq, bytes(link.digest).hex()
         if link.kind != "observe":
-            yield {"seq": seq, "kind": link.kind, "example": link.example, "attribute": None, "value": link.value,
-                   "cost": link.cost, "payload": link.payload, "link": seq, "n": 1, "hash": digest, "tag": None}
+            # A stored event's kind and payload are those its link was written with (a row's may be anything).
+            kind, payload = cast(LedgerKind, link.kind), cast(dict[str, Any], link.payload)
+            yield {"seq": seq, "kind": kind, "example": link.example, "attribute": None, "value": link.value,
+                   "cost": link.cost, "payload": payload, "link": seq, "n": 1, "hash": digest, "tag": None}
             continue
         example, n = link.example, link.n
         for i, (attribute, row_value, tag, cost) in enumerate(zip(link.attributes, link.values, link.tags,
@@ -305,12 +335,12 @@ def rows_of_links(links: Iterable[Sequence[Any]], cells_of: Mapping[int, bytes],
                    "hash": digest if i == 0 else None, "tag": tag}
 
 
-def links_of_rows(rows: Iterable[dict[str, Any]]) -> Iterator[ChainLink]:
+def links_of_rows(rows: Iterable[Mapping[str, Any]]) -> Iterator[ChainLink]:
     """Rows in seq order (as ``rows_of_links`` yields them, or as an NDJSON export holds them) grouped into the
     links the chain reads: a row with a hash starts a link, an observe row without one joins the link before it
     if its seq follows, and any other row starts a link of its own, which the verifier finds out of place or
     inserted."""
-    group: list[dict[str, Any]] = []
+    group: list[Mapping[str, Any]] = []
     for row in rows:
         if group and row.get("hash") is None and row["kind"] == "observe" and _next(group[-1]["seq"], row["seq"]):
             group.append(row)
@@ -337,7 +367,7 @@ def _next(previous: Any, seq: Any) -> bool:
     return isinstance(previous, int) and seq == previous + 1
 
 
-def _link_of_rows(group: list[dict[str, Any]]) -> ChainLink:
+def _link_of_rows(group: list[Mapping[str, Any]]) -> ChainLink:
     first = group[0]
     kind = first["kind"]
     example = first.get("example")
@@ -463,7 +493,7 @@ class ChainVerifier:
         return link.seq, f"row {link.seq} was altered: its link does not hash to its recorded hash"
 
 
-def verify_chain(name: str, rows: Iterable[dict[str, Any]]) -> ChainCheck:
+def verify_chain(name: str, rows: Iterable[Mapping[str, Any]]) -> ChainCheck:
     """Recompute every link's digest; name the first row that was altered, inserted or is missing.
 
     ``name`` is the chain's (``chain_name``); ``rows`` are in seq order, as ``rows_of_links`` yields them (or as an

@@ -22,7 +22,7 @@ from typing import Any
 from budgetlab import allowance as rules
 from budgetlab.contract.accounts import AccountInfo, AccountSpent, Allowance
 from budgetlab.errors import Code, refusal
-from server.store import Database
+from server.store import Cursor, Database, one_row
 from server.tables import ACCOUNTS
 from web.database_faults import is_postgres_unique_violation
 
@@ -127,38 +127,38 @@ class AccountRows:
                        created_at=self._decode("created_at", row["created_at"]),
                        revoked_at=self._decode("revoked_at", row["revoked_at"]), key_hash=row["key_hash"])
 
-    def load(self, cursor: Any, account_id: str, *, lock: bool = False) -> Account | None:
+    def load(self, cursor: Cursor, account_id: str, *, lock: bool = False) -> Account | None:
         cursor.execute(self._lock if lock else self._load, (account_id,))
         values = cursor.fetchone()
         return None if values is None else self._account(values)
 
-    def all(self, cursor: Any) -> list[Account]:
+    def all(self, cursor: Cursor) -> list[Account]:
         cursor.execute(self._all)
         return [self._account(values) for values in cursor.fetchall()]
 
-    def infos(self, cursor: Any, limit: int | None = None) -> list[AccountInfo]:
+    def infos(self, cursor: Cursor, limit: int | None = None) -> list[AccountInfo]:
         """The accounts as their listings show them (the oldest ``limit``), each with its sessions open now."""
         accounts = self.all(cursor)[:limit]
         open_now = self.open_by_account(cursor)
         return [a.info(open_now.get(a.id, 0)) for a in accounts]
 
-    def open_of(self, cursor: Any, account_id: str | None) -> int:
+    def open_of(self, cursor: Cursor, account_id: str | None) -> int:
         """Sessions open now of the account (None: anonymous sessions)."""
         if account_id is None:
             cursor.execute(self._open_anonymous)
         else:
             cursor.execute(self._open_of, (account_id,))
-        return int(cursor.fetchone()[0])
+        return int(one_row(cursor)[0])
 
-    def open_by_account(self, cursor: Any) -> dict[str, int]:
+    def open_by_account(self, cursor: Cursor) -> dict[str, int]:
         cursor.execute(self._open_by_account)
         return {account_id: int(n) for account_id, n in cursor.fetchall()}
 
-    def open_ids(self, cursor: Any, account_id: str) -> list[str]:
+    def open_ids(self, cursor: Cursor, account_id: str) -> list[str]:
         cursor.execute(self._open_ids, (account_id,))
         return [session_id for (session_id,) in cursor.fetchall()]
 
-    def authenticate(self, cursor: Any, key: str) -> Account:
+    def authenticate(self, cursor: Cursor, key: str) -> Account:
         """The account whose key this is (its secret compared in constant time), or the 401 refusal."""
         account_id, dot, secret = key.partition(".")
         found = self.load(cursor, account_id) if dot and secret else None
@@ -169,7 +169,7 @@ class AccountRows:
 
     # --- writing ----------------------------------------------------------------------------------------
 
-    def insert(self, cursor: Any, record: dict[str, Any]) -> None:
+    def insert(self, cursor: Cursor, record: dict[str, Any]) -> None:
         taken = refusal(Code.NAME_TAKEN, f"an account is already named {record['name']!r}")
         cursor.execute(self._name_taken, (record["name"],))
         if cursor.fetchone() is not None:
@@ -182,22 +182,22 @@ class AccountRows:
                 raise taken from None
             raise
 
-    def opened(self, cursor: Any, account_id: str) -> None:
+    def opened(self, cursor: Cursor, account_id: str) -> None:
         cursor.execute(self._opened, (account_id,))
 
-    def lock_anonymous(self, cursor: Any) -> None:
+    def lock_anonymous(self, cursor: Cursor) -> None:
         """Serialise the opening of anonymous sessions (PostgreSQL; SQLite's write lock already does)."""
         if not self.db.sql.sqlite:
             cursor.execute(f"SELECT pg_advisory_xact_lock({ANONYMOUS_LOCK})")
 
-    def draw(self, cursor: Any, account_id: str, draw: rules.Draw) -> None:
+    def draw(self, cursor: Cursor, account_id: str, draw: rules.Draw) -> None:
         """Add ``draw`` to the account, inside the step's transaction; the refusal if that takes it past its
         allowance (the transaction then rolls back, the draw with it)."""
         cursor.execute(self._draw, (draw.cost, draw.evaluations, account_id))
-        status, raw, cost, evaluations = cursor.fetchone()
+        status, raw, cost, evaluations = one_row(cursor)
         rules.check_draw(self._allowance(account_id, raw), status == "revoked", float(cost), int(evaluations), draw)
 
-    def revoke(self, cursor: Any, account_id: str, now: datetime) -> bool:
+    def revoke(self, cursor: Cursor, account_id: str, now: datetime) -> bool:
         """Mark the account revoked; False if it already was."""
         cursor.execute(self._revoke, (self._bind["revoked_at"](now), account_id))
         return bool(cursor.rowcount)

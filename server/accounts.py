@@ -24,6 +24,7 @@ from server.ledger_export import recorded_counters
 from server.session_rows import SESSION_FACTS, config_of, counters_of
 from server.sessions import SessionService
 from server.steps import now
+from server.store import Cursor
 from server.tables import SESSIONS
 
 REVOKED = "the account was revoked"
@@ -84,11 +85,12 @@ class AccountService:
         with self.db.read() as cursor:
             return self._audit(cursor, self.rows.authenticate(cursor, key))
 
-    def _audit(self, cursor: Any, account: Account) -> AccountAudit:
+    def _audit(self, cursor: Cursor, account: Account) -> AccountAudit:
         return audit_account(account.id, account.allowance, self._ledgers(cursor, account.id),
                              spent_recorded=account.spent_cost, evaluations_recorded=account.evaluations)
 
-    def _ledgers(self, cursor: Any, account_id: str) -> Iterator[tuple[str, Iterator[ChainLink], dict[str, Any], int]]:
+    def _ledgers(self, cursor: Cursor, account_id: str,
+                 ) -> Iterator[tuple[str, Iterator[ChainLink], dict[str, Any], int]]:
         """Each session of the account: its id, links, recorded counters and ledger format (one at a time: read
         its links before the next session's)."""
         cursor.execute(self._ids_of, (account_id,))
@@ -98,13 +100,13 @@ class AccountService:
             links = db.links(cursor, loaded.key, db.declared_costs(cursor, loaded.key))
             yield session_id, links, recorded_counters(loaded), loaded.row["ledger_format"]
 
-    def _load(self, cursor: Any, account_id: str) -> Account:
+    def _load(self, cursor: Cursor, account_id: str) -> Account:
         account = self.rows.load(cursor, account_id)
         if account is None:
             raise refusal(Code.NOT_FOUND, f"account {account_id} does not exist")
         return account
 
-    def _view(self, cursor: Any, account: Account, limit: int) -> AccountView:
+    def _view(self, cursor: Cursor, account: Account, limit: int) -> AccountView:
         cursor.execute(self._sessions_of, (account.id, limit))
         sessions = [self._basics(values) for values in cursor.fetchall()]
         return AccountView(account=account.info(self.rows.open_of(cursor, account.id)), sessions=sessions)

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from budgetlab.ledger import ROW_FIELDS, canonical_json
+from budgetlab.ledger import ROW_FIELDS, ChainRow, canonical_json
 from server.steps import Loaded, SessionSteps
 
 # Rows read from the database at a time, and rows sent in one piece of the stream.
@@ -41,7 +41,7 @@ class LedgerExport:
         self.steps = steps
 
     def rows(self, session_id: str, token: str, after: int = -1, chunk: int = CHUNK_ROWS,
-             ) -> Iterator[dict[str, Any]]:
+             ) -> Iterator[ChainRow]:
         """Every row of a session after ``after``, in order, read in chunks."""
         db = self.steps.db
         while True:

@@ -27,7 +27,7 @@ from server.account_rows import AccountRows
 from server.runtimes import RuntimeCache
 from server.scheduling import on_the_loop
 from server.session_rows import config_of, counter_values, counters_of
-from server.store import Database, NotNow
+from server.store import Cursor, Database, NotNow, SessionRow
 
 A = TypeVar("A")
 
@@ -49,7 +49,7 @@ class Loaded:
     counters: Counters
     ledger_rows: int
     head_hash: str
-    row: dict[str, Any]
+    row: SessionRow
 
     @property
     def account(self) -> str | None:
@@ -66,7 +66,7 @@ class Loaded:
 class StoredPaid:
     """The engine's view of what a session already paid for, read inside the step's transaction."""
 
-    def __init__(self, db: Database, cursor: Any, key: int) -> None:
+    def __init__(self, db: Database, cursor: Cursor, key: int) -> None:
         self._db, self._cursor, self._key = db, cursor, key
 
     def cells(self, examples: Sequence[int]) -> dict[tuple[int, int], float]:
@@ -120,7 +120,7 @@ class SessionSteps:
     def remember(self, session_id: str, rt: Runtime) -> None:
         self._runtimes.put(session_id, rt)
 
-    def runtime(self, row: dict[str, Any]) -> Runtime:
+    def runtime(self, row: SessionRow) -> Runtime:
         session_id = row["id"]
         rt = self._runtimes.get(session_id)
         if rt is not None:
@@ -134,7 +134,7 @@ class SessionSteps:
         self._runtimes.put(session_id, rt)
         return rt
 
-    def load(self, cursor: Any, session_id: str, token: str | None, *, lock: bool) -> Loaded:
+    def load(self, cursor: Cursor, session_id: str, token: str | None, *, lock: bool) -> Loaded:
         """The session, if ``token`` is its own (None: no token asked, as for the dashboard's listing)."""
         row = self.db.load(cursor, session_id, lock=lock)
         # A wrong token and an unknown id answer the same, so a token reveals nothing about other sessions.

@@ -28,12 +28,24 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, TypedDict, cast
 
 from sqlalchemy import Engine, Table
+from sqlalchemy.engine.interfaces import DBAPICursor
+from sqlalchemy.pool import PoolProxiedConnection
 
 from budgetlab.errors import Code, Refused, SessionBusy
-from budgetlab.ledger import CELLS_FIELDS, LINK_FIELDS, Chain, ChainLink, links_of_stored, rows_of_links, unpack_cells
+from budgetlab.ledger import (
+    CELLS_FIELDS,
+    LINK_FIELDS,
+    Chain,
+    ChainLink,
+    ChainRow,
+    ReadLink,
+    links_of_stored,
+    rows_of_links,
+    unpack_cells,
+)
 from server.checkpoint import READERS_WAIT_MS, WRITER_BACKSTOP_PAGES, Checkpointer
 from server.readiness import RESERVE_BYTES, LastRefusal, LedgerDisk
 from server.tables import CELLS, LINKS, SESSIONS
@@ -45,7 +57,45 @@ from web.database_faults import (
     postgres_errors,
 )
 
+# The driver's cursor (sqlite3's, psycopg's) and a pooled connection of it, detached: the DBAPI's, as SQLAlchemy
+# describes them.
+Cursor: TypeAlias = DBAPICursor
+Connection: TypeAlias = PoolProxiedConnection
+
+
+class SessionRow(TypedDict):
+    """A session's row as the driver reads it (``Database.load``): JSON and datetime columns as the driver gives them
+    (text on SQLite, which ``Database.decode`` reads as SQLAlchemy would)."""
+
+    id: str
+    ledger_key: int
+    token_hash: str
+    dataset: str
+    dataset_params: str | dict[str, Any]
+    split: str
+    protocol: str
+    example_order: str
+    budget: str | dict[str, Any]
+    seed: int
+    n_examples: int
+    d: int
+    status: str
+    spent_cost: float
+    spent_attributes: int
+    labels: int
+    issued: int
+    predictions: int
+    cumulative_loss: float
+    ledger_rows: int
+    head_hash: str
+    created_at: str | datetime
+    last_active: str | datetime
+    account_id: str | None
+    ledger_format: int
+
+
 SESSION_COLUMNS = tuple(c.name for c in SESSIONS.columns)
+assert SESSION_COLUMNS == tuple(SessionRow.__annotations__), "server.tables.SESSIONS and SessionRow disagree"
 # The chain builds links and packed cells as tuples in these orders; they go to the driver as they are.
 assert tuple(c.name for c in LINKS.columns) == LINK_FIELDS, "server.tables.LINKS and ledger.LINK_FIELDS disagree"
 assert tuple(c.name for c in CELLS.columns) == CELLS_FIELDS, "server.tables.CELLS and ledger.CELLS_FIELDS disagree"
@@ -144,10 +194,10 @@ class Database:
         self.engine = engine
         self.sql = Statements(engine)
         self.lock_timeout = lock_timeout
-        self._idle: deque[Any] = deque()
+        self._idle: deque[Connection] = deque()
         # SQLite connections for writes that must not wait (``wait=False``), kept apart with a busy timeout of 0: set
         # once, not turned off and on again around each such write (two PRAGMA statements, ~10 us each, per step).
-        self._prompt: deque[Any] = deque()
+        self._prompt: deque[Connection] = deque()
         self._gate = threading.Lock() if self.sql.sqlite else None
         # Event-loop waiters for the gate (``released``): woken as soon as it is released, without a thread.
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -159,7 +209,7 @@ class Database:
         self.last_refusal = LastRefusal(self.disk)
 
     @contextmanager
-    def write(self, *, wait: bool = True, probe: bool = False) -> Iterator[Any]:
+    def write(self, *, wait: bool = True, probe: bool = False) -> Iterator[Cursor]:
         """A cursor in a transaction holding the write lock (SQLite) or ready to lock rows (PostgreSQL).
 
         ``wait=False`` (SQLite only) takes the lock only if it is free this instant, else raises ``NotNow``
@@ -255,13 +305,13 @@ class Database:
                 loop.call_soon_threadsafe(_resolve, future)
 
     @contextmanager
-    def read(self) -> Iterator[Any]:
+    def read(self) -> Iterator[Cursor]:
         """A cursor on one consistent snapshot, without any write lock."""
         with self._transaction(write=False) as cursor:
             yield cursor
 
     @contextmanager
-    def _transaction(self, *, write: bool, wait: bool = True) -> Iterator[Any]:
+    def _transaction(self, *, write: bool, wait: bool = True) -> Iterator[Cursor]:
         """Committed on success; rolled back on any exception. A refused or busy request leaves a healthy
         connection, which goes back to the idle list; any other failure may have broken it, so it is closed."""
         # A write that must not wait must not wait for another process's lock either: its connection does not.
@@ -331,7 +381,7 @@ class Database:
         if is_disconnect(exc):
             self._close_idle()
 
-    def _checkout(self, idle: deque[Any]) -> Any:
+    def _checkout(self, idle: deque[Connection]) -> Connection:
         while True:
             try:
                 conn = idle.pop()
@@ -347,21 +397,21 @@ class Database:
                 conn.execute("PRAGMA busy_timeout = 0")
         return conn
 
-    def _connect_raw(self) -> Any:
+    def _connect_raw(self) -> Connection:
         conn = self.engine.raw_connection()
         # Detached, the connection is ours: SQLAlchemy's pool neither counts nor resets it.
         conn.detach()
         return conn
 
     @staticmethod
-    def _checkin(conn: Any, idle: deque[Any]) -> None:
+    def _checkin(conn: Connection, idle: deque[Connection]) -> None:
         if len(idle) < IDLE_CONNECTIONS:
             idle.append(conn)
         else:
             conn.close()
 
     @staticmethod
-    def _discard(conn: Any) -> None:
+    def _discard(conn: Connection) -> None:
         try:
             conn.rollback()
         except Exception:  # noqa: BLE001 - the connection is being thrown away; its own error is the one raised
@@ -386,24 +436,25 @@ class Database:
 
     # --- statements -------------------------------------------------------------------------------------
 
-    def load(self, cursor: Any, session_id: str, *, lock: bool) -> dict[str, Any] | None:
+    def load(self, cursor: Cursor, session_id: str, *, lock: bool) -> SessionRow | None:
         """The session's row as raw column values (JSON and datetime columns undecoded), or None."""
         cursor.execute(self.sql.lock_session if lock else self.sql.load_session, (session_id,))
         row = cursor.fetchone()
-        return None if row is None else dict(zip(SESSION_COLUMNS, row, strict=True))
+        # The statement reads SESSION_COLUMNS, SessionRow's keys (asserted above).
+        return None if row is None else cast(SessionRow, dict(zip(SESSION_COLUMNS, row, strict=True)))
 
     def decode(self, row: Mapping[str, Any], column: str) -> Any:
         """A raw column value as SQLAlchemy would read it back (JSON parsed, datetimes as datetime)."""
         value = row[column]
         return self.sql.result[column](value) if isinstance(value, str | bytes) else value
 
-    def insert_session(self, cursor: Any, record: Mapping[str, Any]) -> int:
+    def insert_session(self, cursor: Cursor, record: Mapping[str, Any]) -> int:
         """Insert a session row; returns the ledger key it was given."""
         bind = self.sql.bind
         cursor.execute(self.sql.insert_session, tuple(bind[c](record[c]) for c in self.sql.session_columns_given))
-        return int(cursor.fetchone()[0])
+        return int(one_row(cursor)[0])
 
-    def append(self, cursor: Any, session_id: str, chain: Chain, counters: Sequence[Any], *, now: datetime) -> None:
+    def append(self, cursor: Cursor, session_id: str, chain: Chain, counters: Sequence[Any], *, now: datetime) -> None:
         """Insert a chain's new links and cells and move the session's counters and head in the same transaction."""
         if chain.links:
             cursor.executemany(self.sql.insert_links, chain.links)
@@ -412,7 +463,7 @@ class Database:
         cursor.execute(self.sql.update_session,
                        (*counters, chain.seq, chain.head, self.sql.bind["last_active"](now), session_id))
 
-    def cells(self, cursor: Any, key: int, examples: Sequence[int]) -> dict[tuple[int, int], float]:
+    def cells(self, cursor: Cursor, key: int, examples: Sequence[int]) -> dict[tuple[int, int], float]:
         """The (example, attribute) -> value cells the session paid for, of these examples."""
         paid: dict[tuple[int, int], float] = {}
         for example, _seq, blob in self._packed(cursor, key, examples):
@@ -420,7 +471,7 @@ class Database:
             paid.update(zip(((example, a) for a in attributes.tolist()), values.tolist(), strict=True))
         return paid
 
-    def _packed(self, cursor: Any, key: int, examples: Sequence[int]) -> list[tuple[int, int, bytes]]:
+    def _packed(self, cursor: Cursor, key: int, examples: Sequence[int]) -> list[tuple[int, int, bytes]]:
         out: list[tuple[int, int, bytes]] = []
         for start in range(0, len(examples), IN_CHUNK):
             chunk = examples[start : start + IN_CHUNK]
@@ -428,22 +479,22 @@ class Database:
             out += cursor.fetchall()
         return out
 
-    def value_of_kind(self, cursor: Any, key: int, kind: str, example: int) -> tuple[float | None] | None:
+    def value_of_kind(self, cursor: Cursor, key: int, kind: str, example: int) -> tuple[float | None] | None:
         """(value,) of the session's first link of this kind (label, predict) for the example, or None."""
         cursor.execute(self.sql.of_kind(kind), (key, example))
         row = cursor.fetchone()
         return None if row is None else (row[0],)
 
-    def declared_costs(self, cursor: Any, key: int) -> list[float] | None:
+    def declared_costs(self, cursor: Cursor, key: int) -> list[float] | None:
         """The attribute costs the session's ``open`` row declares (None: every attribute costs 1)."""
         cursor.execute(self.sql.open_payload, (key,))
         row = cursor.fetchone()
         return None if row is None or not row[0] else json.loads(row[0]).get("costs")
 
-    def rows(self, cursor: Any, key: int, costs: Sequence[float] | None, after: int = -1,
-             limit: int | None = None) -> list[dict[str, Any]]:
+    def rows(self, cursor: Cursor, key: int, costs: Sequence[float] | None, after: int = -1,
+             limit: int | None = None) -> list[ChainRow]:
         """The session's ledger rows with seq > after, in order (all of them without a limit)."""
-        out: list[dict[str, Any]] = []
+        out: list[ChainRow] = []
         cursor.execute(self.sql.link_at, (key, after + 1))
         first = cursor.fetchone()
         for links, cells_of in self._stored(cursor, key, after + 1 if first is None else first[0]):
@@ -454,18 +505,18 @@ class Database:
                         return out
         return out
 
-    def links(self, cursor: Any, key: int, costs: Sequence[float] | None) -> Iterator[ChainLink]:
+    def links(self, cursor: Cursor, key: int, costs: Sequence[float] | None) -> Iterator[ChainLink]:
         """The session's whole chain, link by link, as the verifier and the audit read it (``costs``: the declared
         ones, as for ``rows``)."""
         for links, cells_of in self._stored(cursor, key, 0):
             yield from links_of_stored(links, cells_of, costs)
 
-    def _stored(self, cursor: Any, key: int, start: int) -> Iterator[tuple[list[Any], dict[int, bytes]]]:
+    def _stored(self, cursor: Cursor, key: int, start: int) -> Iterator[tuple[Sequence[ReadLink], dict[int, bytes]]]:
         """The session's links from seq ``start`` on, ``LINK_CHUNK`` at a time, each chunk with the packed cells
         of its observe links' examples, by seq."""
         while True:
             cursor.execute(self.sql.links_from, (key, start, LINK_CHUNK))
-            links: list[Any] = cursor.fetchall()
+            links: Sequence[ReadLink] = cursor.fetchall()
             if not links:
                 return
             # A link's example is never NULL but in a database altered by hand: its cells are then not found, and
@@ -474,10 +525,17 @@ class Database:
             yield links, {seq: blob for _, seq, blob in self._packed(cursor, key, observed)}
             start = links[-1][0] + 1
 
-    def open_sessions(self, cursor: Any) -> list[tuple[str, datetime]]:
+    def open_sessions(self, cursor: Cursor) -> list[tuple[str, datetime]]:
         cursor.execute(self.sql.open_sessions)
         decode: Callable[[Any], Any] = self.sql.result["last_active"]
         return [(sid, decode(t) if isinstance(t, str) else t) for sid, t in cursor.fetchall()]
+
+
+def one_row(cursor: Cursor) -> Sequence[Any]:
+    """The row of a statement that always answers one (an aggregate; RETURNING of a row it inserted or locked)."""
+    row: Sequence[Any] | None = cursor.fetchone()
+    assert row is not None, "the statement answered no row"
+    return row
 
 
 def sqlite_path(engine: Engine) -> Path | None:
@@ -488,7 +546,7 @@ def sqlite_path(engine: Engine) -> Path | None:
     return None if name in ("", ":memory:") or engine.url.query.get("mode") == "memory" else Path(name)
 
 
-def _alive(conn: Any) -> bool:
+def _alive(conn: Connection) -> bool:
     """Whether an idle PostgreSQL connection may still be used, without a round trip: an idle connection has
     nothing to read unless the server closed it (a restart, an admin's terminate) or sent a notice, so a readable
     socket means it is dropped and a new one is opened (SQLAlchemy's pre-ping, for free)."""
