@@ -158,19 +158,10 @@ def _audit(session_id: str, links: Iterable[ChainLink], recorded: dict[str, Any]
     if verifier is not None:
         chain = verifier.result()
     assert chain is not None
-    reasons: list[str] = []
-    if not chain.ok:
-        reasons.append(chain.reason)
-    for receipt in receipts:
-        if verifier is None:
-            reasons.append("receipts can only be checked on a ledger of format 2 or later")
-            break
-        if chain.ok and not verifier.contains(receipt.rows, receipt.head):
-            reasons.append(f"the receipt for row {receipt.rows - 1} ({receipt.head[:16]}...) is not in this "
-                           "ledger: it is not the ledger that was given out")
+    reasons = [] if chain.ok else [chain.reason]
+    reasons += _receipt_reasons(chain, verifier, receipts)
     reasons += tally.opening
     reasons += tally.reasons
-
     budget, spent, per_example = tally.budget, tally.spent, tally.per_example
     max_per_example = max(per_example.values(), default=0)
     if budget.per_example is not None and max_per_example > budget.per_example:
@@ -179,23 +170,8 @@ def _audit(session_id: str, links: Iterable[ChainLink], recorded: dict[str, Any]
                        f"{budget.per_example}")
     if budget.total is not None and spent > budget.total + _SLACK:
         reasons.append(f"the rows spend {spent:g}; the global budget is {budget.total:g}")
-
     if recorded is not None:
-        checks = [
-            ("rows", chain.rows if chain.ok else tally.rows, recorded.get("rows")),
-            ("attributes", tally.attributes, recorded.get("spent_attributes")),
-            ("labels", tally.labels, recorded.get("labels")),
-            ("predictions", len(tally.predicted), recorded.get("predictions")),
-        ]
-        for name, counted, kept in checks:
-            if kept is not None and counted != kept:
-                reasons.append(f"the session records {kept} {name}; the ledger has {counted}")
-        kept_cost = recorded.get("spent_cost")
-        if kept_cost is not None and abs(kept_cost - spent) > _SLACK * max(1.0, abs(spent)):
-            reasons.append(f"the session records a spend of {kept_cost:g}; the rows add up to {spent:g}")
-        if chain.ok and recorded.get("head_hash") not in (None, chain.head):
-            reasons.append("the last row's hash is not the session's recorded head: rows are missing at the end")
-
+        reasons += _recorded_reasons(chain, tally, recorded)
     report = AuditReport(
         session_id=session_id,
         compliant=not reasons,
@@ -213,6 +189,36 @@ def _audit(session_id: str, links: Iterable[ChainLink], recorded: dict[str, Any]
         predictions_recomputed=len(tally.predicted),
     )
     return report, tally
+
+
+def _receipt_reasons(chain: ChainCheck, verifier: ledger.ChainVerifier | None, receipts: list[Receipt]) -> list[str]:
+    """Why the receipts a client was given do not fit this chain (each must be one of its links)."""
+    if receipts and verifier is None:
+        return ["receipts can only be checked on a ledger of format 2 or later"]
+    if verifier is None or not chain.ok:
+        return []
+    return [f"the receipt for row {receipt.rows - 1} ({receipt.head[:16]}...) is not in this ledger: it is not the "
+            "ledger that was given out" for receipt in receipts if not verifier.contains(receipt.rows, receipt.head)]
+
+
+def _recorded_reasons(chain: ChainCheck, tally: _Tally, recorded: dict[str, Any]) -> list[str]:
+    """Where the counters the session recorded disagree with what its rows add up to."""
+    reasons: list[str] = []
+    checks = [
+        ("rows", chain.rows if chain.ok else tally.rows, recorded.get("rows")),
+        ("attributes", tally.attributes, recorded.get("spent_attributes")),
+        ("labels", tally.labels, recorded.get("labels")),
+        ("predictions", len(tally.predicted), recorded.get("predictions")),
+    ]
+    for name, counted, kept in checks:
+        if kept is not None and counted != kept:
+            reasons.append(f"the session records {kept} {name}; the ledger has {counted}")
+    kept_cost, spent = recorded.get("spent_cost"), tally.spent
+    if kept_cost is not None and abs(kept_cost - spent) > _SLACK * max(1.0, abs(spent)):
+        reasons.append(f"the session records a spend of {kept_cost:g}; the rows add up to {spent:g}")
+    if chain.ok and recorded.get("head_hash") not in (None, chain.head):
+        reasons.append("the last row's hash is not the session's recorded head: rows are missing at the end")
+    return reasons
 
 
 def audit_links(session_id: str, links: Iterable[ChainLink], recorded: dict[str, Any] | None, *,

@@ -85,84 +85,97 @@ def run_algorithm(
     params = dict(params or {})
     started = time.perf_counter()
     horizon = run_horizon(max_examples, oracle.n_examples)
-    every = eval_every or default_eval_every(horizon)
     algorithm = build_algorithm(algorithm_id, oracle, params=params, seed=seed, max_examples=horizon,
                                 defaults=defaults)
-    result = RunResult(
-        algorithm=algorithm_id,
-        dataset=dataset,
-        dataset_params=dict(oracle.dataset_params),
-        params=params,
-        defaults=defaults,
-        seed=seed,
-        status="running",
-        session=oracle.session_id,
-    )
-    online = algorithm.protocol == "online"
-    cumulative_loss = 0.0
-    examples = 0
-
-    def evaluate() -> CurvePoint:
-        scores = oracle.evaluate(algorithm.weights, algorithm.bias)
-        point = CurvePoint(
-            examples=examples,
-            attributes=oracle.attributes,
-            cost=oracle.spent,
-            test_mse=scores.mse,
-            normalized_mse=scores.normalized_mse,
-            zero_one=scores.zero_one,
-            cumulative_loss=cumulative_loss if online else None,
-        )
-        result.curve.append(point)
-        return point
-
-    status: RunStatus = "finished"
-    message = ""
-    try:
-        while examples < horizon:
-            if cancel is not None and cancel.is_set():
-                status, message = "cancelled", "cancelled before the horizon"
-                break
-            # The algorithms choose before they see the example, so one step request issues and observes it.
-            wanted = [int(a) for a in algorithm.select()]
-            example, y, values = oracle.step(wanted)
-            observed = dict(zip(wanted, (float(v) for v in values), strict=True))
-            if online:
-                y_hat = algorithm.predict_one(observed)
-                y = oracle.predict(example, y_hat)
-                cumulative_loss += (y_hat - y) ** 2
-            assert y is not None
-            algorithm.update(observed, y)
-            examples += 1
-            point = evaluate() if examples % every == 0 or examples == horizon else None
-            if progress is not None:
-                progress(Progress(examples, oracle.attributes, oracle.spent, horizon, point))
-    except BudgetExhausted as exc:
-        status, message = "budget_exhausted", exc.detail
-    except StreamExhausted as exc:
-        status, message = "finished", exc.detail
-    except OracleUnavailable as exc:
-        status, message = "oracle_unavailable", str(exc)
-    except OracleError as exc:
-        status, message = "failed", str(exc)
-
-    if status != "oracle_unavailable" and (not result.curve or result.curve[-1].examples != examples):
-        try:
-            evaluate()
-        except OracleUnavailable as exc:
-            status, message = "oracle_unavailable", str(exc)
-    result.status = status
-    result.message = message
-    result.weights = [float(w) for w in algorithm.weights]
-    result.bias = float(algorithm.bias)
-    result.final = result.curve[-1] if result.curve else None
-    result.examples = examples
-    result.attributes = oracle.attributes
-    result.cost = oracle.spent
-    result.cumulative_loss = cumulative_loss if online else None
+    result = RunResult(algorithm=algorithm_id, dataset=dataset, dataset_params=dict(oracle.dataset_params),
+                       params=params, defaults=defaults, seed=seed, status="running", session=oracle.session_id)
+    run = Learning(algorithm, oracle, result)
+    status, message = run.learn(horizon, eval_every or default_eval_every(horizon), progress, cancel)
+    run.end(status, message)
     result.wall_time = time.perf_counter() - started
-    # Read at the end: some algorithms resolve a parameter only once they have seen data (a two-phase step size).
-    result.resolved_params = {name: value.item() if isinstance(value, np.generic) else value
-                              for name, value in algorithm.get_params().items()}
     result.diagnosis = diagnose(result, algorithm.tuning_hint(), python=python_advice)
     return result
+
+
+@dataclass
+class Learning:
+    """One run under way: the algorithm, its oracle session, the result it fills in, and how far it got."""
+
+    algorithm: Algorithm
+    oracle: Oracle
+    result: RunResult
+    examples: int = 0
+    cumulative_loss: float = 0.0
+
+    @property
+    def online(self) -> bool:
+        return self.algorithm.protocol == "online"
+
+    def learn(self, horizon: int, every: int, progress: Callable[[Progress], None] | None,
+              cancel: threading.Event | None) -> tuple[RunStatus, str]:
+        """Step through examples up to ``horizon``, a curve point every ``every``; how the run ended. A budget that
+        runs out, an exhausted stream, a cancel or an unreachable oracle are outcomes, not crashes."""
+        oracle = self.oracle
+        try:
+            while self.examples < horizon:
+                if cancel is not None and cancel.is_set():
+                    return "cancelled", "cancelled before the horizon"
+                self.step()
+                point = self.evaluate() if self.examples % every == 0 or self.examples == horizon else None
+                if progress is not None:
+                    progress(Progress(self.examples, oracle.attributes, oracle.spent, horizon, point))
+        except BudgetExhausted as exc:
+            return "budget_exhausted", exc.detail
+        except StreamExhausted as exc:
+            return "finished", exc.detail
+        except OracleUnavailable as exc:
+            return "oracle_unavailable", str(exc)
+        except OracleError as exc:
+            return "failed", str(exc)
+        return "finished", ""
+
+    def step(self) -> None:
+        """One example: the algorithm chooses its attributes, pays for them and learns from what they showed."""
+        algorithm = self.algorithm
+        # The algorithms choose before they see the example, so one step request issues and observes it.
+        wanted = [int(a) for a in algorithm.select()]
+        example, y, values = self.oracle.step(wanted)
+        observed = dict(zip(wanted, (float(v) for v in values), strict=True))
+        if self.online:
+            y_hat = algorithm.predict_one(observed)
+            y = self.oracle.predict(example, y_hat)
+            self.cumulative_loss += (y_hat - y) ** 2
+        assert y is not None
+        algorithm.update(observed, y)
+        self.examples += 1
+
+    def evaluate(self) -> CurvePoint:
+        """The curve's next point: the test error of the weights now, and what the run paid so far."""
+        oracle = self.oracle
+        scores = oracle.evaluate(self.algorithm.weights, self.algorithm.bias)
+        point = CurvePoint(examples=self.examples, attributes=oracle.attributes, cost=oracle.spent,
+                           test_mse=scores.mse, normalized_mse=scores.normalized_mse, zero_one=scores.zero_one,
+                           cumulative_loss=self.cumulative_loss if self.online else None)
+        self.result.curve.append(point)
+        return point
+
+    def end(self, status: RunStatus, message: str) -> None:
+        """The result as the run ended: a last curve point where the examples seen have none, the weights."""
+        result, oracle, algorithm = self.result, self.oracle, self.algorithm
+        if status != "oracle_unavailable" and (not result.curve or result.curve[-1].examples != self.examples):
+            try:
+                self.evaluate()
+            except OracleUnavailable as exc:
+                status, message = "oracle_unavailable", str(exc)
+        result.status = status
+        result.message = message
+        result.weights = [float(w) for w in algorithm.weights]
+        result.bias = float(algorithm.bias)
+        result.final = result.curve[-1] if result.curve else None
+        result.examples = self.examples
+        result.attributes = oracle.attributes
+        result.cost = oracle.spent
+        result.cumulative_loss = self.cumulative_loss if self.online else None
+        # Read at the end: some algorithms resolve a parameter only once they have seen data (a two-phase step size).
+        result.resolved_params = {name: value.item() if isinstance(value, np.generic) else value
+                                  for name, value in algorithm.get_params().items()}

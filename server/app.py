@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from fastapi import FastAPI, Query
-from pydantic import BaseModel, Field
+from fastapi import FastAPI
 from starlette.types import Scope
 
 from budgetlab.bearer import bearer_token
 from budgetlab.contract.calls import ObserveBatchRequest
-from budgetlab.contract.service import ErrorBody, Health, Readiness
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
-from budgetlab.errors import Code, Refused, responses
+from budgetlab.errors import Code, Refused
 from server import dashboard
 from server.accounts import AccountService
 from server.batch_process import BatchProcess
 from server.build_costs import BuildCosts
 from server.config import Settings
 from server.db import make_engine, upgrade
-from server.deps import ADMIN_REFUSALS, Admin, Service, is_admin
+from server.deps import is_admin
 from server.raw_bodies import add_components
-from server.routers import accounts, datasets, sessions, stream
+from server.routers import accounts, admin, datasets, health, sessions, stream
 from server.sessions import Admission, SessionService
 from server.steps import Caps
 from web.errors import install_error_handlers
@@ -37,18 +34,10 @@ from web.rates import Rate, RateLimits, limited_keys
 # the ledger's lock; handing the GIL over every 0.1 ms instead of every 5 ms keeps their wait short (a request that
 # does I/O gives the GIL up at each call and waits up to an interval to get it back).
 GIL_SWITCH_INTERVAL = 0.0001
-# Not ready: a 503 whose error is the reason, whatever the status writes get for it (507 for a full or read-only one).
-NOT_READY_STATUS = 503
-NOT_READY: dict[int | str, dict[str, Any]] = {NOT_READY_STATUS: {
-    "model": ErrorBody, "description": "not ready, the error saying why: " + "; ".join(
-        f"{c.value}: {c.when}" for c in (Code.DATABASE_UNAVAILABLE, Code.STORAGE_FULL, Code.READ_ONLY))}}
 # The operations that never use the database (the datasets' too, under /v1/datasets): no 503 or 507 of its state.
 WITHOUT_DATABASE = {"/healthz", "/readyz", "/v1/dashboard/config"}
-
-
-class Closed(BaseModel):
-    closed: list[str] = Field(description="the ids of the sessions this request closed",
-                              examples=[["f396ed88b0c0e8e3d6b3b937b222247e"]])
+DESCRIPTION = ("Hosts datasets and charges per attribute under local, global and test-time budgets. Every value sent "
+               "has a ledger row, committed before the answer.")
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
@@ -58,6 +47,27 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     cache_limits(CACHE_ENTRIES, settings.dataset_cache_bytes)
     if migrate:
         upgrade(settings.database_url)
+    service, batches = open_service(settings)
+    app = FastAPI(lifespan=lifespan(service, batches), title="budgetlab feature oracle", version="1",
+                  description=DESCRIPTION)
+    app.state.settings = settings
+    app.state.sessions = service
+    app.state.accounts = AccountService(service)
+    install_error_handlers(app)
+    limit(app, settings)
+    optional_credentials_at_root(app)
+    app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
+                       larger=admin_upload(settings))
+    for router in (health.router, admin.router, datasets.router, accounts.router, sessions.router, stream.router,
+                   dashboard.router):
+        app.include_router(router)
+    add_components(app, [ObserveBatchRequest])
+    return app
+
+
+def open_service(settings: Settings) -> tuple[SessionService, BatchProcess | None]:
+    """The session service on the ledger (and the batch process, if the settings ask for one); an oracle that cannot
+    record what it sends must not send anything, so a ledger that cannot be written now refuses the start."""
     engine = make_engine(settings.database_url, settings.lock_timeout)
     caps = Caps(settings.max_cells, settings.max_examples)
     batches = (BatchProcess(settings.database_url, settings.lock_timeout, caps, settings.dataset_cache_bytes)
@@ -65,7 +75,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     admission = Admission(settings.anonymous, settings.anonymous_allowance(), settings.shielded_datasets)
     service = SessionService(engine, settings.lock_timeout, caps, batch_process=batches, admission=admission,
                              reserve_bytes=settings.ledger_reserve_bytes)
-    try:  # an oracle that cannot record what it sends must not send anything: refuse to start
+    try:
         service.check_ready()
     except Refused as exc:
         service.close_connections()
@@ -73,25 +83,27 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             batches.close()
         raise ValueError(f"the ledger ({engine.url.render_as_string(hide_password=True)}) cannot be written: "
                          f"{exc.detail}") from exc
+    return service, batches
+
+
+def lifespan(service: SessionService, batches: BatchProcess | None,
+             ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """As the served app stops, the batch process and the ledger's connections close."""
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def serving(_: FastAPI) -> AsyncIterator[None]:
         yield
         if batches is not None:
             batches.close()
         service.close_connections()
 
-    app = FastAPI(
-        lifespan=lifespan,
-        title="budgetlab feature oracle",
-        version="1",
-        description="Hosts datasets and charges per attribute under local, global and test-time budgets. "
-        "Every value sent has a ledger row, committed before the answer.",
-    )
-    app.state.settings = settings
-    app.state.sessions = service
-    app.state.accounts = AccountService(service)
-    install_error_handlers(app)
+    return serving
+
+
+def limit(app: FastAPI, settings: Settings) -> None:
+    """The rates a request meets before it is read (new sessions, every request of an address, every request of a
+    key) and the CPU seconds of the datasets it has built; the refusals the OpenAPI document lists for them and for
+    the database's state."""
     opening = Rate(settings.sessions_per_second, settings.sessions_burst,
                    "BUDGETLAB_SESSIONS_PER_SECOND, BUDGETLAB_SESSIONS_BURST")
     every = Rate(settings.requests_per_second, settings.requests_burst,
@@ -113,43 +125,6 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         return codes
 
     add_refusals(app, refusals)
-    optional_credentials_at_root(app)
-    app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",
-                       larger=admin_upload(settings))
-
-    @app.get("/healthz", response_model=Health, tags=["health"])
-    def healthz() -> Health:
-        """Liveness: the process answers (whatever its database's state; see /readyz)."""
-        return Health()
-
-    @app.get("/readyz", response_model=Readiness, tags=["health"], responses=NOT_READY)
-    def readyz(sessions_: Service) -> Readiness:
-        """Readiness: the ledger would take a write now (its file system writable and above its reserve, no write
-        refused for lack of room since the last that succeeded, a write that changes nothing taken through the
-        same connections as every request); else 503 with the reason, the code of the refusal every write would
-        get now."""
-        try:
-            sessions_.check_ready()
-        except Refused as exc:
-            raise Refused(NOT_READY_STATUS, exc.error, exc.detail, retry_after=exc.retry_after) from exc
-        return Readiness()
-
-    @app.post("/v1/admin/close-idle", response_model=Closed, tags=["admin"], dependencies=[Admin],
-              responses=responses(*ADMIN_REFUSALS, Code.BUSY))
-    def close_idle(
-        sessions_: Service,
-        idle_seconds: Annotated[float | None, Query(ge=0, le=10**9)] = None,
-    ) -> Closed:
-        """Close every session idle longer than ``idle_seconds`` (default: the oracle's idle timeout)."""
-        return Closed(closed=sessions_.close_idle(settings.idle_timeout if idle_seconds is None else idle_seconds))
-
-    app.include_router(datasets.router)
-    app.include_router(accounts.router)
-    app.include_router(sessions.router)
-    app.include_router(stream.router)
-    app.include_router(dashboard.router)
-    add_components(app, [ObserveBatchRequest])
-    return app
 
 
 def admin_upload(settings: Settings) -> Callable[[Scope], tuple[int, str] | None]:
