@@ -4,6 +4,7 @@ Fixtures live in tests/conftest.py, the services they start in tests/servers.py.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import shutil
@@ -83,3 +84,16 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
             make(made)
             (shared / f"{name}.done").touch()
     return made
+
+
+def in_process(app: Any, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    """One request to an ASGI ``app`` in this process (httpx's ASGI transport: no server, no socket; the client's
+    address is 127.0.0.1), a bug's 500 included. For what a server adds (streams, slow clients), serve it
+    (tests.servers.serve_in_thread)."""
+
+    async def one() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+            return await client.request(method, url, **kwargs)
+
+    return asyncio.run(one())
