@@ -1,4 +1,4 @@
-"""Presets: one comparison config per experiment of the papers, shipped as ``client/comparison/presets/NAME.toml``."""
+"""Presets: one comparison config per experiment of the papers, shipped as ``client/comparison/presets/<name>.toml``."""
 
 from __future__ import annotations
 

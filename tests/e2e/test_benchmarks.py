@@ -48,8 +48,8 @@ def test_learner_bench_json_holds_every_figure_as_a_positive_rate() -> None:
     assert report["mode"] == "smoke"
     for name in LEARNER_FIGURES:
         assert report["figures"][name]["value"] > 0, name
-    # The same seed learns the same weights over the stream and over HTTP as in-process (DESIGN.md), even at smoke
-    # size, in the batch and the online protocol.
+    # The same seed learns the same weights over the stream and over HTTP as in-process (one session engine under
+    # both, learner/oracle.py), even at smoke size, in the batch and the online protocol.
     for name in ("aerr_mnist_stream", "aerr_mnist_http", "ito1_online"):
         assert report["figures"][f"{name}_weights_equal_in_process"]["value"] is True, name
     assert report["figures"]["aerr_mnist_stream_added_ms_per_example"]["result"] in ("PASS", "MISS")

@@ -15,7 +15,7 @@ from learner.runner import build_algorithm, run_algorithm
 # The §6 design (x ~ N(0, I), θ* = +1 on 13 and -1 on 12 coordinates, N(0, 1) noise, s' = 50 attributes per
 # example) with d = 200 instead of 500 and 4,000 training examples, so that 4 seeds of the three learners run in
 # a few seconds; at d = 500 Hybrid needs about 20,000 examples for the same gap.
-DESIGN = {"d": 200, "n_train": 4000, "n_test": 1000}
+PROBLEM = {"d": 200, "n_train": 4000, "n_test": 1000}
 ATTRIBUTES_PER_EXAMPLE = 50
 SEEDS = range(4)
 ALGORITHMS = ("hybrid", "exploration", "aelr")
@@ -25,21 +25,21 @@ ALGORITHMS = ("hybrid", "exploration", "aelr")
 def final_mse() -> dict[str, np.ndarray]:
     out: dict[str, list[float]] = {a: [] for a in ALGORITHMS}
     for seed in SEEDS:
-        dataset = load_dataset("sparse-gaussian", DESIGN, seed)
+        dataset = load_dataset("sparse-gaussian", PROBLEM, seed)
         for algorithm in ALGORITHMS:
             oracle = LocalOracle(dataset, budget=Budget(per_example=ATTRIBUTES_PER_EXAMPLE), seed=seed)
             # the paper's setting, as the murata-synthetic preset runs it: the theorems' constants and the working
             # batch of 100 (the practical defaults give AELR a step that moves w: 19-21 here)
-            result = run_algorithm(algorithm, oracle, seed=seed, eval_every=DESIGN["n_train"], defaults="theory")
-            assert result.status == "finished" and result.examples == DESIGN["n_train"]
+            result = run_algorithm(algorithm, oracle, seed=seed, eval_every=PROBLEM["n_train"], defaults="theory")
+            assert result.status == "finished" and result.examples == PROBLEM["n_train"]
             out[algorithm].append(result.final.test_mse)
     return {a: np.array(v) for a, v in out.items()}
 
 
 def test_aelr_defaults_to_a_ball_that_contains_theta_star() -> None:
-    dataset = load_dataset("sparse-gaussian", DESIGN, 0)
+    dataset = load_dataset("sparse-gaussian", PROBLEM, 0)
     oracle = LocalOracle(dataset, budget=Budget(per_example=ATTRIBUTES_PER_EXAMPLE), seed=0)
-    aelr = build_algorithm("aelr", oracle, params={}, seed=0, max_examples=DESIGN["n_train"])
+    aelr = build_algorithm("aelr", oracle, params={}, seed=0, max_examples=PROBLEM["n_train"])
     assert aelr.B == pytest.approx(np.abs(dataset.true_weights).sum()) == pytest.approx(25.0)
 
 

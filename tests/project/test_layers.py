@@ -69,7 +69,8 @@ def test_the_contracts_name_what_breaks_them(tmp_path: Path) -> None:
 
 
 def test_the_dashboards_pages_are_the_top_floor_s() -> None:
-    """DESIGN.md puts the dashboards' pages on the top floor: the services below answer them with JSON and events."""
+    """The dashboards' pages are the top floor's (docs/internals/layout.md): the services below answer them with JSON
+    and events."""
     pages = {".html", ".js", ".css"}
     below = [f.relative_to(ROOT) for package in ("budgetlab", "web", "server", "learner")
              for f in (ROOT / package).rglob("*") if f.suffix in pages]
