@@ -12,6 +12,7 @@ from budgetlab.bearer import bearer_token
 from budgetlab.errors import Code, refusal
 from server.config import Settings
 from server.sessions import SessionService
+from web.state import from_state
 
 # The schemes declare the bearers in the OpenAPI document, so that /docs can authorize. They never refuse
 # (auto_error=False): the header is parsed below, so a missing, malformed or non-ASCII bearer stays this oracle's
@@ -34,14 +35,8 @@ Credentials = HTTPAuthorizationCredentials | None
 ADMIN_REFUSALS = (Code.UNAUTHORIZED, Code.ADMIN_DISABLED, Code.FORBIDDEN, Code.INVALID_REQUEST)
 
 
-async def service(request: Request) -> SessionService:
-    found: SessionService = request.app.state.sessions
-    return found
-
-
-async def settings(request: Request) -> Settings:
-    found: Settings = request.app.state.settings
-    return found
+service = from_state("sessions", SessionService)
+settings = from_state("settings", Settings)
 
 
 def _token(request: Request) -> str:

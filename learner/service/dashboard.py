@@ -38,6 +38,7 @@ from learner.service.reports import REPORTS_ENV, ReportDetail, ReportList, Repor
 from learner.service.runs import RunManager
 from learner.service.store import RunStore
 from web.events import Events, event_stream
+from web.state import from_state
 
 ORACLE_PUBLIC_ENV = "BUDGETLAB_ORACLE_PUBLIC_URL"
 POLL_SECONDS = 0.5
@@ -175,16 +176,10 @@ def comparison_plot(name: ReportName, plot: Annotated[str, PathParam(min_length=
     return FileResponse(REPORTS.plot(name, plot))
 
 
-async def oracle_readiness(request: Request) -> OracleReadiness:
-    """The app's one look at its oracle's readiness (shared by every viewer)."""
-    found: OracleReadiness = request.app.state.oracle_readiness
-    return found
-
-
 # Not in the OpenAPI document: an event stream never ends, which no schema-driven client (or fuzzer) expects.
 @router.get("/v1/events", include_in_schema=False)
 async def events(request: Request, caller: CurrentCaller, manager: Runs, store: Store,
-                 oracle: Annotated[OracleReadiness, Depends(oracle_readiness)],
+                 oracle: Annotated[OracleReadiness, Depends(from_state("oracle_readiness", OracleReadiness))],
                  limit: Annotated[int, Query(ge=1, le=200)] = 50) -> StreamingResponse:
     """Server-sent events: ``runs`` when the caller's runs change, ``curve`` with their new curve points."""
     feed = RunFeed(manager, store, caller, limit, oracle)

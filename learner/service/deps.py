@@ -16,46 +16,24 @@ from learner.service.oracle_access import OracleAllowList
 from learner.service.runs import RunManager
 from learner.service.settings import LearnerSettings
 from learner.service.store import RunStore
+from web.state import from_state
 
 # Declares the scheme in the OpenAPI document (so /docs can authorize); the header itself is checked by ``Callers``.
 SCHEME = HTTPBearer(auto_error=False, scheme_name="LearnerToken",
                     description="a caller token from POST /v1/callers, or the learner's admin token")
 
 
-async def settings(request: Request) -> LearnerSettings:
-    found: LearnerSettings = request.app.state.settings
-    return found
-
-
-async def runs(request: Request) -> RunManager:
-    found: RunManager = request.app.state.runs
-    return found
-
-
-async def store(request: Request) -> RunStore:
-    found: RunStore = request.app.state.store
-    return found
-
-
-async def oracles(request: Request) -> OracleAllowList:
-    found: OracleAllowList = request.app.state.oracles
-    return found
-
-
-async def callers(request: Request) -> Callers:
-    found: Callers = request.app.state.callers
-    return found
+Config = Annotated[LearnerSettings, Depends(from_state("settings", LearnerSettings))]
+Runs = Annotated[RunManager, Depends(from_state("runs", RunManager))]
+Store = Annotated[RunStore, Depends(from_state("store", RunStore))]
+Oracles = Annotated[OracleAllowList, Depends(from_state("oracles", OracleAllowList))]
+CallerTokens = Annotated[Callers, Depends(from_state("callers", Callers))]
 
 
 # Not async: identifying a caller reads the database, which must not hold the event loop.
-def current_caller(request: Request, known: Annotated[Callers, Depends(callers)],
+def current_caller(request: Request, known: CallerTokens,
                    _: Annotated[HTTPAuthorizationCredentials | None, Depends(SCHEME)] = None) -> Caller:
     return known.identify(request.headers.get("authorization"))
 
 
-Config = Annotated[LearnerSettings, Depends(settings)]
-Runs = Annotated[RunManager, Depends(runs)]
-Store = Annotated[RunStore, Depends(store)]
-Oracles = Annotated[OracleAllowList, Depends(oracles)]
-CallerTokens = Annotated[Callers, Depends(callers)]
 CurrentCaller = Annotated[Caller, Depends(current_caller)]

@@ -11,25 +11,13 @@ from pydantic import SecretStr
 from budgetlab.oracle_client import DEFAULT_ORACLE_URL
 from learner.algorithms import TARGET
 from learner.cluster import SCHEDULER_ENV, WORKERS_ENV
+from web.environment import env_count, env_float, env_int, env_names
 
 MAX_QUEUED = 16
 
 
 def default_database_url() -> str:
     return os.environ.get("LEARNER_DATABASE_URL") or f"sqlite:///{Path.cwd() / 'budgetlab-runs.db'}"
-
-
-def _words(name: str) -> tuple[str, ...]:
-    return tuple(os.environ.get(name, "").replace(",", " ").split())
-
-
-def _int(name: str, default: int) -> int:
-    return int(os.environ.get(name) or default)
-
-
-def _optional_int(name: str) -> int | None:
-    text = os.environ.get(name)
-    return int(text) if text else None
 
 
 @dataclass(frozen=True)
@@ -39,7 +27,7 @@ class LearnerSettings:
     # The oracle of runs that name none; always on the allow-list.
     oracle_url: str = field(default_factory=lambda: os.environ.get("ORACLE_URL") or DEFAULT_ORACLE_URL)
     # Further oracles a run may name (space or comma separated URLs); no other URL is ever contacted.
-    extra_oracles: tuple[str, ...] = field(default_factory=lambda: _words("BUDGETLAB_LEARNER_ORACLES"))
+    extra_oracles: tuple[str, ...] = field(default_factory=lambda: env_names("BUDGETLAB_LEARNER_ORACLES") or ())
     # An account's API key on the oracle: the sessions of runs that bring no key of their own draw on its allowance
     # (unset: anonymous sessions, where the oracle opens them).
     api_key: SecretStr | None = field(
@@ -48,28 +36,28 @@ class LearnerSettings:
     # Sees, audits and cancels every caller's runs; unset means there is no admin.
     admin_token: str | None = field(default_factory=lambda: os.environ.get("BUDGETLAB_LEARNER_ADMIN_TOKEN") or None)
     # Runs executing at once; the others wait with status 'queued'. Unset: as many as the workers run at once.
-    max_running: int | None = field(default_factory=lambda: _optional_int("BUDGETLAB_LEARNER_MAX_RUNNING"))
+    max_running: int | None = field(default_factory=lambda: env_count("BUDGETLAB_LEARNER_MAX_RUNNING"))
     # Where runs execute: the Dask scheduler of a cluster (tcp://HOST:8786), else a LocalCluster of `workers`
     # processes started with the learner (unset: one per core).
     scheduler: str | None = field(default_factory=lambda: os.environ.get(SCHEDULER_ENV) or None)
-    workers: int | None = field(default_factory=lambda: _optional_int(WORKERS_ENV))
+    workers: int | None = field(default_factory=lambda: env_count(WORKERS_ENV))
     # Runs one caller may have queued or executing at once (429 too_many_runs past it): each holds an oracle session
     # open. A comparison sends as many at a time as the machine has cores.
-    max_queued: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_MAX_QUEUED", MAX_QUEUED))
+    max_queued: int = field(default_factory=lambda: env_int("BUDGETLAB_LEARNER_MAX_QUEUED", MAX_QUEUED))
     # Ended runs kept in memory for fast reads; older ones are read back from the database.
-    retained_runs: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_RETAINED_RUNS", 100))
+    retained_runs: int = field(default_factory=lambda: env_int("BUDGETLAB_LEARNER_RETAINED_RUNS", 100))
     # A request body: a run's request is a few hundred bytes, so 1 MiB leaves room for any real one (413 above).
-    max_body_bytes: int = field(default_factory=lambda: _int("BUDGETLAB_LEARNER_MAX_BODY_BYTES", 1 << 20))
+    max_body_bytes: int = field(default_factory=lambda: env_int("BUDGETLAB_LEARNER_MAX_BODY_BYTES", 1 << 20))
 
     # New callers per second from one client address, in bursts of up to callers_burst (429 past it; 0: no limit).
     callers_per_second: float = field(
-        default_factory=lambda: float(os.environ.get("BUDGETLAB_LEARNER_CALLERS_PER_SECOND") or 5))
+        default_factory=lambda: env_float("BUDGETLAB_LEARNER_CALLERS_PER_SECOND", 5))
     callers_burst: float = field(
-        default_factory=lambda: float(os.environ.get("BUDGETLAB_LEARNER_CALLERS_BURST") or 100))
+        default_factory=lambda: env_float("BUDGETLAB_LEARNER_CALLERS_BURST", 100))
 
     # Algorithms a run may name as package.module:Class (space or comma separated), beside budgetlab's and the installed
     # plugins' (entry points of 'budgetlab.algorithms'); a run naming any other code to import is refused.
-    algorithm_targets: tuple[str, ...] = field(default_factory=lambda: _words("BUDGETLAB_LEARNER_ALGORITHMS"))
+    algorithm_targets: tuple[str, ...] = field(default_factory=lambda: env_names("BUDGETLAB_LEARNER_ALGORITHMS") or ())
 
     def __post_init__(self) -> None:
         malformed = [t for t in self.algorithm_targets if not TARGET.fullmatch(t)]

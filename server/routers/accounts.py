@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 
 from budgetlab.contract.accounts import (
     AccountAudit,
@@ -17,6 +17,7 @@ from budgetlab.contract.accounts import (
 from budgetlab.errors import Code, refusal, responses
 from server.accounts import AccountService
 from server.deps import ADMIN_REFUSALS, Admin, ApiKey
+from web.state import from_state
 
 router = APIRouter(tags=["accounts"])
 AccountId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$")]
@@ -25,12 +26,7 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="sessions listed, newest
 KEY_REFUSALS = (Code.UNAUTHORIZED, Code.INVALID_REQUEST)
 
 
-async def account_service(request: Request) -> AccountService:
-    service: AccountService = request.app.state.accounts
-    return service
-
-
-Accounts = Annotated[AccountService, Depends(account_service)]
+Accounts = Annotated[AccountService, Depends(from_state("accounts", AccountService))]
 
 
 def _required(key: str | None) -> str:
