@@ -40,8 +40,14 @@ def skipped(output: str) -> tuple[int, int]:
 
 
 def stored(out: Path) -> int:
+    """The runs in the store; 0 while it is being created (its file exists a moment before its table)."""
     with sqlite3.connect(out / STORE) as db:
-        return int(db.execute("SELECT count(*) FROM runs").fetchone()[0])
+        try:
+            return int(db.execute("SELECT count(*) FROM runs").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            return 0
 
 
 def assert_real_png(path: Path) -> None:
