@@ -43,13 +43,14 @@ class Observer(threading.Thread):
 
 class Client(Observer):
     """Observes fresh examples of its own session over plain HTTP, one request at a time, sending a request again
-    until it gets an answer; keeps every value it was answered with a 200. Any answer but 200 and 503 (refused,
+    until it gets an answer; keeps every value it was answered with a 200. Any answer but 200, 503 and 429 (refused,
     nothing done: sent again) is an error, and ends it."""
 
     def __init__(self, url: str, session: dict, seed: int, stop: threading.Event, d: int = 20,
                  pause: float = 0.0) -> None:
         super().__init__(url, session, seed, stop, d, pause)
         self.refused = 0  # 503s
+        self.rate_limited = 0  # 429s
 
     def request(self, example: int) -> tuple[str, dict]:
         attributes = self.rng.sample(range(self.d), 3)
@@ -73,6 +74,10 @@ class Client(Observer):
                         continue
                     if answer.status_code == 503:  # busy, or the database away: nothing was done, send it again
                         self.refused += 1
+                        continue
+                    if answer.status_code == 429:  # a restarted worker rebuilds the dataset: nothing was done either
+                        self.rate_limited += 1
+                        time.sleep(min(float(answer.headers.get("Retry-After", "1")), 2.0))
                         continue
                     if answer.status_code != 200:
                         self.errors.append(f"{answer.status_code} {answer.text[:200]}")
