@@ -132,8 +132,9 @@ def show_presets(console: Console) -> None:
     for name, cfg in presets().items():
         # Preset texts name config sections ("[tune]"): printed as text, not as rich markup.
         time_text = escape(cfg.expected_time or "run time not stated")
-        console.print(f"[bold]{name}[/]  ({time_text}; --quick under a minute)\n    {escape(cfg.title)}",
-                      soft_wrap=True)
+        measured = cfg.measured.text() if cfg.measured else "full run not timed yet (benchmarks/preset_times.py)"
+        console.print(f"[bold]{name}[/]  ({time_text}; --quick under a minute)\n    {escape(cfg.title)}\n"
+                      f"    {escape(measured)}", soft_wrap=True)
 
 
 def check(options: CompareOptions) -> None:

@@ -159,10 +159,31 @@ class TuneSpec(Strict):
                                 "(default: every attribute its weights use)")
 
 
+class MeasuredTime(Strict):
+    """``measured``: how long the full comparison took when last timed (``benchmarks/preset_times.py`` writes it), so
+    that ``compare --list`` and the report quote a measurement with its date, not a guess."""
+
+    date: str = Field(..., pattern=r"^\d{4}-\d{2}-\d{2}$", description="the day of the measurement (YYYY-MM-DD)")
+    cores: int = Field(..., ge=1, description="the machine's cores")
+    parallel: int = Field(..., ge=1, description="runs at a time (--parallel)")
+    local_minutes: float = Field(..., gt=0, description="wall time of compare --local")
+    cpu_minutes: float = Field(..., gt=0, description="CPU time of compare --local, its worker processes included")
+    services_minutes: float | None = Field(None, gt=0, description="wall time through the services compare starts")
+
+    def text(self) -> str:
+        services = ", through the services not measured"
+        if self.services_minutes:
+            ratio = self.services_minutes / self.local_minutes
+            services = f", {self.services_minutes:.1f} through the services ({ratio:.1f}x)"
+        return (f"measured {self.date} on {self.cores} cores, {self.parallel} at a time: {self.local_minutes:.1f} min "
+                f"--local ({self.cpu_minutes:.1f} CPU-min){services}")
+
+
 class CompareConfig(Strict):
     title: str
     description: str = ""
     expected_time: str = Field("", description="how long the full comparison takes (presets state it)")
+    measured: MeasuredTime | None = None
     dataset: DatasetSpec | None = None
     budget: Budget = Field(default_factory=Budget)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)

@@ -331,6 +331,8 @@ def how_it_ran(config: CompareConfig, mode: str, preset: str | None, quick: bool
              f"- {software(origin)}"]
     if config.expected_time:
         lines.append(f"- expected run time of the full comparison: {config.expected_time}")
+    if config.measured:
+        lines.append(f"- run time of the full comparison, {config.measured.text()}")
     return [*lines, ""]
 
 

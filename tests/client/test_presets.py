@@ -34,6 +34,8 @@ def test_list_names_every_preset_with_its_run_time() -> None:
     for name in preset_names():
         assert name in result.output
         assert load_preset(name).expected_time in result.output
+        measured = load_preset(name).measured  # the last measurement, with its date, or that there is none
+        assert (measured.text() if measured else "full run not timed yet") in result.output
 
 
 @pytest.mark.parametrize("name", sorted(PAPERS))

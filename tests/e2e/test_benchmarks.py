@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
+from client.comparison.config import MeasuredTime
 from tests.helpers import ROOT
 
 BENCHMARKS = ROOT / "benchmarks"
@@ -103,3 +106,32 @@ def test_health_bench_json_holds_the_logs_bound_the_headroom_and_the_floods_figu
         assert figures[name]["value"] > 0, name
     # The oracle stopped as the sandbox stops it leaves an empty log, whatever the machine (the last checkpoint).
     assert figures["wal_left_after_stop_mb"]["value"] == 0
+
+
+@pytest.mark.slow
+def test_preset_times_json_holds_the_wall_and_cpu_minutes_with_their_verdict() -> None:
+    report = json.loads(run("preset_times.py", "--json", "--local-only"))
+    figures = report["figures"]
+    assert figures["cost-aware-priced_local_minutes"]["result"] in ("PASS", "MISS")
+    assert 0 < figures["cost-aware-priced_local_cpu_minutes"]["value"]
+    assert any(note.startswith("cost-aware-priced: claims ") for note in report["notes"])
+
+
+def test_preset_times_writes_the_measured_line_that_list_and_the_config_read(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import preset_times
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    preset = tmp_path / "p.toml"
+    preset.write_text('title = "t"\nexpected_time = "about a minute"\nseeds = [0]\n\n[[algorithms]]\nid = "aerr"\n')
+    monkeypatch.setattr(preset_times, "PRESET_DIR", tmp_path)
+    fields = {"date": "2026-11-29", "cores": 2, "parallel": 2, "local_minutes": 4.5, "cpu_minutes": 8.1}
+    preset_times.write_measured("p", fields)
+    preset_times.write_measured("p", {**fields, "services_minutes": 9.0})  # measured again: replaced, not added
+    text = preset.read_text()
+    assert text.count("measured = ") == 1 and text.index("expected_time") < text.index("measured") < text.index("[[")
+    measured = tomllib.loads(text)["measured"]
+    assert MeasuredTime(**measured).text() == ("measured 2026-11-29 on 2 cores, 2 at a time: 4.5 min --local "
+                                               "(8.1 CPU-min), 9.0 through the services (2.0x)")
