@@ -200,13 +200,13 @@ def test_a_step_s_moves_set_at_once_give_the_tree_they_give_one_by_one() -> None
     # the one that setting them one by one gives, bit for bit, or the inner-product draws change.
     rng = np.random.default_rng(14)
     one_by_one, at_once = SumTree(rng.random(500)), SumTree(np.zeros(500))
-    at_once.rebuild(np.array(one_by_one._t[one_by_one.size : one_by_one.size + 500]))
+    at_once.rebuild(np.array(one_by_one.nodes()[one_by_one.size : one_by_one.size + 500]))
     for _ in range(200):
         moved = dict(zip(rng.choice(500, 47, replace=False).tolist(), rng.random(47).tolist(), strict=True))
         for i, w in moved.items():
             one_by_one.set(i, w)
         at_once.set_many(moved)
-        assert at_once._t == one_by_one._t
+        assert at_once.nodes() == one_by_one.nodes()
 
 
 # --- budget ---------------------------------------------------------------------------------------
