@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from budgetlab.contract.base import built
 from budgetlab.contract.budgets import Budget, Remaining
 
 # Costs are summed in floating point; a budget equal to the exact sum must not fail on the last ulp.
@@ -42,12 +43,8 @@ def remaining(budget: Budget, spent_cost: float, example: int | None = None, use
     if example is not None and budget.per_example is not None:
         example_left = max(budget.per_example - (used or 0), 0)
     # The budget is validated and the counters are the engine's: nothing left to validate, on every step's answer.
-    return Remaining.model_construct(
-        total=total_left,
-        per_example=budget.per_example,
-        example=example,
-        example_attributes=example_left,
-    )
+    return built(Remaining, total=total_left, per_example=budget.per_example, example=example,
+                 example_attributes=example_left)
 
 
 def enforce(

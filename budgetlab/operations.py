@@ -193,11 +193,11 @@ def _nothing() -> None:
 
 
 def _step(attributes: Sequence[int]) -> StepRequest:
-    return StepRequest(attributes=[int(a) for a in attributes])
+    return StepRequest(attributes=list(map(int, attributes)))
 
 
 def _observe(example: int, attributes: Sequence[int]) -> ObserveRequest:
-    return ObserveRequest(example=int(example), attributes=[int(a) for a in attributes])
+    return ObserveRequest(example=int(example), attributes=list(map(int, attributes)))
 
 
 def _observe_batch(items: Sequence[tuple[int, Sequence[int]]]) -> ObserveBatchRequest:
@@ -213,7 +213,7 @@ def _predict(example: int, prediction: float) -> PredictRequest:
 
 
 def _evaluate(weights: Sequence[float], bias: float = 0.0) -> EvaluateRequest:
-    return EvaluateRequest(weights=[float(w) for w in weights], bias=float(bias))
+    return EvaluateRequest(weights=list(map(float, weights)), bias=float(bias))
 
 
 def _ledger(after: int = -1, limit: int = 1000) -> LedgerQuery:

@@ -44,6 +44,9 @@ class Oracle(TypingProtocol):
     def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
         """``next`` and the values of these attributes of the issued example, in one request."""
 
+    def step_observed(self, attributes: Sequence[int]) -> tuple[int, float | None, dict[int, float]]:
+        """``step``, its values as an algorithm takes them: attribute (an int) -> value (a float)."""
+
     def observe(self, example: int, attributes: Sequence[int]) -> np.ndarray: ...
 
     def label(self, example: int) -> float: ...
@@ -87,6 +90,13 @@ class SessionOracle:
         self.spent = answer.spent
         return answer.example, answer.label, np.asarray(answer.values, dtype=np.float64)
 
+    def step_observed(self, attributes: Sequence[int]) -> tuple[int, float | None, dict[int, float]]:
+        # The answer's attributes are the request's, made ints by the session; its values are floats already.
+        answer = self.session.step(attributes)
+        self.attributes += answer.fresh
+        self.spent = answer.spent
+        return answer.example, answer.label, dict(zip(answer.attributes, answer.values, strict=True))
+
     def observe(self, example: int, attributes: Sequence[int]) -> np.ndarray:
         answer = self.session.observe(example, attributes)
         self.attributes += answer.fresh
@@ -100,7 +110,8 @@ class SessionOracle:
         return self.session.predict(example, prediction).label
 
     def evaluate(self, weights: np.ndarray, bias: float = 0.0) -> EvaluateResponse:
-        return self.session.evaluate(np.asarray(weights, dtype=np.float64).tolist(), bias)
+        weights_list: list[float] = np.asarray(weights, dtype=np.float64).tolist()
+        return self.session.evaluate(weights_list, bias)
 
     def second_moments(self) -> np.ndarray:
         return np.asarray(self.session.moments().second_moments, dtype=np.float64)

@@ -137,10 +137,9 @@ class Learning:
     def step(self) -> None:
         """One example: the algorithm chooses its attributes, pays for them and learns from what they showed."""
         algorithm = self.algorithm
-        # The algorithms choose before they see the example, so one step request issues and observes it.
-        wanted = [int(a) for a in algorithm.select()]
-        example, y, values = self.oracle.step(wanted)
-        observed = dict(zip(wanted, (float(v) for v in values), strict=True))
+        # The algorithms choose before they see the example, so one step request issues and observes it (the session
+        # makes the attributes ints, and the answer's values are floats: the algorithm takes them as they come).
+        example, y, observed = self.oracle.step_observed(algorithm.select())
         if self.online:
             y_hat = algorithm.predict_one(observed)
             y = self.oracle.predict(example, y_hat)

@@ -194,7 +194,7 @@ class EvaluateRequest(Strict):
     def _finite(self) -> EvaluateRequest:
         import math
 
-        if not all(math.isfinite(w) for w in self.weights):
+        if not all(map(math.isfinite, self.weights)):
             raise ValueError("weights must be finite numbers")
         return self
 
