@@ -129,3 +129,15 @@ def test_cells_a_step_paid_for_are_free_to_observe_again_and_the_same() -> None:
     with pytest.raises(BudgetExhausted):  # 4 paid of k = 4 with 1 more: the fifth is refused, nothing charged
         s.observe(first.example, [1, 4])
     assert s.counters.spent_attributes == 4
+
+
+def test_a_small_test_split_is_kept_read_only_as_its_chunks_are_read() -> None:
+    dataset = _data(40, 5)
+    chunked = [(X.copy(), y.copy()) for X, y in dataset.iter_split("test", chunk=1)]
+    first, again = list(dataset.iter_split("test")), list(dataset.iter_split("test"))
+    assert len(first) == len(again) == 1 and again[0][0] is first[0][0]  # kept, not converted again
+    X, y = first[0]
+    assert not X.flags.writeable and not y.flags.writeable
+    assert np.array_equal(X, np.concatenate([c for c, _ in chunked])) and np.array_equal(y, [v for _, c in chunked
+                                                                                            for v in c])
+    assert [x for x, _ in dataset.iter_split("train")][0] is not [x for x, _ in dataset.iter_split("train")][0]

@@ -1,0 +1,224 @@
+"""In-process runs at the cost of their math (issue 36, item 1): what a run spends per example around the
+algorithm, and AERR's time per example beside main at f1662c7, measured in the same run on the same machine.
+
+- Overhead: a do-nothing algorithm (it selects its budget's first attributes and learns nothing) run in-process
+  (``run_algorithm`` on a ``LocalOracle``): its CPU time per example is all the run spends outside an algorithm's
+  own arithmetic (the engine's step, the answer objects, the budgets, the runner's bookkeeping and its evaluations
+  at the default schedule, 20 a run). Target: at most 10 us. The same without the evaluations but the last one
+  (``..._steps_only``) says how much of it the evaluations are.
+- AERR's CPU time per example in-process, here and at f1662c7 (a ``git worktree`` of that commit in a temporary
+  directory, its code imported by a child process through PYTHONPATH), on ``mnist-3v5`` with k = 57 (the whole
+  900-example split, as the issue profiled it) and on ``sparse-gaussian`` with 25 of 500 attributes. Target: here
+  at most a third of f1662c7. The weights both learn must be the same, bit for bit (same seed, same parameters).
+
+Every figure is CPU time (``time.process_time``) of a child process, so other work on the machine slows the wall
+clock, not the figure; each child times its runs after a warm-up, and the two trees' children alternate, round after
+round, so that a change in the machine's load falls on both. A figure is the median over the rounds.
+
+Usage: ``python benchmarks/overhead_bench.py [--json] [--smoke]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# The child's tree: the code of whichever tree PYTHONPATH names (the parent's: this one).
+from learner.algorithms.base import Algorithm, Problem
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = "f1662c7"
+OVERHEAD_TARGET_US = 10.0
+RATIO_TARGET = 1 / 3
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    dataset: str
+    params: dict[str, Any]
+    k: int
+    examples: int | None  # None: the whole training split
+    runs: int  # timed runs in each child (a short run is repeated, so that it is timed long enough)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    scenarios: tuple[Scenario, ...]
+    rounds: int
+
+
+FULL = Sizes((Scenario("mnist", "mnist-3v5", {}, 57, None, 5),
+              Scenario("sparse", "sparse-gaussian", {"n_train": 20_000, "n_test": 2_000}, 25, 20_000, 1)), rounds=5)
+SMOKE = Sizes((Scenario("mnist", "mnist-3v5", {}, 57, 60, 1),
+               Scenario("sparse", "sparse-gaussian", {"n_train": 600, "n_test": 100}, 25, 500, 1)), rounds=1)
+
+
+# --- the child: one tree's code, one scenario ------------------------------------------------------------------
+
+
+class DoNothing(Algorithm):
+    """Selects the first k attributes, learns nothing: a run of it is all overhead."""
+
+    id = "do-nothing"
+    name = "do nothing"
+    paper = "none"
+    algorithm = "none"
+
+    def __init__(self, problem: Problem, seed: int = 0) -> None:
+        super().__init__(problem, seed)
+        self._selected = list(range(problem.budget))
+        self._weights = np.zeros(problem.d)
+
+    def select(self) -> Sequence[int]:
+        return self._selected
+
+    def update(self, observed: Any, y: float) -> None:
+        return None
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self._weights
+
+
+def child(algorithm: str, scenario: Scenario, eval_once: bool) -> dict[str, Any]:
+    """``runs`` timed in-process runs after a warm-up: CPU microseconds per example (the median), the weights' hash."""
+    import learner.runner
+    from budgetlab.contract.budgets import Budget
+    from learner.oracle import LocalOracle
+
+    if algorithm == "do-nothing":
+        known = learner.runner.get_algorithm
+        learner.runner.get_algorithm = lambda name: DoNothing if name == "do-nothing" else known(name)  # type: ignore
+
+    def run(examples: int | None) -> tuple[float, Any]:
+        oracle = LocalOracle(scenario.dataset, dataset_params=scenario.params, budget=Budget(per_example=scenario.k),
+                             seed=0)
+        horizon = min(examples or oracle.n_examples, oracle.n_examples)
+        started = time.process_time()
+        result = learner.runner.run_algorithm(algorithm, oracle, seed=0, max_examples=horizon,
+                                              eval_every=horizon if eval_once else None)
+        spent = time.process_time() - started
+        assert result.examples == horizon, (result.status, result.message)
+        return spent / horizon * 1e6, result
+
+    run(50)  # imports, caches, the dataset's pages
+    timed = [run(scenario.examples) for _ in range(scenario.runs)]
+    weights = np.asarray(timed[0][1].weights, dtype=np.float64)
+    return {"us_per_example": statistics.median(t for t, _ in timed),
+            "weights_sha256": hashlib.sha256(weights.tobytes()).hexdigest(),
+            "code": str(Path(learner.runner.__file__).resolve().parent.parent)}
+
+
+# --- the parent: both trees, interleaved ---------------------------------------------------------------------------
+
+
+def baseline_tree(workdir: Path) -> Path | None:
+    """A worktree of f1662c7 under ``workdir`` (None, and a note, where git cannot make one)."""
+    tree = workdir / "f1662c7"
+    done = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), BASELINE],
+                          capture_output=True, text=True)
+    return tree if done.returncode == 0 else None
+
+
+def measure(tree: Path, algorithm: str, scenario: Scenario, eval_once: bool) -> dict[str, Any]:
+    """One child process on ``tree``'s code."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(
+        {"algorithm": algorithm, "scenario": scenario.__dict__, "eval_once": eval_once})]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(tree))
+    if done.returncode != 0:
+        raise RuntimeError(f"{algorithm} on {scenario.name} at {tree} failed:\n{done.stderr[-3000:]}")
+    answer: dict[str, Any] = json.loads(done.stdout)
+    if Path(answer["code"]) != tree.resolve():
+        raise RuntimeError(f"the child meant for {tree} ran the code at {answer['code']}")
+    return answer
+
+
+JOBS = (("do-nothing", False), ("do-nothing", True), ("aerr", False))
+
+
+def rounds(trees: dict[str, Path], sizes: Sizes) -> dict[tuple[str, str, bool, str], list[dict[str, Any]]]:
+    """Every job on every tree, round after round, the trees' order alternating."""
+    from _harness import progress
+
+    found: dict[tuple[str, str, bool, str], list[dict[str, Any]]] = {}
+    for r in range(sizes.rounds):
+        order = list(trees) if r % 2 == 0 else list(reversed(trees))
+        for scenario in sizes.scenarios:
+            for algorithm, eval_once in JOBS:
+                for label in order:
+                    answer = measure(trees[label], algorithm, scenario, eval_once)
+                    found.setdefault((scenario.name, algorithm, eval_once, label), []).append(answer)
+                    progress(f"round {r + 1}/{sizes.rounds} {scenario.name} {algorithm}"
+                             f"{' (steps only)' if eval_once else ''} {label}: {answer['us_per_example']:.1f} us")
+    return found
+
+
+def report_figures(found: dict[tuple[str, str, bool, str], list[dict[str, Any]]], sizes: Sizes, report: Any,
+                   baseline: bool) -> None:
+    def median(scenario: str, algorithm: str, eval_once: bool, label: str) -> float:
+        return statistics.median(a["us_per_example"] for a in found[(scenario, algorithm, eval_once, label)])
+
+    for scenario in sizes.scenarios:
+        name = scenario.name
+        overhead = median(name, "do-nothing", False, "here")
+        report.add(f"overhead_{name}_us_per_example", overhead, "us", f"<= {OVERHEAD_TARGET_US:g} us",
+                   overhead <= OVERHEAD_TARGET_US)
+        report.add(f"overhead_{name}_steps_only_us_per_example", median(name, "do-nothing", True, "here"), "us")
+        if baseline:
+            report.add(f"overhead_{name}_us_per_example_f1662c7", median(name, "do-nothing", False, BASELINE), "us")
+            report.add(f"overhead_{name}_steps_only_us_per_example_f1662c7",
+                       median(name, "do-nothing", True, BASELINE), "us")
+        here = median(name, "aerr", False, "here")
+        report.add(f"aerr_{name}_us_per_example", here, "us")
+        if baseline:
+            before = median(name, "aerr", False, BASELINE)
+            report.add(f"aerr_{name}_us_per_example_f1662c7", before, "us")
+            report.add(f"aerr_{name}_to_f1662c7", here / before, "x", "<= 0.333x", here / before <= RATIO_TARGET)
+            hashes = {a["weights_sha256"] for label in ("here", BASELINE)
+                      for a in found[(name, "aerr", False, label)]}
+            report.add(f"aerr_{name}_same_weights_as_f1662c7", len(hashes) == 1, "", "yes", len(hashes) == 1)
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        job = json.loads(sys.argv[2])
+        print(json.dumps(child(job["algorithm"], Scenario(**job["scenario"]), job["eval_once"])))
+        return
+    from _harness import Report, arguments
+
+    args = arguments(__doc__.split("\n\n")[0] if __doc__ else "")
+    sizes = SMOKE if args.smoke else FULL
+    report = Report("overhead_bench", "smoke" if args.smoke else "full")
+    with tempfile.TemporaryDirectory(prefix="overhead-bench-") as workdir:
+        base = baseline_tree(Path(workdir))
+        trees = {"here": ROOT} if base is None else {"here": ROOT, BASELINE: base}
+        if base is None:
+            report.note(f"no worktree of {BASELINE} (git worktree add failed): the figures here only")
+        try:
+            found = rounds(trees, sizes)
+        finally:
+            if base is not None:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
+                               capture_output=True)
+    report_figures(found, sizes, report, base is not None)
+    report.note(f"CPU time per example, median of {sizes.rounds} rounds, the trees' children alternating; "
+                f"{', '.join(f'{s.name}: {s.dataset} k={s.k}' for s in sizes.scenarios)}")
+    report.emit(args.json)
+
+
+if __name__ == "__main__":
+    main()
