@@ -131,7 +131,7 @@ class GenEstGradient(SampledGradient):
         if erf_coefficient(self._n) == 0.0:
             self._x, self._inv_q = [], []
             return []
-        self._draw_data_point(uniforms[: self.x_draws])
+        self._x, self._inv_q = self.sampler.draw_many(np.array(uniforms[: self.x_draws]))
         size = 0 if self.iterate.is_zero else genest_group_size(self._n, self.N)
         inner = iter(uniforms[self.x_draws + 1 :])
         for _ in range(self._n):

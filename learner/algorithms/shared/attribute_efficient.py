@@ -40,9 +40,11 @@ class DataPointSampler:
         self.d = d
         self.q = None if q is None else np.asarray(q, dtype=np.float64) / float(np.sum(q))
         if self.q is not None:
-            self._cumulative = np.cumsum(self.q).tolist()
+            self._cumulative_array = np.cumsum(self.q)
+            self._cumulative = self._cumulative_array.tolist()
             with np.errstate(divide="ignore"):
-                self._inverse = (1.0 / self.q).tolist()
+                self._inverse_array = 1.0 / self.q
+            self._inverse = self._inverse_array.tolist()
 
     def probabilities(self) -> np.ndarray:
         return np.full(self.d, 1.0 / self.d) if self.q is None else self.q
@@ -56,6 +58,20 @@ class DataPointSampler:
         while self._inverse[i] == math.inf:  # rounding at the very top can land past the last positive q
             i -= 1
         return i, self._inverse[i]
+
+    def draw_many(self, uniforms: np.ndarray) -> tuple[list[int], list[float]]:
+        """``draw`` of each of ``uniforms`` at once: the indices and their weights 1/q_i. The same indices: int()
+        truncates as astype does, and bisect_right finds what searchsorted's right side finds."""
+        d = self.d
+        if self.q is None:
+            return np.minimum((uniforms * d).astype(np.int64), d - 1).tolist(), [float(d)] * len(uniforms)
+        cumulative = self._cumulative_array
+        found = np.minimum(cumulative.searchsorted(uniforms * cumulative[-1], side="right"), d - 1)
+        inverse = self._inverse_array[found]
+        if not np.isfinite(inverse).all():
+            found = np.array([self.draw(u)[0] for u in uniforms.tolist()], dtype=np.int64)
+            inverse = self._inverse_array[found]
+        return found.tolist(), inverse.tolist()
 
 
 class SampledGradient:
@@ -85,29 +101,12 @@ class SampledGradient:
         self._ratios: list[float] = []
 
     def select(self) -> list[int]:
-        uniforms = self.rng.random(self.x_draws + self.inner_draws).tolist()
-        self._draw_data_point(uniforms[: self.x_draws])
+        uniforms = self.rng.random(self.x_draws + self.inner_draws)
+        self._x, self._inv_q = self.sampler.draw_many(uniforms[: self.x_draws])
         self._inner, self._ratios = [], []
         if not self.iterate.is_zero:
-            for u in uniforms[self.x_draws :]:
-                j, ratio = self.iterate.sample(u)
-                self._inner.append(j)
-                self._ratios.append(ratio)
+            self._inner, self._ratios = self.iterate.sample_many(uniforms[self.x_draws :].tolist())
         return list(dict.fromkeys(self._x + self._inner))
-
-    def _draw_data_point(self, uniforms: list[float]) -> None:
-        sampler = self.sampler
-        if sampler.q is None:
-            # ``DataPointSampler.draw`` for uniform q, inlined: AELR draws 49 indices an example at s' = 50.
-            d = sampler.d
-            self._x = [min(int(u * d), d - 1) for u in uniforms]
-            self._inv_q = [float(d)] * len(uniforms)
-            return
-        self._x, self._inv_q = [], []
-        for u in uniforms:
-            i, inv_q = sampler.draw(u)
-            self._x.append(i)
-            self._inv_q.append(inv_q)
 
     def estimates(self, observed: Observed, y: float) -> tuple[dict[int, float], dict[int, float]]:
         """(x̃, g̃) for the draws of the last select() (``shared.estimators.squared_loss_gradient``)."""

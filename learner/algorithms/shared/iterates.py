@@ -78,6 +78,17 @@ class ScaledIterate:
         c_j = 1.0 if self._c_list is None else self._c_list[j]
         return j, self.scale * self.tree.total * y_j / (abs(y_j) ** self.power * c_j)
 
+    def sample_many(self, uniforms: list[float]) -> tuple[list[int], list[float]]:
+        """``sample`` of each of ``uniforms``: the draws and their weights (the same floats, in the same order)."""
+        tree = self.tree
+        total = tree.total
+        drawn = [tree.find(u * total) for u in uniforms]
+        values: list[float] = self.y[drawn].tolist()
+        power, c, factor = self.power, self._c_list, self.scale * total
+        if c is None:
+            return drawn, [factor * v / abs(v) ** power for v in values]
+        return drawn, [factor * v / (abs(v) ** power * c[j]) for j, v in zip(drawn, values, strict=True)]
+
     # --- lazy bookkeeping the geometries build on ------------------------------------------------
 
     def _advance(self) -> None:

@@ -94,10 +94,10 @@ class LeastSquaresStep:
 
     def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float], y: float = 0.0) -> float:
         self.count += 1
-        self._sum += sum(v * v for v in x_tilde.values())
+        self._sum += sum([v * v for v in x_tilde.values()])
         r2 = self._sum / self.count
         if self.noise_aware:
-            self._gradients += sum(g * g for g in gradient.values())
+            self._gradients += sum([g * g for g in gradient.values()])
             self._labels += y * y
             if self._labels > 0:
                 r2 = max(r2, self._gradients / self._labels)
@@ -122,7 +122,7 @@ class ExponentiatedStep:
         self.last = 0.0
 
     def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float], y: float = 0.0) -> float:
-        self._energy += max((abs(g) for g in gradient.values()), default=0.0) ** 2
+        self._energy += max(map(abs, gradient.values()), default=0.0) ** 2
         self.last = math.sqrt(self._log / self._energy) if self._energy > 0 else 0.0
         if self._cap is not None:
             # 0 (the theorem's η, ``AtLeast``) until the cap's mean of ||x̃||² is trusted

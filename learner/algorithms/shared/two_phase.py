@@ -59,10 +59,11 @@ class TwoPhases:
         return self.current.select()
 
     def update(self, observed: Observed, y: float) -> None:
-        if self.phase == 1:
-            for i, value in observed.items():
-                self.counts[i] += 1
-                self.square_sums[i] += value * value
+        if self.phase == 1:  # each attribute once: an example's are distinct
+            at = np.fromiter(observed.keys(), dtype=np.int64, count=len(observed))
+            values = np.fromiter(observed.values(), dtype=np.float64, count=len(observed))
+            self.counts[at] += 1
+            self.square_sums[at] += values * values
         self.current.update(observed, y)
         self.seen += 1
         if self.phase == 1 and self.seen == self.m1:

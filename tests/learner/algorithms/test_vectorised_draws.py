@@ -1,0 +1,39 @@
+"""The algorithms' vectorised steps give what their one-at-a-time forms give, bit for bit (#36 item 1): the data-point
+draws of a whole example at once (``DataPointSampler.draw_many``) against ``draw`` of each uniform, the inner-product
+draws (``ScaledIterate.sample_many``) against ``sample``, with and without the per-attribute weights c of K&S §5."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from learner.algorithms.shared.attribute_efficient import DataPointSampler
+from learner.algorithms.shared.iterates import LassoIterate, RidgeIterate
+
+
+@pytest.mark.parametrize("q", [None, "powers", "zeros"])
+def test_draw_many_draws_what_draw_draws(q: str | None) -> None:
+    d = 40
+    weights = {None: None, "powers": np.arange(1, d + 1) ** -1.5, "zeros": np.r_[np.ones(d - 5), np.zeros(5)]}[q]
+    sampler = DataPointSampler(d, weights)
+    # the very top of [0, 1) too, where rounding can land past the last positive q
+    uniforms = np.r_[np.random.default_rng(0).random(500), 1.0 - 2.0**-53, 0.0]
+    indices, inverses = sampler.draw_many(uniforms)
+    one_by_one = [sampler.draw(u) for u in uniforms.tolist()]
+    assert indices == [i for i, _ in one_by_one]
+    assert [v.hex() for v in inverses] == [v.hex() for _, v in one_by_one]
+
+
+@pytest.mark.parametrize("kind", ["ridge", "ridge-c", "lasso", "lasso-c"])
+def test_sample_many_samples_what_sample_samples(kind: str) -> None:
+    d = 30
+    rng = np.random.default_rng(1)
+    c = rng.random(d) + 0.1 if kind.endswith("-c") else None
+    start = rng.standard_normal(d) * (rng.random(d) < 0.5)
+    iterate = (RidgeIterate(d, 10.0, power=2 if c is None else 1, c=c, start=start) if kind.startswith("ridge")
+               else LassoIterate(d, 100.0, c=c, start=start))
+    uniforms = rng.random(200).tolist()
+    drawn, ratios = iterate.sample_many(uniforms)
+    one_by_one = [iterate.sample(u) for u in uniforms]
+    assert drawn == [j for j, _ in one_by_one]
+    assert [r.hex() for r in ratios] == [r.hex() for _, r in one_by_one]
