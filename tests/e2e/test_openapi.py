@@ -39,15 +39,16 @@ def limited_oracle_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 
 
 @pytest.fixture(scope="module")
+# The first request builds the document (a second or two of CPU): on cores other jobs share it took over 5 s.
 def oracle_doc(shared_oracle_url: str) -> dict[str, Any]:
-    answer = httpx.get(f"{shared_oracle_url}/openapi.json", verify=tls_context())
+    answer = httpx.get(f"{shared_oracle_url}/openapi.json", timeout=60, verify=tls_context())
     assert answer.status_code == 200
     return answer.json()
 
 
 @pytest.fixture(scope="module")
 def learner_doc(learner_url: str) -> dict[str, Any]:
-    answer = httpx.get(f"{learner_url}/openapi.json", verify=tls_context())
+    answer = httpx.get(f"{learner_url}/openapi.json", timeout=60, verify=tls_context())
     assert answer.status_code == 200
     return answer.json()
 
