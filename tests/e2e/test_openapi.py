@@ -38,8 +38,8 @@ def limited_oracle_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
         yield url
 
 
-@pytest.fixture(scope="module")
 # The first request builds the document (a second or two of CPU): on cores other jobs share it took over 5 s.
+@pytest.fixture(scope="module")
 def oracle_doc(shared_oracle_url: str) -> dict[str, Any]:
     answer = httpx.get(f"{shared_oracle_url}/openapi.json", timeout=60, verify=tls_context())
     assert answer.status_code == 200
