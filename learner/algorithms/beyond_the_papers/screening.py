@@ -109,14 +109,16 @@ class Screening(Algorithm):
     def select(self) -> Sequence[int]:
         if self.screening:
             self._drawn = self.rng.choice(self.d, size=self.k, replace=False)
-            return [int(j) for j in self._drawn]
+            drawn: list[int] = self._drawn.tolist()
+            return drawn
         assert self.survivors is not None
-        return [int(j) for j in self.survivors]
+        survivors: list[int] = self.survivors.tolist()
+        return survivors
 
     def update(self, observed: Observed, y: float) -> None:
         if self.screening:
             drawn = self._drawn
-            x = np.array([observed[int(j)] for j in drawn])
+            x = np.array([observed[j] for j in drawn.tolist()])
             self.count[drawn] += 1
             self.sum_x[drawn] += x
             self.sum_xx[drawn] += x * x
@@ -127,7 +129,7 @@ class Screening(Algorithm):
                 self.survivors = np.sort(self._ranked()[: self.s])
             return
         assert self.survivors is not None
-        row = np.append([observed[int(j)] for j in self.survivors], 1.0)
+        row = np.array([*(observed[j] for j in self.survivors.tolist()), 1.0])
         self.gram += np.outer(row, row)
         self.moment += row * y
         self.fitted_rows += 1

@@ -85,7 +85,10 @@ def block_gradient(
 
     Unbiased because θ is supported on S, so θ|_S' x|_S = <θ, x> exactly.
     """
-    prediction = sum(theta[j] * observed[j] for j in support_.tolist())
+    on_support = support_.tolist()
+    values = np.fromiter(map(observed.__getitem__, on_support), dtype=np.float64, count=len(on_support))
+    # the products elementwise, then Python's sum of them one at a time, in order (NumPy's sums add in another)
+    prediction = sum((theta[support_] * values).tolist())
     x_block = np.array([observed[j] for j in block.tolist()])
     gradient: np.ndarray = 2.0 * (prediction - y) * x_block
     return gradient
@@ -140,8 +143,8 @@ class Exploration(Algorithm):
         return self.blocks[self._seen % len(self.blocks)]
 
     def select(self) -> Sequence[int]:
-        selected: list[int] = np.union1d(self.support, self._block).tolist()
-        return selected
+        # np.union1d's sorted distinct indices, without its NumPy calls
+        return sorted({*self.support.tolist(), *self._block.tolist()})
 
     def update(self, observed: Observed, y: float) -> None:
         block = self._block

@@ -92,7 +92,7 @@ class Hybrid(Algorithm):
 
     def select(self) -> Sequence[int]:
         phase = self.exploration if self.exploring else self.exploitation
-        return [int(j) for j in phase.select()]
+        return list(phase.select())
 
     def update(self, observed: Observed, y: float) -> None:
         if self.exploring:

@@ -77,12 +77,13 @@ class ObservePlan:
         """p_i = Prob[i ∈ S_t] given U_t."""
         return np.where(self.surely[attributes], 1.0, self.single)
 
-    def pair_inclusion(self, attributes: np.ndarray) -> np.ndarray:
-        """p_ij = Prob[i, j ∈ S_t] given U_t (p_ii = p_i on the diagonal)."""
+    def pair_inclusion(self, attributes: np.ndarray, inclusion: np.ndarray | None = None) -> np.ndarray:
+        """p_ij = Prob[i, j ∈ S_t] given U_t (p_ii = p_i on the diagonal: ``inclusion``, if given, is p_i)."""
         single, double = self.single, self.double
         random_part = (~self.surely[attributes]).astype(np.int64)
         pairs: np.ndarray = np.array([1.0, single, double])[random_part[:, None] + random_part[None, :]]
-        np.fill_diagonal(pairs, np.where(random_part, single, 1.0))
+        # np.fill_diagonal's own assignment, without its checks
+        pairs.flat[:: len(attributes) + 1] = self.inclusion(attributes) if inclusion is None else inclusion
         return pairs
 
 
@@ -115,9 +116,10 @@ def estimate_gradient(w: np.ndarray, observed: Observed, y: float, plan: Observe
     """ĝ_t of (6): an unbiased estimate of ∇(w'x - y)² = 2x(x'w - y) from the attributes S_t of ``plan``."""
     attributes = np.fromiter(observed.keys(), dtype=np.int64, count=len(observed))
     x = np.fromiter(observed.values(), dtype=np.float64, count=len(observed))
-    X = np.outer(x, x) / plan.pair_inclusion(attributes)
+    inclusion = plan.inclusion(attributes)
+    X = x[:, None] * x[None, :] / plan.pair_inclusion(attributes, inclusion)  # np.outer's own product
     g = np.zeros(plan.d)
-    g[attributes] = 2.0 * (X @ w[attributes]) - 2.0 * y * x / plan.inclusion(attributes)
+    g[attributes] = 2.0 * (X @ w[attributes]) - 2.0 * y * x / inclusion
     return g
 
 

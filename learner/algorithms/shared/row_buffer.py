@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from learner.algorithms.base import Observed
@@ -11,9 +13,18 @@ def dense_row(observed: Observed, d: int) -> np.ndarray:
     """The full attribute vector from a full-information observation (every attribute must be present)."""
     if len(observed) != d:
         raise ValueError(f"a full-information learner needs all {d} attributes, got {len(observed)}")
+    values = np.fromiter(observed.values(), dtype=float, count=d)
+    if list(observed) == in_order(d):  # as the runner builds it from select()'s range(d): no scatter needed
+        return values
     row = np.empty(d)
-    row[np.fromiter(observed.keys(), dtype=np.int64, count=d)] = np.fromiter(observed.values(), dtype=float, count=d)
+    row[np.fromiter(observed.keys(), dtype=np.int64, count=d)] = values
     return row
+
+
+@cache
+def in_order(d: int) -> list[int]:
+    """0..d-1, the attributes of a full observation in the order asked for."""
+    return list(range(d))
 
 
 class RowBuffer:
