@@ -319,10 +319,7 @@ class Algorithm(metaclass=AlgorithmType):
     def predict_one(self, observed: Observed) -> float:
         """Prediction from observed values only (online protocol); default <w, x> over what was seen."""
         w = self.current_weights()
-        at = np.fromiter(observed.keys(), dtype=np.int64, count=len(observed))
-        values = np.fromiter(observed.values(), dtype=np.float64, count=len(observed))
-        # the products elementwise, then Python's sum of them one at a time, in order (NumPy's sums add in another)
-        return float(sum((w[at] * values).tolist())) + self.bias
+        return float(sum(w[i] * v for i, v in observed.items())) + self.bias
 
     def current_weights(self) -> np.ndarray:
         """The iterate w_t used for online predictions; averaging algorithms override ``weights``."""

@@ -1,15 +1,12 @@
 """The algorithms' vectorised steps give what their one-at-a-time forms give, bit for bit (#36 item 1): the data-point
 draws of a whole example at once (``DataPointSampler.draw_many``) against ``draw`` of each uniform, the inner-product
-draws (``ScaledIterate.sample_many``) against ``sample``, with and without the per-attribute weights c of K&S §5, and
-the online prediction <w, x> over what was seen (``Algorithm.predict_one``) against a sum term by term."""
+draws (``ScaledIterate.sample_many``) against ``sample``, with and without the per-attribute weights c of K&S §5."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from learner.algorithms import Problem
-from learner.algorithms.ito_2017.ito1 import Ito1
 from learner.algorithms.shared.attribute_efficient import DataPointSampler
 from learner.algorithms.shared.iterates import LassoIterate, RidgeIterate
 
@@ -41,15 +38,3 @@ def test_sample_many_samples_what_sample_samples(kind: str) -> None:
     assert drawn == [j for j, _ in one_by_one]
     assert [r.hex() for r in ratios] == [r.hex() for _, r in one_by_one]
 
-
-def test_predict_one_adds_the_products_one_at_a_time_in_order() -> None:
-    rng = np.random.default_rng(2)
-    algorithm: Ito1 = Ito1(Problem(d=20, k=6, n_examples=10), 0)
-    for _ in range(300):
-        w = rng.standard_normal(20) * 10.0 ** rng.integers(-3, 3)
-        w[rng.integers(0, 20)] = -0.0
-        algorithm._w = w
-        seen = rng.choice(20, size=int(rng.integers(0, 7)), replace=False).tolist()
-        observed = {i: float(v) for i, v in zip(seen, rng.standard_normal(len(seen)), strict=True)}
-        expected = float(sum(w[i] * v for i, v in observed.items())) + algorithm.bias
-        assert algorithm.predict_one(observed).hex() == expected.hex()
