@@ -124,7 +124,7 @@ def test_cells_a_step_paid_for_are_free_to_observe_again_and_the_same() -> None:
     assert (again.fresh, again.charged) == (1, 1.0)
     row = first.values[1] // 10  # x[row, a] = 10 row + a
     assert again.values == [10 * row + 0, 10 * row + 2, 10 * row + 3]
-    assert s.paid.observed[first.example] == [3, 0, 2]
+    assert s.paid.observed[first.example] == (3, 0, 2)
     assert s.observe(first.example, [2, 3, 0]).charged == 0.0
     with pytest.raises(BudgetExhausted):  # 4 paid of k = 4 with 1 more: the fifth is refused, nothing charged
         s.observe(first.example, [1, 4])
