@@ -14,7 +14,7 @@ the changed leaves are more than a handful (``SumTree.set_many`` picks the cheap
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import cast
 
 import numpy as np
@@ -172,3 +172,23 @@ class RunningTotal:
         self._changes += 1
         if self._changes >= len(w):
             self._sum, self._compensation, self._changes = math.fsum(w), 0.0, 0
+
+    def set_many(self, indices: Iterable[int], weights: Iterable[float]) -> None:
+        """``set`` of each index to its weight, in order: the same additions in the same order, so the same total bit
+        for bit, in one call (an iterate moves tens of coordinates a step)."""
+        w = self._w
+        n = len(w)
+        s, compensation, changes = self._sum, self._compensation, self._changes
+        for i, weight in zip(indices, weights, strict=True):
+            delta = weight - w[i]
+            w[i] = weight
+            t = s + delta
+            if abs(s) >= abs(delta):
+                compensation += (s - t) + delta
+            else:
+                compensation += (delta - t) + s
+            s = t
+            changes += 1
+            if changes >= n:
+                s, compensation, changes = math.fsum(w), 0.0, 0
+        self._sum, self._compensation, self._changes = s, compensation, changes
