@@ -123,8 +123,9 @@ class AERBaseline(Algorithm):
         # a zero Ā leaves a linear objective, which any step size walks to the best vertex
         step = 1.0 / curvature if curvature > 0 else 1.0
         w = self._w
+        twice = 2 * A  # the gradient's 2Ā, formed once (``2 * A @ w`` is (2 * A) @ w: the same products)
         for _ in range(SOLVER_ITERATIONS):
-            nxt = project_l1_ball(w - step * (2 * A @ w - v), self.radius)
+            nxt = project_l1_ball(w - step * (twice @ w - v), self.radius)
             if np.max(np.abs(nxt - w)) <= SOLVER_TOLERANCE * max(1.0, np.max(np.abs(nxt))):
                 return nxt
             w = nxt
