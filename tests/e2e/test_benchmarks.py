@@ -33,6 +33,7 @@ def run(script: str, *flags: str, timeout: float = 180) -> str:
     return done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_oracle_bench_table_names_every_figure_with_its_verdict() -> None:
     out = run("oracle_bench.py")
@@ -45,6 +46,7 @@ def test_oracle_bench_table_names_every_figure_with_its_verdict() -> None:
         assert lines[name].endswith(("PASS", "MISS")), lines[name]
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_learner_bench_json_holds_every_figure_as_a_positive_rate() -> None:
     report = json.loads(run("learner_bench.py", "--json"))
@@ -58,6 +60,7 @@ def test_learner_bench_json_holds_every_figure_as_a_positive_rate() -> None:
     assert report["figures"]["aerr_mnist_stream_added_ms_per_example"]["result"] in ("PASS", "MISS")
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_first_contact_bench_json_holds_every_figure() -> None:
     report = json.loads(run("first_contact.py", "--json"))
@@ -75,6 +78,7 @@ def test_first_contact_bench_json_holds_every_figure() -> None:
     assert figures["run_json_stdout_is_one_json_document"]["value"] is True
 
 
+@pytest.mark.process
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # four Dask clusters and two pairs of services start, each taking seconds on busy cores
 def test_scaling_bench_json_holds_both_speedups_and_the_workers_memory() -> None:
@@ -95,6 +99,7 @@ def test_scaling_bench_json_holds_both_speedups_and_the_workers_memory() -> None
     assert figures["local_2_workers_worker0_runs"]["value"] + figures["local_2_workers_worker1_runs"]["value"] == 4
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_health_bench_json_holds_the_logs_bound_the_headroom_and_the_floods_figures() -> None:
     report = json.loads(run("health_bench.py", "--json"))
@@ -108,6 +113,7 @@ def test_health_bench_json_holds_the_logs_bound_the_headroom_and_the_floods_figu
     assert figures["wal_left_after_stop_mb"]["value"] == 0
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_preset_times_json_holds_the_wall_and_cpu_minutes_with_their_verdict() -> None:
     report = json.loads(run("preset_times.py", "--json", "--local-only"))
@@ -135,3 +141,16 @@ def test_preset_times_writes_the_measured_line_that_list_and_the_config_read(tmp
     measured = tomllib.loads(text)["measured"]
     assert MeasuredTime(**measured).text() == ("measured 2026-11-29 on 2 cores, 2 at a time: 4.5 min --local "
                                                "(8.1 CPU-min), 9.0 through the services (2.0x)")
+
+
+@pytest.mark.process
+@pytest.mark.slow
+def test_overhead_bench_json_holds_the_overhead_and_aerr_beside_f1662c7_with_the_same_weights() -> None:
+    report = json.loads(run("overhead_bench.py", "--json"))
+    figures = report["figures"]
+    for scenario in ("mnist", "sparse"):
+        assert figures[f"overhead_{scenario}_us_per_example"]["result"] in ("PASS", "MISS")
+        assert figures[f"overhead_{scenario}_steps_only_us_per_example"]["value"] > 0
+        if f"aerr_{scenario}_to_f1662c7" in figures:  # a clone without f1662c7's history has only the figures here
+            assert figures[f"aerr_{scenario}_to_f1662c7"]["result"] in ("PASS", "MISS")
+            assert figures[f"aerr_{scenario}_same_weights_as_f1662c7"]["result"] == "PASS"
