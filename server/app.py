@@ -23,6 +23,7 @@ from server.deps import is_admin
 from server.raw_bodies import add_components
 from server.routers import accounts, admin, datasets, health, sessions, stream
 from server.sessions import Admission, SessionService
+from server.small_steps import SmallSteps
 from server.steps import Caps
 from web.errors import install_error_handlers
 from web.limits import RequestLimits
@@ -54,6 +55,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.state.sessions = service
     app.state.accounts = AccountService(service)
     install_error_handlers(app)
+    app.add_middleware(SmallSteps)  # the innermost: inside the rates and limits every request meets
     limit(app, settings)
     optional_credentials_at_root(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes, setting="BUDGETLAB_MAX_BODY_BYTES",

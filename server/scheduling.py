@@ -8,19 +8,22 @@ to the thread pool.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from budgetlab.errors import SessionBusy
-from server.store import BUSY, GateHeld, NotNow
+from budgetlab.errors import Refused, SessionBusy
+from server.store import BUSY, Database, GateHeld, NotNow
 
 A = TypeVar("A")
 # Set while a step runs on the event loop (``promptly``): it must then raise NotNow rather than wait.
 _PROMPT: ContextVar[bool] = ContextVar("prompt", default=False)
+# A step waiting for its group (``GroupCommit``): the call, its arguments and the future of its answer.
+Pending = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
 
 
 def on_the_loop() -> bool:
@@ -53,3 +56,96 @@ async def promptly(call: Callable[..., A], *args: Any) -> A:
         if not await database.released(deadline - now):
             raise SessionBusy(BUSY)
     return await run_in_threadpool(call, *args)
+
+
+
+
+class GroupCommit:
+    """Small steps ready on the event loop at the same time, applied in one transaction (``Database.grouped``): the
+    first schedules the group's run for when the loop has taken every message it read at once (``call_soon``), and
+    each step's answer is handed back only once the group's commit returned, so nothing is answered that is not in
+    the ledger. A step refused in the group is rolled back alone (its savepoint), and gets its refusal.
+
+    A group that cannot be taken now (another write holds the lock), a step of it that would wait (a dataset to load),
+    or a fault of the group's transaction (any error but a refusal) leaves its steps to ``promptly``, one by one, as
+    before groups: each then gets the answer it gets alone. Only a SQLite ledger groups (there small writes run on
+    the loop); on PostgreSQL every step goes to ``promptly`` (the thread pool)."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._pending: list[Pending] = []
+
+    async def run(self, call: Callable[..., A], *args: Any) -> A:
+        """``call(*args)``, a small step of ``SessionService``, in the group of the steps ready now."""
+        if not self._database.sql.sqlite:
+            return await promptly(call, *args)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[A] = loop.create_future()
+        if not self._pending:
+            loop.call_soon(self._flush)
+        self._pending.append((call, args, future))
+        return await future
+
+    def _flush(self) -> None:
+        group, self._pending = self._pending, []
+        reset = _PROMPT.set(True)
+        try:
+            alone = self._one(*group[0]) if len(group) == 1 else self._together(group)
+        finally:
+            _PROMPT.reset(reset)
+        self._alone(alone)
+
+    def _together(self, group: list[Pending]) -> list[Pending]:
+        """Apply the group in one transaction; returns the steps left to ``promptly`` (all, if the group failed)."""
+        done: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        alone = []
+        try:
+            with self._database.grouped():
+                for call, args, future in group:
+                    try:
+                        done.append((future, call(*args), None))
+                    except NotNow:
+                        alone.append((call, args, future))
+                    except Refused as exc:
+                        done.append((future, None, exc))
+        except Exception:  # noqa: BLE001 - not taken now, or a fault of the group: each step alone says what it gets
+            return group
+        for future, answer, refused in done:  # committed
+            if not future.done():  # its client may have gone meanwhile
+                if refused is None:
+                    future.set_result(answer)
+                else:
+                    future.set_exception(refused)
+        return alone
+
+    @staticmethod
+    def _one(call: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any]) -> list[Pending]:
+        """A group of one: no savepoint to pay for."""
+        try:
+            answer = call(*args)
+        except NotNow:
+            return [(call, args, future)]
+        except Exception as exc:  # noqa: BLE001 - handed to the step's caller, whose error it is
+            if not future.done():
+                future.set_exception(exc)
+            return []
+        if not future.done():
+            future.set_result(answer)
+        return []
+
+    @staticmethod
+    def _alone(steps: list[Pending]) -> None:
+        for call, args, future in steps:
+            asyncio.ensure_future(_settle(future, promptly(call, *args)))
+
+
+async def _settle(future: asyncio.Future[A], work: Coroutine[Any, Any, A]) -> None:
+    _PROMPT.set(False)  # this task's own context: its step goes to the thread pool if it would wait
+    try:
+        answer = await work
+    except Exception as exc:  # noqa: BLE001 - handed to the step's caller, whose error it is
+        if not future.done():
+            future.set_exception(exc)
+        return
+    if not future.done():
+        future.set_result(answer)

@@ -33,6 +33,7 @@ from server.batch_preparation import Batches, BatchPreparer
 from server.db import DEFAULT_LOCK_TIMEOUT
 from server.ledger_export import LedgerExport, recorded_counters
 from server.readiness import RESERVE_BYTES
+from server.scheduling import GroupCommit
 from server.session_rows import counter_values, new_row
 from server.steps import Caps, SessionSteps, StoredPaid, now, token_hash
 from server.store import Database
@@ -63,6 +64,8 @@ class SessionService:
         self.accounts = self.steps.accounts
         self.admission = admission or Admission()
         self.batches = Batches(self.steps, batch_process)
+        # The small steps ready on the event loop at once, committed together (``server.scheduling``).
+        self.group = GroupCommit(self.db)
         self.export = LedgerExport(self.steps)
         self._readiness_lock = threading.Lock()
         self._readiness: tuple[float, Refused | None] = (-READINESS_SECONDS, None)

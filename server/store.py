@@ -199,6 +199,8 @@ class Database:
         # once, not turned off and on again around each such write (two PRAGMA statements, ~10 us each, per step).
         self._prompt: deque[Connection] = deque()
         self._gate = threading.Lock() if self.sql.sqlite else None
+        # The group transaction open on a thread (``grouped``): that thread's writes are savepoints of it.
+        self._group: tuple[int, Cursor] | None = None
         # Event-loop waiters for the gate (``released``): woken as soon as it is released, without a thread.
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._waiters_lock = threading.Lock()
@@ -217,6 +219,11 @@ class Database:
         whose file system is read-only or past its reserve refuses it (507) before anything is tried. ``probe``: a
         write that changes nothing, which says nothing of the room left (``check_writable``).
         """
+        group = self._group
+        if group is not None and group[0] == threading.get_ident():
+            with _savepoint(group[1]) as cursor:
+                yield cursor
+            return
         if self.disk is not None and (refused := self.disk.refusal()) is not None:
             raise refused
         if self._gate is None:
@@ -245,6 +252,19 @@ class Database:
             self.last_refusal.wrote()
         if self._checkpointer is not None:
             self._checkpointer.wrote()
+
+    @contextmanager
+    def grouped(self) -> Iterator[None]:
+        """One write transaction for every write this thread makes in the block, each in a savepoint of its own: one
+        that raises is rolled back alone, and the others are committed together as the block ends (a group commit),
+        or none if the commit fails. Taken as ``write(wait=False)`` takes its lock: ``NotNow`` (or ``GateHeld``) if
+        it would wait."""
+        with self.write(wait=False) as cursor:
+            self._group = (threading.get_ident(), cursor)
+            try:
+                yield
+            finally:
+                self._group = None
 
     def _restart_log(self) -> None:
         """Start the write-ahead log over from this writer, which holds the gate, before it writes: the checkpoint
@@ -529,6 +549,19 @@ class Database:
         cursor.execute(self.sql.open_sessions)
         decode: Callable[[Any], Any] = self.sql.result["last_active"]
         return [(sid, decode(t) if isinstance(t, str) else t) for sid, t in cursor.fetchall()]
+
+
+@contextmanager
+def _savepoint(cursor: Cursor) -> Iterator[Cursor]:
+    """A write within the group's transaction: undone alone if it raises."""
+    cursor.execute("SAVEPOINT step")
+    try:
+        yield cursor
+    except BaseException:
+        cursor.execute("ROLLBACK TO step")
+        cursor.execute("RELEASE step")
+        raise
+    cursor.execute("RELEASE step")
 
 
 def one_row(cursor: Cursor) -> Sequence[Any]:

@@ -26,7 +26,6 @@ from budgetlab.errors import responses
 from budgetlab.operations import OPEN_REFUSALS, OPERATIONS, Operation, SessionOperations
 from server.deps import ApiKey, Service, Token
 from server.raw_bodies import documented, parsed
-from server.scheduling import promptly
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 SessionId = Annotated[str, Path(min_length=1, max_length=64)]
@@ -56,7 +55,7 @@ def endpoint(op: Operation[..., Any]) -> Callable[..., Any]:
     if op.small:
 
         async def small(session_id: str, sessions: Service, token: Token, body: BaseModel | None = None) -> Response:
-            return serialized(await promptly(sessions.perform, op, session_id, token, body))
+            return serialized(await sessions.group.run(sessions.perform, op, session_id, token, body))
 
         route: Callable[..., Any] = small
     else:

@@ -35,7 +35,6 @@ from budgetlab.bearer import bearer_token
 from budgetlab.contract.calls import ObserveBatchRequest
 from budgetlab.errors import Code, Refused, error_body, invalid_request
 from budgetlab.operations import OPERATIONS, Operation, SessionOperations
-from server.scheduling import promptly
 from server.sessions import SessionService
 from web.rates import Buckets, key_of
 
@@ -97,7 +96,7 @@ async def answer(sessions: SessionService, session_id: str, token: str, message:
         return await run_in_threadpool(_reply, op, sessions, session_id, token, body)
     try:
         request = None if op.request is None else op.request.model_validate(body or {})
-        result = await promptly(sessions.perform, op, session_id, token, request)
+        result = await sessions.group.run(sessions.perform, op, session_id, token, request)
     except ValidationError as exc:
         return _refused(invalid_request(exc))
     except Refused as exc:

@@ -1,0 +1,158 @@
+"""The oracle's CPU per step (issue 36, item 2), here and at a baseline commit, measured in the same run.
+
+A ``git worktree`` of the baseline commit (default ``f1662c7``) is made in a temporary directory; its oracle and
+this tree's run side by side, each as ``budgetlab serve oracle`` in a child process whose ``PYTHONPATH`` is its
+tree, on a SQLite ledger of its own. One client (this process, the SDK of this tree) drives a session of each
+with ``step`` requests of 5 attributes, one request in flight at a time, in blocks that alternate between the two
+oracles, so that both see the same machine load; what is measured is the oracle process's CPU time (user and
+system, from /proc) per step, never wall time. Two transports:
+
+- ``http``: each step a ``POST /v1/sessions/ID/step`` (``OracleClient(stream=False)``);
+- ``stream``: each step a message on the session's WebSocket, in the encoding the SDK negotiates with that oracle
+  (the baseline offers JSON only).
+
+The figure of each is the median over the blocks of the oracle's CPU per step. Targets: at most 0.5 ms per HTTP
+step and 0.25 ms per streamed step here.
+
+Usage: ``python benchmarks/oracle_cpu.py [--json] [--smoke] [--baseline COMMIT]``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from _harness import ADMIN_TOKEN, Report, progress, tree_cpu
+
+from budgetlab.oracle_client import OracleClient, OracleSession
+from client.services import running
+
+BASELINE = "f1662c7"
+HTTP_TARGET_MS = 0.5
+STREAM_TARGET_MS = 0.25
+ROOT = Path(__file__).resolve().parent.parent
+ATTRIBUTES = 5
+D = 100
+
+
+@dataclass(frozen=True)
+class Sizes:
+    blocks: int
+    steps: int  # per block
+    warmup: int
+
+
+FULL = Sizes(blocks=8, steps=1000, warmup=300)
+SMOKE = Sizes(blocks=2, steps=20, warmup=5)
+
+
+@contextmanager
+def worktree(commit: str) -> Iterator[Path]:
+    """A detached ``git worktree`` of ``commit`` in a temporary directory, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="budgetlab-baseline-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), commit],
+                       check=True)
+        try:
+            yield tree
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+@dataclass
+class Oracle:
+    name: str
+    url: str
+    pid: int
+
+
+@contextmanager
+def oracle_of(name: str, tree: Path, workdir: Path) -> Iterator[Oracle]:
+    """``budgetlab serve oracle`` of the code in ``tree`` (its ``PYTHONPATH``), one worker, SQLite under ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(tree), "DATABASE_URL": f"sqlite:///{workdir / 'ledger.db'}",
+           "BUDGETLAB_DATA_DIR": str(workdir / "data"), "BUDGETLAB_ADMIN_TOKEN": ADMIN_TOKEN}
+    args = ["serve", "oracle", "--port", "0"]
+    log_path = workdir / "oracle.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([sys.executable, "-c", "from client.cli import app; app()", *args], env=env,
+                                   cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+        with running(process, args, log_path, time.monotonic() + 90) as url:
+            yield Oracle(name, url, process.pid)
+
+
+def session_of(client: OracleClient, examples: int) -> OracleSession:
+    return client.open_session("sparse-gaussian", dataset_params={"d": D, "n_train": examples, "n_test": 50},
+                               order="stream", budget={"per_example": ATTRIBUTES})
+
+
+def cpu_per_step(oracle: Oracle, session: OracleSession, attributes: np.ndarray) -> float:
+    """Milliseconds of the oracle's CPU per step over these steps (one row of attributes each)."""
+    before = tree_cpu(oracle.pid)
+    for row in attributes:
+        session.step(row.tolist())
+    return (tree_cpu(oracle.pid) - before) * 1e3 / len(attributes)
+
+
+def measure(oracles: list[Oracle], sizes: Sizes, stream: bool) -> dict[str, list[float]]:
+    """Per oracle, the CPU per step of each block, the blocks interleaved oracle by oracle."""
+    rng = np.random.default_rng(7)
+    examples = sizes.warmup + sizes.blocks * sizes.steps + 10
+    figures: dict[str, list[float]] = {oracle.name: [] for oracle in oracles}
+    with ExitStack() as stack:
+        sessions = []
+        for oracle in oracles:
+            client = stack.enter_context(OracleClient(oracle.url, stream=stream))
+            session = session_of(client, examples)
+            for _ in range(sizes.warmup):
+                session.step(rng.choice(D, ATTRIBUTES, replace=False).tolist())
+            if (session.transport == "websocket") != stream:
+                raise RuntimeError(f"{oracle.name}: the session's transport is {session.transport}")
+            sessions.append(session)
+        for block in range(sizes.blocks):
+            attributes = np.stack([rng.choice(D, ATTRIBUTES, replace=False) for _ in range(sizes.steps)])
+            # Alternate which oracle goes first, so neither always follows the other's load.
+            order = list(zip(oracles, sessions, strict=True))
+            for oracle, session in order if block % 2 == 0 else order[::-1]:
+                figures[oracle.name].append(cpu_per_step(oracle, session, attributes))
+    return figures
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script runs")
+    parser.add_argument("--baseline", default=BASELINE, help=f"the commit to compare with (default {BASELINE})")
+    args = parser.parse_args()
+    sizes = SMOKE if args.smoke else FULL
+    report = Report("oracle_cpu", "smoke" if args.smoke else "full")
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="budgetlab-oracle-cpu-")))
+        base_tree = stack.enter_context(worktree(args.baseline))
+        progress(f"starting the oracles (here and {args.baseline}) ...")
+        here = stack.enter_context(oracle_of("here", ROOT, tmp / "here"))
+        base = stack.enter_context(oracle_of("baseline", base_tree, tmp / "baseline"))
+        for transport, stream, target in (("http", False, HTTP_TARGET_MS), ("stream", True, STREAM_TARGET_MS)):
+            progress(f"{transport} steps ...")
+            figures = measure([here, base], sizes, stream)
+            mine, theirs = float(np.median(figures["here"])), float(np.median(figures["baseline"]))
+            report.add(f"{transport}_step_oracle_cpu_ms", mine, "ms", f"<= {target}", mine <= target)
+            report.add(f"{transport}_step_oracle_cpu_ms_{args.baseline}", theirs, "ms")
+            report.add(f"{transport}_step_cpu_here_to_{args.baseline}", mine / theirs, "x")
+    report.note(f"{ATTRIBUTES} attributes a step, {sizes.blocks} blocks of {sizes.steps} steps per oracle, "
+                "interleaved; the oracle process's CPU time (/proc), median over the blocks")
+    report.emit(args.json)
+
+
+if __name__ == "__main__":
+    main()
