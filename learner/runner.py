@@ -24,6 +24,8 @@ from learner.diagnosis import diagnose
 from learner.oracle import Oracle
 
 DEFAULT_EVAL_POINTS = 20
+# At most about this many progress reports a run, curve points aside.
+PROGRESS_UPDATES = 1000
 
 
 @dataclass
@@ -116,13 +118,16 @@ class Learning:
         """Step through examples up to ``horizon``, a curve point every ``every``; how the run ended. A budget that
         runs out, an exhausted stream, a cancel or an unreachable oracle are outcomes, not crashes."""
         oracle = self.oracle
+        # Progress is told of every curve point, of the last example, and of every ``told``-th between: a console's
+        # bar redrawn at each example cost more than a small algorithm's step.
+        told = max(1, horizon // PROGRESS_UPDATES)
         try:
             while self.examples < horizon:
                 if cancel is not None and cancel.is_set():
                     return "cancelled", "cancelled before the horizon"
                 self.step()
                 point = self.evaluate() if self.examples % every == 0 or self.examples == horizon else None
-                if progress is not None:
+                if progress is not None and (point is not None or self.examples % told == 0):
                     progress(Progress(self.examples, oracle.attributes, oracle.spent, horizon, point))
         except BudgetExhausted as exc:
             return "budget_exhausted", exc.detail

@@ -1,4 +1,5 @@
-"""``SessionOracle.step_observed``, the runner's step, is ``step`` with its values as the algorithms take them."""
+"""``SessionOracle.step_observed``, the runner's step, is ``step`` with its values as the algorithms take them; the
+runner tells its progress often enough, not at every example."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from learner.oracle import LocalOracle
+from learner.runner import PROGRESS_UPDATES, Progress, run_algorithm
 
 
 def test_step_observed_is_step_as_attribute_to_value() -> None:
@@ -23,3 +25,15 @@ def test_step_observed_is_step_as_attribute_to_value() -> None:
         assert all(type(a) is int for a in observed) and all(type(v) is float for v in observed.values())
         assert list(observed.values()) == values.tolist()
     assert (one.spent, one.attributes) == (other.spent, other.attributes) == (7.0, 7)
+
+
+def test_progress_is_told_of_every_curve_point_the_last_example_and_a_thousand_between() -> None:
+    params: dict[str, ParamValue] = {"d": 20, "n_train": 3_000, "n_test": 50, "s_plus": 2, "s_minus": 1}
+    oracle = LocalOracle("sparse-gaussian", dataset_params=params, budget=Budget(per_example=4), seed=1)
+    told: list[Progress] = []
+    result = run_algorithm("aerr", oracle, max_examples=2_500, eval_every=300, progress=told.append)
+    examples = [p.examples for p in told]
+    assert examples == sorted(examples) and examples[-1] == 2_500 and told[-1].point is not None
+    assert [p.point for p in told if p.point is not None] == result.curve
+    assert len(told) <= 2_500 // (2_500 // PROGRESS_UPDATES) + len(result.curve)
+    assert all(e % 2 == 0 for e in examples if e % 300 and e != 2_500)  # every other example, at 2,500
