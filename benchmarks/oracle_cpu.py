@@ -5,7 +5,8 @@ this tree's run side by side, each as ``budgetlab serve oracle`` in a child proc
 tree, on a SQLite ledger of its own. One client (this process, the SDK of this tree) drives a session of each
 with ``step`` requests of 5 attributes, one request in flight at a time, in blocks that alternate between the two
 oracles, so that both see the same machine load; what is measured is the oracle process's CPU time (user and
-system, from /proc) per step, never wall time. Two transports:
+system, from /proc) per step, never wall time; first with one client, then with 4 clients stepping sessions of their
+own at once (threads of this process). Two transports:
 
 - ``http``: each step a ``POST /v1/sessions/ID/step`` (``OracleClient(stream=False)``);
 - ``stream``: each step a message on the session's WebSocket, in the encoding the SDK negotiates with that oracle
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,9 @@ HTTP_TARGET_MS = 0.5
 STREAM_TARGET_MS = 0.25
 ROOT = Path(__file__).resolve().parent.parent
 ATTRIBUTES = 5
+# One client stepping back to back, then several at once (sessions of their own; steps ready together share a
+# commit where the oracle groups them).
+CLIENTS = (1, 4)
 D = 100
 
 
@@ -50,8 +55,8 @@ class Sizes:
     warmup: int
 
 
-FULL = Sizes(blocks=8, steps=1000, warmup=300)
-SMOKE = Sizes(blocks=2, steps=20, warmup=5)
+FULL = Sizes(blocks=6, steps=1200, warmup=400)
+SMOKE = Sizes(blocks=2, steps=20, warmup=8)
 
 
 @contextmanager
@@ -94,35 +99,42 @@ def session_of(client: OracleClient, examples: int) -> OracleSession:
                                order="stream", budget={"per_example": ATTRIBUTES})
 
 
-def cpu_per_step(oracle: Oracle, session: OracleSession, attributes: np.ndarray) -> float:
-    """Milliseconds of the oracle's CPU per step over these steps (one row of attributes each)."""
+def cpu_per_step(oracle: Oracle, sessions: list[OracleSession], attributes: np.ndarray) -> float:
+    """Milliseconds of the oracle's CPU per step over these steps (one row of attributes each), the sessions' clients
+    stepping at once (one thread each; one request in flight per session)."""
+
+    def drive(session: OracleSession) -> None:
+        for row in attributes:
+            session.step(row.tolist())
+
     before = tree_cpu(oracle.pid)
-    for row in attributes:
-        session.step(row.tolist())
-    return (tree_cpu(oracle.pid) - before) * 1e3 / len(attributes)
+    with ThreadPoolExecutor(len(sessions)) as pool:
+        list(pool.map(drive, sessions))
+    return (tree_cpu(oracle.pid) - before) * 1e3 / (len(attributes) * len(sessions))
 
 
-def measure(oracles: list[Oracle], sizes: Sizes, stream: bool) -> dict[str, list[float]]:
+def measure(oracles: list[Oracle], sizes: Sizes, stream: bool, clients: int = 1) -> dict[str, list[float]]:
     """Per oracle, the CPU per step of each block, the blocks interleaved oracle by oracle."""
     rng = np.random.default_rng(7)
     examples = sizes.warmup + sizes.blocks * sizes.steps + 10
     figures: dict[str, list[float]] = {oracle.name: [] for oracle in oracles}
     with ExitStack() as stack:
-        sessions = []
+        sessions: list[list[OracleSession]] = []
         for oracle in oracles:
             client = stack.enter_context(OracleClient(oracle.url, stream=stream))
-            session = session_of(client, examples)
-            for _ in range(sizes.warmup):
-                session.step(rng.choice(D, ATTRIBUTES, replace=False).tolist())
-            if (session.transport == "websocket") != stream:
-                raise RuntimeError(f"{oracle.name}: the session's transport is {session.transport}")
-            sessions.append(session)
+            mine = [session_of(client, examples) for _ in range(clients)]
+            for session in mine:
+                for _ in range(sizes.warmup // clients):
+                    session.step(rng.choice(D, ATTRIBUTES, replace=False).tolist())
+                if (session.transport == "websocket") != stream:
+                    raise RuntimeError(f"{oracle.name}: the session's transport is {session.transport}")
+            sessions.append(mine)
         for block in range(sizes.blocks):
-            attributes = np.stack([rng.choice(D, ATTRIBUTES, replace=False) for _ in range(sizes.steps)])
+            attributes = np.stack([rng.choice(D, ATTRIBUTES, replace=False) for _ in range(sizes.steps // clients)])
             # Alternate which oracle goes first, so neither always follows the other's load.
             order = list(zip(oracles, sessions, strict=True))
-            for oracle, session in order if block % 2 == 0 else order[::-1]:
-                figures[oracle.name].append(cpu_per_step(oracle, session, attributes))
+            for oracle, mine in order if block % 2 == 0 else order[::-1]:
+                figures[oracle.name].append(cpu_per_step(oracle, mine, attributes))
     return figures
 
 
@@ -143,12 +155,14 @@ def main() -> None:
         here = stack.enter_context(oracle_of("here", ROOT, tmp / "here"))
         base = stack.enter_context(oracle_of("baseline", base_tree, tmp / "baseline"))
         for transport, stream, target in (("http", False, HTTP_TARGET_MS), ("stream", True, STREAM_TARGET_MS)):
-            progress(f"{transport} steps ...")
-            figures = measure([here, base], sizes, stream)
-            mine, theirs = float(np.median(figures["here"])), float(np.median(figures["baseline"]))
-            report.add(f"{transport}_step_oracle_cpu_ms", mine, "ms", f"<= {target}", mine <= target)
-            report.add(f"{transport}_step_oracle_cpu_ms_{args.baseline}", theirs, "ms")
-            report.add(f"{transport}_step_cpu_here_to_{args.baseline}", mine / theirs, "x")
+            for clients in CLIENTS:
+                progress(f"{transport} steps, {clients} client(s) at once ...")
+                figures = measure([here, base], sizes, stream, clients)
+                mine, theirs = float(np.median(figures["here"])), float(np.median(figures["baseline"]))
+                name = f"{transport}_step_oracle_cpu_ms" + ("" if clients == 1 else f"_{clients}_clients")
+                report.add(name, mine, "ms", f"<= {target}", mine <= target)
+                report.add(f"{name}_{args.baseline}", theirs, "ms")
+                report.add(f"{name}_here_to_{args.baseline}", mine / theirs, "x")
     report.note(f"{ATTRIBUTES} attributes a step, {sizes.blocks} blocks of {sizes.steps} steps per oracle, "
                 "interleaved; the oracle process's CPU time (/proc), median over the blocks")
     report.emit(args.json)
