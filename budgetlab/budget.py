@@ -38,12 +38,13 @@ def attribute_costs(budget: Budget, dataset_costs: np.ndarray | None, d: int) ->
 
 
 def remaining(budget: Budget, spent_cost: float, example: int | None = None, used: int | None = None) -> Remaining:
-    total_left = None if budget.total is None else max(budget.total - spent_cost, 0.0)
+    total, per_example = budget.total, budget.per_example
+    total_left = None if total is None else max(total - spent_cost, 0.0)
     example_left = None
-    if example is not None and budget.per_example is not None:
-        example_left = max(budget.per_example - (used or 0), 0)
+    if example is not None and per_example is not None:
+        example_left = max(per_example - (used or 0), 0)
     # The budget is validated and the counters are the engine's: nothing left to validate, on every step's answer.
-    return built(Remaining, total=total_left, per_example=budget.per_example, example=example,
+    return built(Remaining, total=total_left, per_example=per_example, example=example,
                  example_attributes=example_left)
 
 

@@ -334,7 +334,7 @@ def _issue(rt: Runtime, counters: Counters) -> tuple[int, int, float | None, Cou
     if counters.issued >= config.n_examples:
         raise StreamExhausted(f"all {config.n_examples} examples have been issued")
     example = counters.issued
-    row = int(rt.order[example])
+    row: int = rt.order.item(example)
     after = counters.issue()
     if config.protocol != "batch":
         return example, row, None, after, ()
