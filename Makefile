@@ -8,7 +8,7 @@ LEARNER_PORT ?= 8001
 # Port of `make docs`, the documentation site.
 DOCS_PORT    ?= 8002
 
-.PHONY: sandbox test docs lint bench clean
+.PHONY: sandbox check test docs lint bench clean
 
 # Each step says what it does before it starts, and pip shows what it collects, downloads and installs: the first
 # install takes a minute or two, and none of it should look like a hang.
@@ -31,6 +31,14 @@ $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
 ## Install, start oracle + learner on the embedded SQLite ledger, run the demo comparison (Ctrl-C stops).
 sandbox: $(VENV)/.installed
 	$(BIN)/budgetlab sandbox --oracle-port $(PORT) --learner-port $(LEARNER_PORT)
+
+## The loop while working (at most 90 s on 2 cores): lint, type-check, and every test that starts no process and no
+## server (the engine, the contracts, the algorithms, the claims' arithmetic, the CLI's parsing). The others carry the
+## `process` mark (tests/process_guard.py), and a test that starts one unmarked fails here, saying so.
+check: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	BUDGETLAB_CHECK=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q -m "not process"
 
 ## Install the dev extra, lint, type-check (mypy, strict on every package; its cache .mypy_cache makes a run after a small
 ## change take seconds), run the whole test suite (the docs site's strict build and the import contracts too).

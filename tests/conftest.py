@@ -18,6 +18,9 @@ from tests.helpers import DATA, run_wide
 from tests.ito_runs import LongRun, shared_long_runs
 from tests.servers import close_shared_scheduler, learner_server, oracle_server, shared_scheduler
 
+# make check's mark and guard: the tests that start a process or a server are marked, and it leaves them out.
+pytest_plugins = ["tests.process_guard"]
+
 # Each xdist worker, and each service a test starts, is one of several processes sharing the cores: a BLAS that
 # spreads one product over every core then spins against the others (a 784 x 784 eigvalsh took 3.7 s instead of
 # 0.15 s). One BLAS thread per process, here and in the processes tests start (they inherit the environment).

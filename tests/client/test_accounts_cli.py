@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from pydantic import SecretStr
 
 from budgetlab.contract.runs import RunCreate
@@ -17,6 +18,8 @@ from client.cli import app
 from tests.helpers import ADMIN_TOKEN as ADMIN
 from tests.helpers import RUNNER
 from tests.servers import learner_server, oracle_server
+
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
 
 DATASET = "sparse-gaussian:d=10,n_train=200,n_test=20,s_plus=2,s_minus=2"
 PARAMS = {"d": 10, "n_train": 200, "n_test": 20, "s_plus": 2, "s_minus": 2}

@@ -61,6 +61,7 @@ def runs_cli(learner: str, token: str, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.timeout(600)  # two learners start a Dask worker each; on busy shared cores that took past 300 s
 def test_a_learner_restarted_mid_comparison_lists_every_run_and_the_comparison_goes_on(tmp_path: Path,
                                                                                         http: httpx.Client) -> None:

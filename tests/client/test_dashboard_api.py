@@ -142,6 +142,7 @@ def test_the_audit_verdict_is_the_audit_s(oracle: str, tmp_path_factory: pytest.
     assert listed[0]["audit"]["compliant"] is False and listed[0]["audit"]["reasons"] == audit["reasons"]
 
 
+@pytest.mark.process
 def test_a_request_audits_a_bounded_number_of_rows_and_verdicts_are_kept_while_ledgers_do_not_change(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, http: httpx.Client) -> None:
     with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as url:
@@ -225,6 +226,7 @@ def test_the_oracle_page_and_its_files_need_nothing_from_outside(oracle: str, ht
     assert "/v1/events" not in http.get(f"{oracle}/openapi.json").json()["paths"]
 
 
+@pytest.mark.process
 def test_an_open_page_does_not_keep_a_stopped_oracle_running(tmp_path: Path, http: httpx.Client) -> None:
     budgetlab = Path(sys.executable).with_name("budgetlab")
     log = tmp_path / "oracle.log"

@@ -17,7 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import BUDGETLAB, ROOT
+
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
 
 RUN = ["run", "--algorithm", "aer", "--dataset", "mnist-3v5", "--per-example", "4", "--test-budget", "4",
        "--max-examples", "60", "--local"]

@@ -137,6 +137,7 @@ def test_ito_plots_name_k_k_prime_and_k1_apart() -> None:
     assert legend(figs["regret"]) == ["A1 (assumes k = 2) (1 seed)", "A2 (k1 = 2) (1 seed)"]
 
 
+@pytest.mark.process
 def test_tables_show_the_scores_that_fit_the_task(tmp_path: Path) -> None:
     d = design([AER])
     plus_minus_one = [outcome(AER, 0, [p.model_copy(update={"normalized_mse": p.test_mse}) for p in
@@ -213,6 +214,7 @@ def test_a_zero_predictor_far_above_the_curves_is_named_not_drawn_over_them() ->
     assert top.get_ylim()[1] >= 1.0
 
 
+@pytest.mark.process
 def test_an_online_run_without_its_regret_says_why(tmp_path: Path) -> None:
     """The regret's comparator is fitted on this machine: a dataset only the oracle has leaves R_T out, and the report
     says so instead of a silent dash."""
@@ -232,6 +234,7 @@ def test_an_online_run_without_its_regret_says_why(tmp_path: Path) -> None:
     assert run["regret"] is None and run["regret_missing"] == outcomes[0].regret_missing
 
 
+@pytest.mark.process
 def test_a_comparison_imports_matplotlib_only_to_draw_its_plots() -> None:
     # matplotlib costs 0.75 CPU-s to import; `budgetlab compare` and `sandbox` draw only when they write their report
     # (client.comparison.report.write_report), so one whose checks fail, or that is stopped before, never pays it.

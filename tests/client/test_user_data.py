@@ -43,6 +43,7 @@ def observe_cost(http: httpx.Client, url: str, dataset: str, attributes: list[in
     return answer.json()["charged"]
 
 
+@pytest.mark.process
 def test_the_cli_and_an_oracle_started_elsewhere_share_the_per_user_data_directory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, http: httpx.Client) -> None:
     monkeypatch.delenv("BUDGETLAB_DATA_DIR")
@@ -144,6 +145,7 @@ def test_an_upload_needs_the_admin_token(remote, tmp_path: Path,
     assert not (data / "datasets" / "x").exists()
 
 
+@pytest.mark.process
 def test_an_upload_past_its_own_limit_is_a_413_naming_the_setting(tmp_path: Path, http: httpx.Client) -> None:
     from server.app import create_app
     from server.config import Settings
@@ -160,6 +162,7 @@ def test_an_upload_past_its_own_limit_is_a_413_naming_the_setting(tmp_path: Path
         assert http.get(f"{url}/v1/datasets/big").status_code == 404
 
 
+@pytest.mark.process
 def test_only_the_admin_may_send_a_large_upload(tmp_path: Path, http: httpx.Client) -> None:
     """Anyone else's upload stays under the ordinary body limit: refused before it is read, not spooled first."""
     from server.app import create_app

@@ -172,6 +172,7 @@ def test_markers_are_few_and_say_why() -> None:
     assert commands == ["make sandbox", "make test"], commands
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("path", [p for p in DOCS if runnable(p)], ids=lambda p: str(p.relative_to(ROOT)))
 def test_snippets_run_as_written(path: Path, tmp_path: Path, dataset_cache: Path,
                                  request: pytest.FixtureRequest) -> None:

@@ -19,6 +19,9 @@ from budgetlab.service_client import tls_context
 from tests.helpers import ADMIN, TINY, caller, session_auth
 from tests.servers import serve_in_thread
 
+# Every test reads a document of a service it serves on a port (its fixtures, by name).
+pytestmark = pytest.mark.process
+
 SESSION_ROUTE = "/v1/sessions/{session_id}"
 ADMIN_ROUTES = [("post", "/v1/datasets"), ("delete", "/v1/datasets/{name}"), ("post", "/v1/admin/close-idle"),
                 ("post", "/v1/accounts"), ("get", "/v1/accounts"), ("get", "/v1/accounts/{account_id}"),

@@ -21,6 +21,8 @@ from tests.dashboard_helpers import HAVE_CHROMIUM, chromium, js, screenshots, sh
 from tests.helpers import ROOT, TINY
 from tests.servers import bound_socket
 
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
+
 
 def sandbox(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     budgetlab = Path(sys.executable).with_name("budgetlab")

@@ -96,6 +96,7 @@ def test_a_session_in_memory_has_every_operation_but_the_ledgers() -> None:
         assert hasattr(local, name) == (op.kind is not Kind.LEDGER), name
 
 
+@pytest.mark.process
 def test_every_rule_is_an_engine_function_and_the_remote_sdk_never_imports_the_engine() -> None:
     from budgetlab import engine
 

@@ -53,6 +53,7 @@ def test_every_exported_name_imports_as_its_module_s_own_object() -> None:
         budgetlab.OracleClent  # noqa: B018
 
 
+@pytest.mark.process
 def test_importing_budgetlab_loads_nothing_more() -> None:
     """A service's worker imports ``budgetlab.errors`` and the like by their names: the package itself must not
     bring the SDK's clients (httpx), the engine and the datasets (numpy) or the contract (pydantic) along."""

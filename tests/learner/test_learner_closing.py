@@ -7,6 +7,7 @@ import time
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
 from budgetlab.oracle_client import OracleClient
 from learner.held import OpenSession
@@ -14,6 +15,8 @@ from learner.service.closing import SessionCloser
 from server.app import create_app
 from server.config import Settings
 from tests.servers import serve_in_thread
+
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
 
 POOL = {"dataset": "sparse-gaussian", "order": "pool",
         "dataset_params": {"d": 10, "n_train": 40, "n_test": 10, "s_plus": 2, "s_minus": 2}}

@@ -23,6 +23,8 @@ from learner.runner import run_algorithm
 from tests.helpers import BUDGETLAB, caller
 from tests.servers import learner_server, oracle_server, serve_in_thread
 
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
+
 GAUSS = {"d": 30, "n_train": 300, "n_test": 100, "s_plus": 3, "s_minus": 2}
 SAME_SEED_CASES = [
     ("aerr", "sparse-gaussian", GAUSS, 5, {}),

@@ -21,6 +21,8 @@ from client.services import running
 from tests.helpers import BUDGETLAB, TINY
 from tests.servers import oracle_server
 
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
+
 ADMIN = "restart-admin-token"
 RUN = {"dataset": "sparse-gaussian", "dataset_params": TINY, "algorithm": "aerr", "budget": {"per_example": 4},
        "eval_every": 20}

@@ -104,6 +104,7 @@ def start(http: httpx.Client, learner: str, oracle_url: str) -> httpx.Response:
                      headers={"Authorization": f"Bearer {token}"})
 
 
+@pytest.mark.process
 def test_an_oracle_off_the_allow_list_is_never_contacted_and_nothing_of_it_comes_back(tmp_path: Path,
                                                                                       http: httpx.Client) -> None:
     with oracle_server(f"sqlite:///{tmp_path / 'ledger.db'}") as oracle, \
@@ -121,6 +122,7 @@ def test_an_oracle_off_the_allow_list_is_never_contacted_and_nothing_of_it_comes
     assert refused.json()["error"] == "oracle_unavailable"
 
 
+@pytest.mark.process
 def test_closed_not_http_and_not_oracle_ports_get_one_identical_error_echoing_nothing(tmp_path: Path,
                                                                                       http: httpx.Client) -> None:
     down = closed_port()
@@ -141,6 +143,7 @@ def test_closed_not_http_and_not_oracle_ports_get_one_identical_error_echoing_no
     assert not_allowed.json() == answers[down].json()
 
 
+@pytest.mark.process
 def test_an_oracle_that_goes_down_is_a_502_not_a_422_at_start_and_at_audit(tmp_path: Path, http: httpx.Client) -> None:
     with ExitStack() as stack:
         oracle_stack = stack.enter_context(ExitStack())
@@ -156,6 +159,7 @@ def test_an_oracle_that_goes_down_is_a_502_not_a_422_at_start_and_at_audit(tmp_p
     assert audit.status_code == 502 and audit.json() == again.json(), audit.text
 
 
+@pytest.mark.process
 def test_a_busy_oracle_is_a_503_with_retry_after_and_starts_nothing(tmp_path: Path, http: httpx.Client) -> None:
     """An allowed oracle that answers 'busy' (its session lock was not free; nothing was done) is a 503 the caller
     may retry, not a 502: the oracle is there."""
@@ -173,6 +177,7 @@ def test_a_busy_oracle_is_a_503_with_retry_after_and_starts_nothing(tmp_path: Pa
     assert listed == [], "a run was started on a busy oracle"
 
 
+@pytest.mark.process
 def test_the_loopback_spellings_of_a_configured_loopback_oracle_are_one_oracle(tmp_path: Path,
                                                                                http: httpx.Client) -> None:
     """The README's ``--oracle http://localhost:8000`` reaches a learner configured with ``http://127.0.0.1:8000``
@@ -208,6 +213,7 @@ def test_only_a_loopback_oracle_gains_the_other_loopback_spellings() -> None:
     assert allowed.resolve("http://127.0.0.1:9000/base") == "http://localhost:9000/base"
 
 
+@pytest.mark.process
 def test_the_refusal_names_the_oracles_a_run_may_use_and_nothing_else(tmp_path: Path, http: httpx.Client) -> None:
     """Every refusal (off the list, closed, not an oracle) is one text, which names the configured oracles: what a
     caller may use, never credentials nor anything the remote side said (``learner.service.oracle_access``)."""

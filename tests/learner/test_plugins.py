@@ -86,6 +86,7 @@ def test_the_cli_lists_an_installed_plugin_with_its_package_and_version(
     assert (entry["package"], entry["version"], entry["name"]) == (PACKAGE, VERSION, "Split-half SGD (example plugin)")
 
 
+@pytest.mark.process
 def test_a_compare_from_the_command_line_runs_the_plugin_beside_aerr_and_ddaerr(tmp_path: Path) -> None:
     """``budgetlab compare --local`` as its own process, the plugin installed in its environment: its Dask workers
     import the plugin too."""

@@ -87,6 +87,7 @@ print(json.dumps(report))
 """
 
 
+@pytest.mark.process
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or "openblas" not in HERE["blas"],
                     reason="OpenBLAS's x86-64 kernels are what another CPU would choose")
 def test_the_pinned_weights_hold_under_another_cpus_blas_kernel() -> None:

@@ -15,6 +15,8 @@ from client.cli import app
 from learner.cluster import SCHEDULER_CA_ENV, SCHEDULER_CERT_ENV, SCHEDULER_KEY_ENV
 from tests.helpers import RUNNER, TINY
 
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
+
 CONFIG = f"""
 title = "over TLS"
 dataset = {{ name = "sparse-gaussian", params = {json.dumps(TINY).replace(":", " =").replace('"', "")} }}

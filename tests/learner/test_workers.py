@@ -254,6 +254,7 @@ def test_the_local_clusters_workers_run_without_dasks_profiler_and_fast_monitors
     assert dask.config.get("distributed.worker.profile.enabled") is True
 
 
+@pytest.mark.process
 def test_a_learner_on_a_cluster_keeps_as_many_runs_going_as_its_workers_have_threads_as_they_come(
         tmp_path: Path) -> None:
     """A cluster's workers come and go (``docker compose up --scale worker=3``, a batch system's jobs): the learner
@@ -315,6 +316,7 @@ def test_a_scheduler_out_of_reach_is_said_once_in_words_and_its_return_too(
     assert added == [4]
 
 
+@pytest.mark.process
 def test_a_worker_process_imports_no_database_layer() -> None:
     # What a Dask worker imports to execute runs (``learner.cluster``, with its first run) is paid by every worker
     # process that runs one: the run store's SQLAlchemy tables were 0.3-0.6 CPU-s of it, for nothing a run uses.

@@ -23,12 +23,14 @@ def compose() -> dict:
     return yaml.safe_load(COMPOSE.read_text())
 
 
+@pytest.mark.process
 def test_compose_file_matches_the_compose_spec_schema() -> None:
     done = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.process
 def test_docker_compose_accepts_the_file() -> None:
     binary = shutil.which("docker-compose")
     if binary is None:
@@ -96,6 +98,7 @@ def test_dockerfile_installs_like_the_makefile_and_uses_python_311_slim() -> Non
     assert "make sandbox" in (ROOT / "README.md").read_text()  # the README's install goes through the Makefile
 
 
+@pytest.mark.process
 def test_the_image_has_debians_fashion_mnist_where_the_loader_looks() -> None:
     """The demo's data: Debian's package, installed in the image, in the folder the fashion-AvB loader reads."""
     from budgetlab.datasets.fashion import DEFAULT_DIR
@@ -111,6 +114,7 @@ def test_the_image_has_debians_fashion_mnist_where_the_loader_looks() -> None:
         assert f"{DEFAULT_DIR}/train-images-idx3-ubyte.gz" in listed.stdout.splitlines()
 
 
+@pytest.mark.process
 def test_entry_points_exist_in_the_cli() -> None:
     services = compose()["services"]
     commands = [services["oracle"]["command"], services["learner"]["command"], services["demo"]["command"]]

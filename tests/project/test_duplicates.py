@@ -12,8 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT
 from tests.project.test_function_length import PACKAGES
+
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
 
 MOST_PAIRS = 8
 MIN_LINES = 6

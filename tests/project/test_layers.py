@@ -15,6 +15,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -27,12 +29,14 @@ def lint_imports(root: Path, cache: bool = True) -> subprocess.CompletedProcess[
                                                                             "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.process
 def test_the_import_contracts_hold() -> None:
     done = lint_imports(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Contracts: {len(CONFIG['contracts'])} kept, 0 broken." in done.stdout
 
 
+@pytest.mark.process
 def test_the_contracts_name_what_breaks_them(tmp_path: Path) -> None:
     """A fake tree with one breach of each contract, every one of them inside a function."""
     files = {

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
+
 from tests.helpers import ROOT
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -64,6 +66,7 @@ def test_the_base_dependencies_are_light_and_the_extras_add_the_floors() -> None
     assert {"typer", "rich", "matplotlib"} <= {name_of(r) for r in extras["client"]}
 
 
+@pytest.mark.process
 def test_the_ground_floor_works_without_any_extra() -> None:
     """Every module of budgetlab imports, an in-memory session runs, the sets of the extras say how to get them."""
     done = run_without_extras("""
@@ -99,6 +102,7 @@ print(json.dumps({"charged": observed.charged, "listed": [d.name for d in list_d
     assert "pip install 'budgetlab[datasets]'" in answer["refused"]
 
 
+@pytest.mark.process
 def test_the_command_without_the_client_extra_says_which_extra_to_install() -> None:
     done = run_without_extras("from client.command import main\nmain()\n")
     assert done.returncode == 1

@@ -16,6 +16,8 @@ from budgetlab.service_client import tls_context
 from tests.helpers import ADMIN_TOKEN
 from tests.servers import cli_service
 
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
+
 DATASET = "sparse-gaussian"
 PARAMS = {"d": 10, "n_train": 400, "n_test": 10, "s_plus": 2, "s_minus": 2}
 THREADS = 8

@@ -39,6 +39,7 @@ def refused(response: httpx.Response, status: int, error: str) -> dict:
     return body
 
 
+@pytest.mark.process
 def test_an_account_bounds_its_sessions_and_its_ledgers_name_it(tmp_path: Path, http: httpx.Client) -> None:
     database = tmp_path / "ledger.db"
     with oracle_server(f"sqlite:///{database}") as url:
@@ -126,6 +127,7 @@ def test_anonymous_sessions_open_at_once_are_bounded_by_default(monkeypatch: pyt
     assert Settings().anonymous_allowance().sessions is None
 
 
+@pytest.mark.process
 def test_anonymous_sessions_can_be_refused_limited_and_shielded(tmp_path: Path, http: httpx.Client) -> None:
     with oracle_server(f"sqlite:///{tmp_path / 'closed.db'}", anonymous=False) as url:
         refused(open_session(http, url, None), 401, "account_required")

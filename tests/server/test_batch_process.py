@@ -26,6 +26,8 @@ from server.sessions import SessionService
 from server.steps import Caps
 from tests.helpers import BUDGETLAB
 
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
+
 CAPS = Caps(max_cells=100_000, max_examples=5_000)
 POOL = {"dataset": "sparse-gaussian", "order": "pool", "seed": 4,
         "dataset_params": {"d": 60, "n_train": 400, "n_test": 10}}

@@ -38,6 +38,7 @@ def _sessions(http: httpx.Client, url: str) -> int:
     return counts["open"] + counts["closed"]
 
 
+@pytest.mark.process
 def test_new_seeds_past_the_clients_share_are_refused_before_anything_is_built(sqlite_url: str,
                                                                                 http: httpx.Client) -> None:
     # A share so small that one build spends it for minutes: the next new seed is refused, whatever the machine.
@@ -62,6 +63,7 @@ def test_new_seeds_past_the_clients_share_are_refused_before_anything_is_built(s
         assert step.status_code == 200, step.text
 
 
+@pytest.mark.process
 def test_the_sdk_waits_a_refused_build_out(sqlite_url: str, http: httpx.Client) -> None:
     """A session refused for its build's cost was not created: the SDK asks again after the Retry-After."""
     settings = Settings(database_url=sqlite_url, batch_process=False, build_seconds_per_second=0.05,
@@ -73,6 +75,7 @@ def test_the_sdk_waits_a_refused_build_out(sqlite_url: str, http: httpx.Client) 
         assert session.get().seed == 50_002
 
 
+@pytest.mark.process
 def test_without_a_rate_new_seeds_are_not_charged(sqlite_url: str, http: httpx.Client) -> None:
     settings = Settings(database_url=sqlite_url, batch_process=False, build_seconds_per_second=0)
     with serve_in_thread(create_app(settings)) as url:

@@ -74,6 +74,7 @@ def _observe(http: httpx.Client, url: str, created: dict[str, Any], example: int
                      json={"example": example, "attributes": attributes})
 
 
+@pytest.mark.process
 def test_a_full_disk_is_a_507_that_charges_nothing_and_the_oracle_goes_on_once_there_is_room(
         sqlite_url: str, http: httpx.Client) -> None:
     app = create_app(Settings(database_url=sqlite_url, batch_process=False))
@@ -108,6 +109,7 @@ def test_a_full_disk_is_a_507_that_charges_nothing_and_the_oracle_goes_on_once_t
         assert audit["compliant"], audit
 
 
+@pytest.mark.process
 def test_a_read_only_ledger_is_a_507_for_writes_reads_go_on_and_readiness_says_so(sqlite_url: str,
                                                                                   http: httpx.Client) -> None:
     app = create_app(Settings(database_url=sqlite_url, batch_process=False))
@@ -343,6 +345,7 @@ def test_a_pooled_connection_that_cannot_be_reset_is_one_warning_line(caplog: py
                                    "failed: server closed the connection unexpectedly")
 
 
+@pytest.mark.process
 def test_both_services_on_sqlite_start_without_psycopg_or_sqlalchemys_orm(tmp_path: Path) -> None:
     # Importing psycopg only to name its exceptions cost every oracle and learner process 0.1 CPU-s at its start,
     # on SQLite where none of them can be raised (web.database_faults.psycopg_loaded); SQLAlchemy's ORM, imported for

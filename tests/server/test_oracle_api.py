@@ -296,6 +296,7 @@ def test_sdk_raises_typed_errors(oracle_url: str) -> None:
         assert bad.value.status == 422
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_observe_on_driver_sql_reads_back_through_sqlalchemy(backend: str, request: pytest.FixtureRequest,
                                                              http: httpx.Client) -> None:

@@ -28,6 +28,8 @@ from client.services import announced_url, wait_healthy
 from tests.helpers import BUDGETLAB
 from tests.load import Client, assert_in_the_ledger_once
 
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
+
 KILLS = 3
 CLIENTS = 4
 D = 20

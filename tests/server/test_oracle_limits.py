@@ -142,6 +142,7 @@ def live_datasets(n_train: int) -> int:
                if isinstance(obj, Dataset) and obj.name == "powerlaw" and obj.params.get("n_train") == n_train)
 
 
+@pytest.mark.process
 def test_sessions_do_not_keep_datasets_the_dataset_cache_has_evicted(sqlite_url: str) -> None:
     """Eight sessions on distinct seeds of a 2 MB dataset, with a dataset cache of two: at most two stay in memory."""
     n_train, seeds = 20_011, 8  # an n_train no other test uses, to count only this test's datasets
@@ -161,6 +162,7 @@ def test_sessions_do_not_keep_datasets_the_dataset_cache_has_evicted(sqlite_url:
         cache_limits(CACHE_ENTRIES, CACHE_BYTES)
 
 
+@pytest.mark.process
 def test_the_dataset_of_a_session_in_use_stays_cached_while_other_sessions_come_and_go(
         sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With room for two datasets, a session observing between the openings of six others on other seeds keeps its
@@ -216,6 +218,7 @@ def test_one_dataset_is_built_at_a_time() -> None:
     assert most[0] == 1 and len(cache._entries) == 4
 
 
+@pytest.mark.process
 def test_sessions_past_the_rate_of_one_address_get_429_with_retry_after_and_nothing_is_created(
         sqlite_url: str) -> None:
     # A token back every 20 s: the five requests take far less on any machine, however loaded.
@@ -256,6 +259,7 @@ def _trickle(sock: socket.socket, data: bytes, every: float = 0.1, give_up: floa
     raise AssertionError("the server took the whole trickle")
 
 
+@pytest.mark.process
 def test_slow_clients_are_dropped_a_trickle_of_headers_with_408_a_trickle_of_body_without_effect(
         sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BUDGETLAB_HEADER_TIMEOUT", "1")
@@ -287,6 +291,7 @@ def test_slow_clients_are_dropped_a_trickle_of_headers_with_408_a_trickle_of_bod
             assert client.post("/v1/sessions", json=POOL).status_code == 201
 
 
+@pytest.mark.process
 def test_requests_past_the_rate_of_one_key_or_one_address_get_429_with_retry_after(sqlite_url: str) -> None:
     # A token back every 20 s: nothing comes back while the test runs, however loaded the machine.
     settings = Settings(database_url=sqlite_url, batch_process=False, requests_per_second=0.05, requests_burst=6,
@@ -323,6 +328,7 @@ def test_requests_past_the_rate_of_one_key_or_one_address_get_429_with_retry_aft
 SMALL = {"d": 10, "n_train": 20, "n_test": 5, "s_plus": 2, "s_minus": 2}
 
 
+@pytest.mark.process
 def test_the_sdk_waits_out_a_rate_limit_and_sends_again_having_paid_once(sqlite_url: str) -> None:
     """A 429 charged nothing, so the SDK's session requests send it again after its Retry-After, as they do a busy
     session; with no retries left the refusal is the caller's, ``RateLimited`` (a 429)."""
@@ -348,6 +354,7 @@ def test_the_sdk_waits_out_a_rate_limit_and_sends_again_having_paid_once(sqlite_
         assert 2 <= paid < 6 and spent == paid  # the refused observe charged nothing
 
 
+@pytest.mark.process
 def test_a_streams_messages_take_their_tokens_rate_as_its_http_requests_do(sqlite_url: str) -> None:
     """A stream is no way around the per-key rate: each message takes a token of its session token's bucket (the one
     its HTTP requests take too); past it the message is answered 429 with retry_after, nothing done, the stream

@@ -51,6 +51,7 @@ def hold_postgres_row(url: str, session_id: str) -> psycopg.Connection:
     return conn
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_held_lock_gives_503_busy_while_reads_and_health_answer(backend: str,
                                                                   request: pytest.FixtureRequest) -> None:
@@ -94,6 +95,7 @@ def test_a_held_lock_gives_503_busy_while_reads_and_health_answer(backend: str,
         assert http.get(f"/v1/sessions/{sid}/audit", headers=headers).json()["compliant"]
 
 
+@pytest.mark.process
 def test_a_session_whose_dataset_was_removed_is_refused_not_a_500(sqlite_url: str, tmp_path) -> None:
     """After a restart, a session on a removed user dataset gets a 409 JSON error and nothing is charged."""
     csv = tmp_path / "tiny.csv"
@@ -118,6 +120,7 @@ def test_a_session_whose_dataset_was_removed_is_refused_not_a_500(sqlite_url: st
         assert closed.status_code == 200 and closed.json()["closed"] == [other]
 
 
+@pytest.mark.process
 def test_the_sdk_sends_a_busy_request_again_and_it_is_charged_once(sqlite_url: str) -> None:
     """A request refused busy did nothing, so the SDK sends it again after Retry-After (``busy_retries`` times);
     with no retries left it raises ``SessionBusy``. The impatient client is on plain HTTP, the other on the stream:
@@ -168,6 +171,7 @@ def test_the_log_is_checkpointed_by_a_thread_of_its_own_not_inside_a_write(tmp_p
         service.close_connections()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("freed_in_time", [True, False])
 def test_a_small_write_behind_another_write_of_the_worker_waits_on_the_loop(sqlite_url: str,
                                                                           freed_in_time: bool) -> None:

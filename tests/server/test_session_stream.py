@@ -23,6 +23,8 @@ from server.config import Settings
 from server.routers.stream import BIG_MESSAGE
 from tests.servers import serve_in_thread
 
+pytestmark = pytest.mark.process  # it starts processes or servers of its own (tests/process_guard.py)
+
 DATASET = "sparse-gaussian"
 PARAMS = {"d": 30, "n_train": 300, "n_test": 50, "s_plus": 3, "s_minus": 3}
 

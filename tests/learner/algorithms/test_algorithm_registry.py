@@ -51,6 +51,7 @@ def test_an_unknown_id_is_a_param_error_naming_the_known_ones() -> None:
         algorithms()["nope"]
 
 
+@pytest.mark.process
 def test_ids_cost_no_import_and_one_algorithm_imports_only_its_module() -> None:
     # A fresh interpreter: what listing the ids and getting one algorithm import.
     script = """
