@@ -40,7 +40,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from _harness import (
@@ -54,6 +55,7 @@ from _harness import (
     process_memory,
     progress,
 )
+from sqlalchemy import make_url
 
 from client.comparison.config import CompareConfig
 from client.comparison.grid import run_comparison
@@ -101,39 +103,80 @@ def timed_local(config: CompareConfig, workers: int, report: Report, figures: di
                     + ", ".join(f"{built[w]}/{executed[w]}" for w in sorted(rss)) + " (one per seed it met)")
 
 
+@contextmanager
+def oracle_for(workdir: Path, name: str, shared: OracleProcess | None, database_url: str | None,
+               processes: int) -> Iterator[OracleProcess]:
+    """The oracle of a case: on SQLite a fresh one (or the smoke run's shared one); on PostgreSQL one of ``processes``
+    worker processes on a database of its own made in that server."""
+    if database_url is None:
+        with fresh_oracle(workdir, name, shared) as oracle:
+            yield oracle
+        return
+    with oracle_process(workdir / name, database_url=fresh_database(database_url, name),
+                        workers=processes) as oracle:
+        yield oracle
+
+
+def fresh_database(server_url: str, name: str) -> str:
+    """A new, empty database on the PostgreSQL server of ``server_url``; its URL."""
+    import psycopg  # here: only a run with --postgres needs it
+
+    database = f"scaling_{name.replace('-', '_')}_{os.getpid()}_{int(time.time())}"
+    url = make_url(server_url)
+    plain = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{database}"')
+    return url.set(database=database).render_as_string(hide_password=False)
+
+
 def timed_services(config: CompareConfig, workers: int, report: Report, figures: dict[str, float],
-                   workdir: Path, shared: OracleProcess | None) -> None:
-    with fresh_oracle(workdir, f"oracle-{workers}", shared) as oracle:
-        with learner_process(workdir / f"learner-{workers}", oracle.url, workers=workers) as served:
+                   workdir: Path, shared: OracleProcess | None, *, database_url: str | None = None,
+                   oracle_processes: int = 1) -> None:
+    """The grid through an oracle and a learner on ``workers`` worker processes; on PostgreSQL (``database_url``) the
+    figures are named ``services_pg_P_oracles_N_workers_...``, P the oracle's processes."""
+    case = f"{workers}" if database_url is None else f"pg_{oracle_processes}_oracles_{workers}"
+    with oracle_for(workdir, f"oracle-{case}", shared, database_url, oracle_processes) as oracle:
+        with learner_process(workdir / f"learner-{case}", oracle.url, workers=workers) as served:
             learner, learner_pid = served.url, served.process.pid
             # The learner starts its workers as it starts (seconds): one short run first, untimed, waits for them.
             warm = config.model_copy(update={"seeds": [99], "max_examples": 10})
             started = time.perf_counter()
             run_comparison(warm, local=False, learner_url=learner, oracle_url=oracle.url, parallel=1,
                            console=_quiet(), show_progress=False)
-            report.add(f"services_{workers}_workers_start_seconds", time.perf_counter() - started, "s")
-            progress(f"through the services, learner on {workers} worker process(es) ...")
-            oracle_cpu = _cpu_seconds(oracle.process.pid)
+            report.add(f"services_{case}_workers_start_seconds", time.perf_counter() - started, "s")
+            progress(f"through the services ({case}), learner on {workers} worker process(es) ...")
+            oracle_cpu = _oracle_cpu_seconds(oracle.process.pid)
             cpu = _tree_cpu_seconds()
             began = time.perf_counter()
             _, outcomes = run_comparison(config, local=False, learner_url=learner, oracle_url=oracle.url,
                                          parallel=workers, console=_quiet(), show_progress=False)
             wall = time.perf_counter() - began
-            report.add(f"services_{workers}_workers_cpu_seconds_per_run", (_tree_cpu_seconds() - cpu) / len(outcomes),
+            report.add(f"services_{case}_workers_cpu_seconds_per_run", (_tree_cpu_seconds() - cpu) / len(outcomes),
                        "s")
             assert all(o.result.status == "finished" for o in outcomes), [o.result.message for o in outcomes]
             assert all(o.audit == "compliant" for o in outcomes), [o.audit for o in outcomes]
-            figures[f"services_{workers}"] = len(outcomes) / wall * 60
-            report.add(f"services_{workers}_workers_runs_per_minute", figures[f"services_{workers}"], "runs/min")
-            oracle_cpu = _cpu_seconds(oracle.process.pid) - oracle_cpu
-            report.add(f"services_{workers}_workers_oracle_cpu_seconds", oracle_cpu, "s")
+            figures[f"services_{case}"] = len(outcomes) / wall * 60
+            report.add(f"services_{case}_workers_runs_per_minute", figures[f"services_{case}"], "runs/min")
+            oracle_cpu = _oracle_cpu_seconds(oracle.process.pid) - oracle_cpu
+            report.add(f"services_{case}_workers_oracle_cpu_seconds", oracle_cpu, "s")
             # Per example step of the grid: what bounds the runs per minute once the oracle's one process has a core
             # to itself and the learner's workers share the other.
             assert config.dataset is not None
             steps = len(outcomes) * int(config.dataset.params["n_train"])
-            report.add(f"services_{workers}_workers_oracle_cpu_ms_per_step", oracle_cpu / steps * 1e3, "ms")
+            report.add(f"services_{case}_workers_oracle_cpu_ms_per_step", oracle_cpu / steps * 1e3, "ms")
             for i, pid in enumerate(p for p in descendants(learner_pid) if _is_worker(p)):
-                report.add(f"services_{workers}_workers_worker{i}_rss", process_memory(pid)["VmRSS"], "MB")
+                report.add(f"services_{case}_workers_worker{i}_rss", process_memory(pid)["VmRSS"], "MB")
+
+
+def on_postgres(config: CompareConfig, report: Report, figures: dict[str, float], server_url: str) -> None:
+    """The grid with 2 learner workers through an oracle of one process, then of 2, on PostgreSQL: the oracle's
+    processes share the steps of the comparison (each session's requests go to whichever process takes them)."""
+    with tempfile.TemporaryDirectory(prefix="budgetlab-scaling-pg-") as tmp:
+        for processes in (1, 2):
+            timed_services(config, 2, report, figures, Path(tmp), None, database_url=server_url,
+                           oracle_processes=processes)
+    ratio = figures["services_pg_2_oracles_2"] / figures["services_pg_1_oracles_2"]
+    report.add("services_pg_2_oracle_processes_to_1", ratio, "x")
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -143,6 +186,11 @@ def _cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _oracle_cpu_seconds(pid: int) -> float:
+    """The oracle's CPU time so far: its process's and its worker processes' (``--workers``), if any."""
+    return _cpu_seconds(pid) + sum(_cpu_seconds(p) for p in descendants(pid))
 
 
 def _tree_cpu_seconds() -> float:
@@ -212,7 +260,9 @@ def main() -> None:
             for workers in (1, 2):
                 timed_services(config, workers, report, figures, Path(tmp), shared)
         services = figures["services_2"] / figures["services_1"]
-        report.add("services_speedup_2_workers", services, "x", ">= 1.6x", services >= 1.6)
+        report.add("services_speedup_2_workers", services, "x", ">= 1.7x", services >= 1.7)
+    if args.postgres and not args.local_only:
+        on_postgres(config, report, figures, args.postgres)
     report.add("machine_speedup_2_processes_at_end", machine_speedup(burn), "x")
     report.note(f"load average {os.getloadavg()[0]:.1f} at the end (the cores are shared: figures vary with it)")
     report.emit(args.json)

@@ -76,7 +76,7 @@ def open_service(settings: Settings) -> tuple[SessionService, BatchProcess | Non
                if settings.batch_process else None)
     admission = Admission(settings.anonymous, settings.anonymous_allowance(), settings.shielded_datasets)
     service = SessionService(engine, settings.lock_timeout, caps, batch_process=batches, admission=admission,
-                             reserve_bytes=settings.ledger_reserve_bytes)
+                             reserve_bytes=settings.ledger_reserve_bytes, group_commit=settings.group_commit)
     try:
         service.check_ready()
     except Refused as exc:

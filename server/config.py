@@ -84,6 +84,8 @@ class Settings:
     # Work big observe/batch requests out in a process of the worker's own (server.batch_process), so that they
     # do not slow the worker's other requests down; 0 does it in the worker.
     batch_process: bool = field(default_factory=lambda: os.environ.get("BUDGETLAB_BATCH_PROCESS", "1") != "0")
+    # Commit the small steps ready on the event loop at once together (server.scheduling.GroupCommit); 0: each alone.
+    group_commit: bool = field(default_factory=lambda: os.environ.get("BUDGETLAB_GROUP_COMMIT", "1") != "0")
     # Sessions opened without an account's key: on for the sandbox, off for a shared deployment (then every session
     # draws on an account's allowance). When on, the anonymous allowance below bounds them.
     anonymous: bool = field(default_factory=lambda: env_switch("BUDGETLAB_ANONYMOUS", True))

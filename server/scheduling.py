@@ -71,13 +71,14 @@ class GroupCommit:
     before groups: each then gets the answer it gets alone. Only a SQLite ledger groups (there small writes run on
     the loop); on PostgreSQL every step goes to ``promptly`` (the thread pool)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, enabled: bool = True) -> None:
         self._database = database
+        self._groups = enabled and database.sql.sqlite
         self._pending: list[Pending] = []
 
     async def run(self, call: Callable[..., A], *args: Any) -> A:
         """``call(*args)``, a small step of ``SessionService``, in the group of the steps ready now."""
-        if not self._database.sql.sqlite:
+        if not self._groups:
             return await promptly(call, *args)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[A] = loop.create_future()

@@ -58,14 +58,14 @@ class Admission:
 class SessionService:
     def __init__(self, engine: Engine, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, caps: Caps = Caps(), *,
                  batch_process: BatchPreparer | None = None, admission: Admission | None = None,
-                 reserve_bytes: int = RESERVE_BYTES) -> None:
+                 reserve_bytes: int = RESERVE_BYTES, group_commit: bool = True) -> None:
         self.db = Database(engine, lock_timeout, reserve_bytes)
         self.steps = SessionSteps(self.db, caps)
         self.accounts = self.steps.accounts
         self.admission = admission or Admission()
         self.batches = Batches(self.steps, batch_process)
         # The small steps ready on the event loop at once, committed together (``server.scheduling``).
-        self.group = GroupCommit(self.db)
+        self.group = GroupCommit(self.db, enabled=group_commit)
         self.export = LedgerExport(self.steps)
         self._readiness_lock = threading.Lock()
         self._readiness: tuple[float, Refused | None] = (-READINESS_SECONDS, None)
