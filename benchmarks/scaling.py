@@ -19,7 +19,7 @@ CPU-s; 4.05 then 4.95 runs/min, 1.22x, against 3.87 then 6.19, 1.60x, at a load 
 
 Each figure is the grid's wall time once its workers are up (their start is timed apart: a LocalCluster takes
 seconds, once per comparison or learner), as runs per minute, and the speed-up of 2 processes over 1. Targets on
-2 cores: >= 1.8x ``--local``, >= 1.6x through the services (where the oracle's process shares the cores).
+2 cores: >= 1.8x ``--local``, >= 1.7x through the services (where the oracle's process shares the cores).
 
 What the machine's two cores give at all is printed beside them, at the start and at the end
 (``machine_speedup_2_processes_*``: a pure-Python loop in 2 processes at once against 1): on the virtual machine
@@ -32,7 +32,12 @@ The cores are shared: on a busy machine the wall times, and so the speed-ups, sa
 about budgetlab (at a load average of 8 on 2 cores there is no second core to scale onto). Each case also prints
 its CPU-seconds per run, this process's and every process's below it, which the load moves far less.
 
-Usage: ``python benchmarks/scaling.py [--json] [--smoke] [--local-only | --services-only]``.
+With ``--postgres URL`` (or ``$BUDGETLAB_BENCH_POSTGRES_URL``) the grid also runs with 2 learner workers through an
+oracle on PostgreSQL of one process, then of 2 (``budgetlab serve oracle --workers 2``: the processes share the
+sessions' steps, whichever takes each request), each on a database of its own made in that server; their runs per
+minute side by side and ``services_pg_2_oracle_processes_to_1``, the ratio.
+
+Usage: ``python benchmarks/scaling.py [--json] [--smoke] [--local-only | --services-only] [--postgres URL]``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ method, path, models, description and refusals as the table declares them, plus 
 
 Every route that may wait for a lock is a plain ``def`` (FastAPI runs it on the thread pool, so a wait never holds
 up the event loop and the worker's other requests), but the small per-example steps (``Operation.small``), which
-run ``promptly``: in place when their write needs no wait, else on the thread pool as well. Two routes are the
+run in the group of the steps ready at once (``server.scheduling.GroupCommit``): in place when their write needs no
+wait, else on the thread pool as well. A well-formed request of such a step is answered before it reaches these
+routes (``server.small_steps``); they answer what that does not take, and are the OpenAPI document's. Two routes are the
 table's with a body of their own: ``observe_batch`` parses its (big) body on the thread pool, and ``ledger``
 also streams the whole ledger as an export.
 """

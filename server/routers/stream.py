@@ -83,7 +83,8 @@ def _refused(exc: Refused) -> str:
 async def answer(sessions: SessionService, session_id: str, token: str, message: str) -> str:
     """The reply to one message, as ``"STATUS BODY"``; never raises for anything a client sends.
 
-    Only a small step's message is read, checked and answered on the event loop (``promptly``). Any other is
+    Only a small step's message is read, checked and answered on the event loop, in the group of the steps ready at
+    once (``server.scheduling.GroupCommit``). Any other is
     handled whole on the thread pool, a big ``observe_batch`` message's parsing and its answer's JSON included,
     so the worker's other requests do not wait behind them."""
     if len(message) >= BIG_MESSAGE:
