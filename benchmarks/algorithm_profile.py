@@ -5,10 +5,10 @@ this script measures, apart from the oracle, the engine and the runner. Each alg
 paper's scale (``SETTINGS``: the dataset, the per-example budget and the examples of a preset that runs it), built as
 a run builds it (``learner.runner.build_algorithm`` over a ``LocalOracle``, for the prior knowledge it declares), and
 then driven straight from the dataset's rows: per example ``select()``, the values of the attributes it chose, a dict
-as the runner makes it, ``update()``. The time is ``time.process_time`` over the whole run, minus a second pass that
-builds the same dicts from the recorded choices without the algorithm (the harness's own share), divided by the
-examples: the median over the repeats. ``weights_us`` is one read of ``weights`` after the run (a run reads it at
-every curve point: 20 a run by default).
+as the runner makes it, ``update()``. The time is the CPU time (``time.process_time_ns``) of the algorithm's own calls,
+each timed apart and less the clock's own reads, over the whole run, divided by the examples: the median over the
+repeats (and the least, steadier on shared cores). ``weights_us`` is one read of ``weights`` after the run (a run
+reads it at every curve point: 20 a run by default).
 
 ``--baseline REV`` measures the algorithms of another commit beside the working tree's, in the same run: its
 ``learner/algorithms`` is extracted with ``git archive`` and put first on the ``learner`` package's path in a
@@ -84,28 +84,28 @@ def setting_for(algorithm_id: str, smoke: bool) -> Setting:
     return setting
 
 
-def drive(algorithm: Any, rows: list[list[float]], labels: list[float], online: bool) -> list[list[int]]:
-    """The runner's step for every row, without an oracle: the algorithm's choices, recorded."""
-    chosen = []
+def drive(algorithm: Any, rows: list[list[float]], labels: list[float], online: bool) -> float:
+    """The runner's step for every row, without an oracle: the CPU seconds of the algorithm's own calls (select,
+    predict_one online, update), each timed apart, less the clock's own reads."""
+    clock = time.process_time_ns
+    spent = 0
     for row, y in zip(rows, labels, strict=True):
-        wanted = [int(a) for a in algorithm.select()]
+        started = clock()
+        wanted = algorithm.select()
+        chosen = clock()
         observed = {i: row[i] for i in wanted}
+        asked = clock()
         if online:
             algorithm.predict_one(observed)
         algorithm.update(observed, y)
-        chosen.append(wanted)
-    return chosen
+        spent += (chosen - started) + (clock() - asked)
+    return (spent - 2 * len(rows) * clock_read()) / 1e9
 
 
-def replay(chosen: list[list[int]], rows: list[list[float]], labels: list[float], online: bool) -> list[list[int]]:
-    """``drive``'s own work on the recorded choices: what is subtracted from its time."""
-    again = []
-    for wanted, row, _ in zip(chosen, rows, labels, strict=True):
-        again.append([int(a) for a in wanted])
-        observed = {i: row[i] for i in wanted}
-        if online and observed is None:  # the same test as drive's, never true
-            break
-    return again
+def clock_read() -> int:
+    """The ns one read of ``time.process_time_ns`` adds between two others (the least of many)."""
+    clock = time.process_time_ns
+    return min(-(clock() - clock()) for _ in range(2000))
 
 
 def measure(algorithm_id: str, setting: Setting, repeats: int) -> dict[str, Any]:
@@ -128,15 +128,10 @@ def measure(algorithm_id: str, setting: Setting, repeats: int) -> dict[str, Any]
     for _ in range(repeats):
         algorithm = build_algorithm(algorithm_id, oracle, params={}, seed=0, max_examples=n)
         gc.collect()
+        per_example.append(drive(algorithm, rows, labels, online) / n * 1e6)
         started = time.process_time()
-        chosen = drive(algorithm, rows, labels, online)
-        driven = time.process_time()
-        replay(chosen, rows, labels, online)
-        replayed = time.process_time()
         _ = algorithm.weights
-        read = time.process_time()
-        per_example.append(((driven - started) - (replayed - driven)) / n * 1e6)
-        weights.append((read - replayed) * 1e6)
+        weights.append((time.process_time() - started) * 1e6)
     return {"setting": setting.describe(), "us_per_example": per_example, "weights_us": weights}
 
 
@@ -190,29 +185,37 @@ def collect(ids: list[str], args: argparse.Namespace, tree: Path | None) -> dict
 
 
 def table(ids: list[str], sides: dict[str, dict[str, Any]], revision: str | None) -> str:
+    """One row per id: the median µs per example (the figure), the least (the run the machine's load disturbed least,
+    the steadier on shared cores), and the median µs of a ``weights`` read; with a baseline, both sides and ratios."""
     header = ["id", "setting"]
     if "before" in sides:
-        header += [f"before µs/ex ({revision})", "after µs/ex", "after/before", "weights µs before", "after"]
+        header += [f"before ({revision})", "after", "ratio", "min before", "min after", "ratio", "weights before",
+                   "after"]
     else:
-        header += ["µs/example", "weights µs"]
+        header += ["µs/example", "min", "weights µs"]
     lines = [header]
     for algorithm_id in ids:
         after = sides["after"][algorithm_id]
-        row = [algorithm_id, after["setting"]]
-        now = statistics.median(after["us_per_example"])
+        now, least = statistics.median(after["us_per_example"]), min(after["us_per_example"])
         read = statistics.median(after["weights_us"])
+        row = [algorithm_id, after["setting"]]
         if "before" in sides:
             before = sides["before"][algorithm_id]
-            then = statistics.median(before["us_per_example"])
-            row += [f"{then:.1f}", f"{now:.1f}", f"{now / then:.2f}" if then > 0 else "-",
-                    f"{statistics.median(before['weights_us']):.0f}", f"{read:.0f}"]
+            then, least_then = statistics.median(before["us_per_example"]), min(before["us_per_example"])
+            row += [f"{then:.1f}", f"{now:.1f}", ratio(now, then), f"{least_then:.1f}", f"{least:.1f}",
+                    ratio(least, least_then), f"{statistics.median(before['weights_us']):,.0f}", f"{read:,.0f}"]
         else:
-            row += [f"{now:.1f}", f"{read:.0f}"]
+            row += [f"{now:.1f}", f"{least:.1f}", f"{read:,.0f}"]
         lines.append(row)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
                       for i, (cell, w) in enumerate(zip(line, widths, strict=True))) for line in lines]
-    return "\n".join([text[0], "-" * len(text[0]), *text[1:]]) + "\n"
+    return "\n".join(["µs per example of select + update (+ predict_one); weights: µs of one read after the run",
+                      text[0], "-" * len(text[0]), *text[1:]]) + "\n"
+
+
+def ratio(now: float, then: float) -> str:
+    return f"{now / then:.2f}" if then > 0 else "-"
 
 
 def main() -> None:
@@ -222,6 +225,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="processes per side, alternating (default 3)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each id per process (default 3)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    parser.add_argument("--table", metavar="JSON", help="print the table of an earlier --json run's output file")
     parser.add_argument("--smoke", action="store_true", help="60 examples an id, one round: checks the script runs")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
@@ -229,6 +233,10 @@ def main() -> None:
     from learner.algorithms import BUILT_IN
 
     ids = args.ids.split(",") if args.ids else list(BUILT_IN)
+    if args.table:
+        earlier = json.loads(Path(args.table).read_text())
+        sys.stdout.write(table(list(earlier["figures"]["after"]), earlier["figures"], earlier["baseline"]))
+        return
     if args.worker:
         worker(ids, args.repeats, args.smoke, args.tree)
         return

@@ -33,6 +33,11 @@ from learner.algorithms.shared.step_sizes import (
 )
 
 
+# Draws per example from which drawing them with NumPy costs less than one at a time (measured: 10 to 30 draws, a
+# few us either way; 3 draws, a loop 1.5 us against 5)
+VECTORISED_FROM = 10
+
+
 class DataPointSampler:
     """Draws i ~ q for x̃: uniform (q_i = 1/d, H&K) or any fixed distribution (K&S), by bisection."""
 
@@ -60,9 +65,15 @@ class DataPointSampler:
         return i, self._inverse[i]
 
     def draw_many(self, uniforms: np.ndarray) -> tuple[list[int], list[float]]:
-        """``draw`` of each of ``uniforms`` at once: the indices and their weights 1/q_i. The same indices: int()
-        truncates as astype does, and bisect_right finds what searchsorted's right side finds."""
+        """``draw`` of each of ``uniforms``: the indices and their weights 1/q_i, at once from ``VECTORISED_FROM``
+        draws on (below, a loop costs less than NumPy's calls). The same indices: int() truncates as astype does, and
+        bisect_right finds what searchsorted's right side finds."""
         d = self.d
+        if len(uniforms) < VECTORISED_FROM:
+            if self.q is None:
+                return [min(int(u * d), d - 1) for u in uniforms.tolist()], [float(d)] * len(uniforms)
+            drawn = [self.draw(u) for u in uniforms.tolist()]
+            return [i for i, _ in drawn], [inverse for _, inverse in drawn]
         if self.q is None:
             return np.minimum((uniforms * d).astype(np.int64), d - 1).tolist(), [float(d)] * len(uniforms)
         cumulative = self._cumulative_array

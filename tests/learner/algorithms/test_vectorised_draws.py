@@ -18,10 +18,11 @@ def test_draw_many_draws_what_draw_draws(q: str | None) -> None:
     sampler = DataPointSampler(d, weights)
     # the very top of [0, 1) too, where rounding can land past the last positive q
     uniforms = np.r_[np.random.default_rng(0).random(500), 1.0 - 2.0**-53, 0.0]
-    indices, inverses = sampler.draw_many(uniforms)
-    one_by_one = [sampler.draw(u) for u in uniforms.tolist()]
-    assert indices == [i for i, _ in one_by_one]
-    assert [v.hex() for v in inverses] == [v.hex() for _, v in one_by_one]
+    for few in (uniforms[-3:], uniforms[:3], uniforms):  # a few draws are made one at a time, many with NumPy
+        indices, inverses = sampler.draw_many(few)
+        one_by_one = [sampler.draw(u) for u in few.tolist()]
+        assert indices == [i for i, _ in one_by_one]
+        assert [v.hex() for v in inverses] == [v.hex() for _, v in one_by_one]
 
 
 @pytest.mark.parametrize("kind", ["ridge", "ridge-c", "lasso", "lasso-c"])
