@@ -141,9 +141,8 @@ class RidgeIterate(ScaledIterate):
         if moved:
             at = np.array(moved, dtype=np.int64)
             values = self._move(moved, at, self.y[at] - shift * np.array([gradient[i] for i in moved]))
-            if self._norm is not self.tree:
-                for i, v in zip(moved, values, strict=True):
-                    self._norm.set(i, v * v)
+            if isinstance(self._norm, RunningTotal):  # its own Σ y² (the tree holds another weight): set in order
+                self._norm.set_many(moved, [v * v for v in values])
         norm = self.scale * math.sqrt(self._norm.total)
         if norm > self.B:
             self.scale *= self.B / norm
@@ -193,8 +192,7 @@ class LassoIterate(ScaledIterate):
             zm = self.z_minus[at] / factors
             self.z_plus[at] = zp
             self.z_minus[at] = zm
-            for i, mass in zip(moved, (zp + zm).tolist(), strict=True):
-                self._mass.set(i, mass)
+            self._mass.set_many(moved, (zp + zm).tolist())
             self._move(moved, at, zp - zm)
         total = self._mass.total
         self.scale = self.B / total
