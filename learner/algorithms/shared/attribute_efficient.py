@@ -32,7 +32,6 @@ from learner.algorithms.shared.step_sizes import (
     StepRule,
 )
 
-
 # Draws per example from which drawing them with NumPy costs less than one at a time (measured: 10 to 30 draws, a
 # few us either way; 3 draws, a loop 1.5 us against 5)
 VECTORISED_FROM = 10
@@ -113,10 +112,28 @@ class SampledGradient:
 
     def select(self) -> list[int]:
         uniforms = self.rng.random(self.x_draws + self.inner_draws)
+        if self.x_draws < VECTORISED_FROM:
+            return self._select_one_by_one(uniforms.tolist())
         self._x, self._inv_q = self.sampler.draw_many(uniforms[: self.x_draws])
         self._inner, self._ratios = [], []
         if not self.iterate.is_zero:
             self._inner, self._ratios = self.iterate.sample_many(uniforms[self.x_draws :].tolist())
+        return list(dict.fromkeys(self._x + self._inner))
+
+    def _select_one_by_one(self, uniforms: list[float]) -> list[int]:
+        """``select`` for a few draws, one at a time (the same draws: ``draw_many`` and ``sample_many`` are ``draw`` and
+        ``sample`` of each): NumPy's calls would cost more than they save."""
+        self._x, self._inv_q = [], []
+        for u in uniforms[: self.x_draws]:
+            i, inv_q = self.sampler.draw(u)
+            self._x.append(i)
+            self._inv_q.append(inv_q)
+        self._inner, self._ratios = [], []
+        if not self.iterate.is_zero:
+            for u in uniforms[self.x_draws :]:
+                j, ratio = self.iterate.sample(u)
+                self._inner.append(j)
+                self._ratios.append(ratio)
         return list(dict.fromkeys(self._x + self._inner))
 
     def estimates(self, observed: Observed, y: float) -> tuple[dict[int, float], dict[int, float]]:
