@@ -18,13 +18,14 @@ import re
 from typing import Any
 
 from pydantic import ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from budgetlab.bearer import bearer_token
 from budgetlab.errors import Refused
 from budgetlab.operations import OPERATIONS, SESSIONS, Operation
 from web.database_faults import database_refusal
 from web.errors import error_response
+from web.limits import replay_body
 
 # The operations answered here: small steps of the table, POSTed.
 SMALL = {name: op for name, op in OPERATIONS.items() if op.small and op.method == "POST"}
@@ -52,7 +53,7 @@ class SmallSteps:
         body = await _body(receive)
         request = False if token is None else _request(op, body, json_body)
         if request is False:  # the routes refuse it as they do (401, 422)
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay_body(body, receive), send)
             return
         sessions = scope["app"].state.sessions
         try:
@@ -97,17 +98,3 @@ async def _body(receive: Receive) -> bytes:
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
-
-
-def _replay(body: bytes, then: Receive) -> Receive:
-    """A receive that gives the body already read, then what the server's gives (a disconnect)."""
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await then()
-
-    return receive

@@ -80,7 +80,7 @@ class RequestLimits:
         if body is None:
             await refuse_http(send, Code.TOO_LARGE.status, _too_large(limit, setting))
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay_body(body, receive), send)
 
     async def _read_bounded(self, receive: Receive, limit: int) -> bytes | None:
         """A body of unknown length, read up to ``limit``; None once it passes it."""
@@ -133,7 +133,7 @@ def _framing(scope: Scope) -> tuple[int | None, bool]:
     return length, chunked
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
     """``receive`` that hands the app the body already read, then whatever comes next (a disconnect)."""
     sent = False
 
