@@ -29,6 +29,7 @@ from client.comparison.config import AlgorithmEntry
 from client.comparison.config_errors import unknown
 from client.comparison.grid import RESTART_GRACE_SECONDS, Job, RunOutcome, execute
 from client.comparison.preflight import Algorithms, LocalCatalog, RemoteCatalog
+from client.comparison.verdicts import ALPHA
 from client.console import UsageError
 from client.services import ServiceError, sigterm_as_interrupt
 from learner.algorithms import ParamError, algorithms, origin
@@ -162,8 +163,10 @@ def run_bench(*, grid: BenchGrid, out: Path, where: Where, console: Console, err
                            failed=failed, wall_time=time.perf_counter() - started)
     for r in written.rankings:
         if r.ranking.p_value is not None:
-            console.print(f"k = {r.k} ({r.protocol}): best {escape(r.ranking.algorithms[0])}, Friedman p = "
-                          f"{r.ranking.p_value:.3g} over {len(r.ranking.blocks)} blocks", highlight=False)
+            shown = "ranks differ" if r.ranking.p_value < ALPHA else "no difference shown"
+            console.print(f"k = {r.k} ({r.protocol}): lowest average rank {escape(r.ranking.algorithms[0])}; "
+                          f"Friedman p = {r.ranking.p_value:.3g} over {len(r.ranking.blocks)} blocks ({shown} at "
+                          f"{ALPHA:.0%})", highlight=False, soft_wrap=True)
     console.print(f"{len(results):,}/{len(keys):,} runs completed; report: {written.path}", soft_wrap=True,
                   highlight=False)
     if failed:

@@ -83,6 +83,11 @@ def test_quick_writes_the_ranks_and_diagrams_and_resumes(tmp_path: Path, shared_
     assert "normalized MSE, mean [95% t-interval]" in report
     assert_real_png(out / "budget-diabetes.png")
     assert "indicative, the more so on the quick grid" in report
+    # The terminal names no winner: the lowest average rank, and whether Friedman's test shows any difference.
+    for line in re.findall(r"^k = \d \(batch\): .*$", first.output, re.MULTILINE):
+        p_value = float(re.search(r"Friedman p = ([\d.e-]+)", line).group(1))  # type: ignore[union-attr]
+        assert ("ranks differ at 5%" if p_value < 0.05 else "no difference shown at 5%") in line, line
+        assert "best" not in line
 
     again = RUNNER.invoke(app, ["bench", "--quick", "--out", str(out)])
     assert again.exit_code == 0, again.output
