@@ -124,6 +124,8 @@ class Family(ABC):
     task: ClassVar[Task]
     source: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    # The label values of a classification task, sorted: the papers' binary tasks are -1 and +1.
+    classes: ClassVar[tuple[float, ...]] = (-1.0, 1.0)
     # The Python package the data come with, where it is not one of the base install's: the set is available where
     # it is installed (the ``datasets`` extra, which the services' extras include).
     package: ClassVar[str | None] = None

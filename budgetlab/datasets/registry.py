@@ -31,7 +31,17 @@ import numpy as np
 
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.datasets import DatasetInfo, DatasetList
-from budgetlab.datasets import fashion, mnist, online_sparse, powerlaw, priced, sklearn_sets, sparse_gaussian, user
+from budgetlab.datasets import (
+    cube,
+    fashion,
+    mnist,
+    online_sparse,
+    powerlaw,
+    priced,
+    sklearn_sets,
+    sparse_gaussian,
+    user,
+)
 from budgetlab.datasets.base import Dataset, DatasetError, UnknownDataset
 from budgetlab.datasets.family import Family, resolve_params
 from budgetlab.params import split_pair
@@ -45,6 +55,7 @@ BUILTINS: tuple[Family, ...] = (
     sklearn_sets.DIGITS,
     sklearn_sets.DIABETES,
     priced.FAMILY,
+    cube.FAMILY,
 )
 CACHE_ENTRIES = 16
 CACHE_BYTES = 512 << 20
@@ -252,6 +263,15 @@ def list_datasets() -> DatasetList:
         datasets=[describe(f.example) for f in available] + [user.info(name, root) for name in user.names(root)],
         families=[f.pattern for f in available if f.pattern != f.example],
     )
+
+
+def label_classes(name: str) -> tuple[float, ...]:
+    """The label values of the classification dataset ``name``, sorted: a built-in family's own, else those of a
+    user's classification set (-1 and +1, ``user``'s rule). Known from the name alone: no data is loaded."""
+    for family in BUILTINS:
+        if family.match(name) is not None:
+            return family.classes
+    return Family.classes
 
 
 def parse_dataset_spec(spec: str) -> tuple[str, dict[str, ParamValue]]:
