@@ -29,23 +29,31 @@ Observation = dict[str, np.ndarray]
 ALREADY_READ = "already_read"
 
 
+def shard_part(shard: tuple[int, int], n_examples: int) -> ExamplePart:
+    """The i-th of n equal parts (their sizes differ by one at most) of a split of ``n_examples``."""
+    index, count = shard
+    if not 0 <= index < count <= n_examples:
+        raise ValueError(f"shard {shard} is not the i-th of n <= {n_examples} parts (0 <= i < n)")
+    return ExamplePart(start=index * n_examples // count, stop=(index + 1) * n_examples // count)
+
+
 class SensingEnv(gym.Env[Observation, Any]):
     """Read attributes of one example at a time, paying for each, then predict its label (see the module).
 
     ``oracle`` None runs an in-memory ``LocalSession`` (fast, for training); a URL runs a session of that oracle,
     over HTTP or (``stream``) its session stream, with the same observations and rewards. ``reads`` is the session's
     local budget k (default d), ``total`` its global budget K (default none), ``costs`` the attributes' prices
-    (default the dataset's, else 1 each). ``part`` serves only that part of the split's seeded order (the vector
-    form gives each of its environments one). ``reset(seed=s)`` opens a new session on seed s: the same seed
-    reproduces the same episodes; when a session's split is used up, the next reset starts it again (a new
-    session on the same seed: an epoch)."""
+    (default the dataset's, else 1 each). ``shard`` (i, n) serves only the i-th of n equal parts of the split's
+    seeded order (the vector form gives each of its environments one). ``reset(seed=s)`` opens a new session on seed
+    s: the same seed reproduces the same episodes; when a session's split is used up, the next reset starts it again
+    (a new session on the same seed: an epoch)."""
 
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, dataset: str = "cube", dataset_params: dict[str, ParamValue] | None = None,
                  split: Split = "test", seed: int = 0, reads: int | None = None, costs: list[float] | None = None,
                  cost_weight: float = 1.0, oracle: str | None = None, stream: bool = False,
-                 api_key: str | None = None, total: float | None = None, part: ExamplePart | None = None) -> None:
+                 api_key: str | None = None, total: float | None = None, shard: tuple[int, int] | None = None) -> None:
         self._source = source(oracle, stream=stream, api_key=api_key)
         params = dict(dataset_params or {})
         info = self._source.describe(SessionSpec(dataset, params, split, Budget()), seed)
@@ -57,6 +65,7 @@ class SensingEnv(gym.Env[Observation, Any]):
         self.classes: tuple[float, ...] = label_classes(dataset) if info.task == "classification" else ()
         self.costs = np.asarray(costs if costs is not None else info.costs or [1.0] * d, dtype=np.float64)
         self.cost_weight = float(cost_weight)
+        part = None if shard is None else shard_part(shard, info.n_train if split == "train" else info.n_test)
         budget = Budget(per_example=d if reads is None else reads, total=total, costs=costs, part=part)
         self._spec = SessionSpec(dataset, params, split, budget)
         # gymnasium types a Dict space's observations as objects: they are this environment's arrays.
