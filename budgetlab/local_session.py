@@ -20,8 +20,8 @@ from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.sessions import Order, Protocol, SessionInfo, Split
 from budgetlab.datasets.base import Dataset
-from budgetlab.engine import Counters, Observations, Outcome, Runtime
-from budgetlab.operations import Kind, Operation, SessionOperations, SyncSession, session_create
+from budgetlab.engine import Counters, Event, Observations, Outcome, Round, Runtime, rows_of
+from budgetlab.operations import Kind, Operation, SessionOperations, SyncSession, session_create, step_attributes
 
 A = TypeVar("A")
 
@@ -63,8 +63,9 @@ class MemoryPaid:
     def predicted(self, example: int) -> bool:
         return example in self.predictions
 
-    def record(self, outcome: Outcome[Any]) -> None:
-        for event in outcome.events:
+    def record(self, events: Sequence[Event | Observations]) -> None:
+        """What these events of a step paid for."""
+        for event in events:
             if isinstance(event, Observations):
                 examples = event.examples
                 if examples and examples[0] == examples[-1]:
@@ -118,11 +119,22 @@ class LocalSession(SyncSession, SessionOperations):
         answer = self._apply(op.step(self.runtime, self.counters, self.paid, request))
         return self._info() if answer is None else answer
 
+    def step_round(self, attributes: Sequence[int]) -> Round:
+        """``step`` in plain values: the engine's ``step_round`` on the attributes ``step``'s request would hold, its
+        outcome applied as ``step``'s, and handed back without answer models (what ``LocalOracle`` runs on). The
+        same rule, refusals and record as ``step``; the answer's ``spent`` is the round's ``counters.spent_cost``."""
+        done = engine.step_round(self.runtime, self.counters, step_attributes(attributes))
+        self._record(done.counters, done.events)
+        return done
+
     def _apply(self, outcome: Outcome[A]) -> A:
-        self.paid.record(outcome)
-        self.counters = outcome.counters
-        self.ledger_rows += outcome.rows
+        self._record(outcome.counters, outcome.events)
         return outcome.answer
+
+    def _record(self, counters: Counters, events: tuple[Event | Observations, ...]) -> None:
+        self.paid.record(events)
+        self.counters = counters
+        self.ledger_rows += rows_of(events)
 
     def _info(self) -> SessionInfo:
         return engine.session_info(self.runtime.config, self.counters, session_id=self.id,

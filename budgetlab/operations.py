@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.calls import (
+    MAX_ATTRIBUTES_PER_REQUEST,
     EvaluateRequest,
     EvaluateResponse,
     LabelRequest,
@@ -192,8 +193,20 @@ def _nothing() -> None:
     return None
 
 
+def step_attributes(attributes: Sequence[int]) -> list[int]:
+    """The attributes of ``step``'s request, without making the request: an in-process run's steps need no model.
+    The only check the request's model adds to ints, its length, is made here, with the model's refusal."""
+    wanted = list(map(int, attributes))
+    if len(wanted) > MAX_ATTRIBUTES_PER_REQUEST:
+        try:
+            StepRequest(attributes=wanted)
+        except ValidationError as exc:
+            raise invalid_request(exc) from None
+    return wanted
+
+
 def _step(attributes: Sequence[int]) -> StepRequest:
-    return StepRequest(attributes=list(map(int, attributes)))
+    return StepRequest(attributes=step_attributes(attributes))
 
 
 def _observe(example: int, attributes: Sequence[int]) -> ObserveRequest:

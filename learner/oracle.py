@@ -19,6 +19,7 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.contract.calls import EvaluateResponse, MomentsResponse
 from budgetlab.contract.sessions import Order, Protocol, Split
 from budgetlab.datasets.base import Dataset
+from budgetlab.engine import Round
 from budgetlab.local_session import LocalSession
 
 if TYPE_CHECKING:  # a LocalOracle's process need not import the HTTP client
@@ -141,4 +142,22 @@ class LocalOracle(SessionOracle):
                                     order=order, budget=budget, seed=seed)
         # No oracle session exists for a run in memory: results and scores say so with None.
         super().__init__(session, None)
+        self.local = session
         self.dataset = session.runtime.dataset
+
+    # A run's steps in plain values (``LocalSession.step_round``): the session's own step, without the request and
+    # answer models, which cost an in-process run as much as the step's rules.
+
+    def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
+        done = self._round(attributes)
+        return done.example, done.label, np.asarray(done.values, dtype=np.float64)
+
+    def step_observed(self, attributes: Sequence[int]) -> tuple[int, float | None, dict[int, float]]:
+        done = self._round(attributes)
+        return done.example, done.label, dict(zip(done.attributes, done.values, strict=True))
+
+    def _round(self, attributes: Sequence[int]) -> Round:
+        done = self.local.step_round(attributes)
+        self.attributes += len(done.values)  # what the answer's fresh says: every value of a step is fresh
+        self.spent = done.counters.spent_cost
+        return done

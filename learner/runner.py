@@ -120,12 +120,14 @@ class Learning:
         oracle = self.oracle
         # Progress is told of every curve point, of the last example, and of every ``told``-th between: a console's
         # bar redrawn at each example cost more than a small algorithm's step.
-        told = max(1, horizon // PROGRESS_UPDATES)
+        told = max(1, horizon // PROGRESS_UPDATES) if progress is not None else horizon
         try:
             while self.examples < horizon:
-                if cancel is not None and cancel.is_set():
+                # The examples up to the next curve point or report in one loop (``steps``), the schedule's
+                # arithmetic once for them all.
+                done = self.examples
+                if not self.steps(min(horizon, (done // every + 1) * every, (done // told + 1) * told), cancel):
                     return "cancelled", "cancelled before the horizon"
-                self.step()
                 point = self.evaluate() if self.examples % every == 0 or self.examples == horizon else None
                 if progress is not None and (point is not None or self.examples % told == 0):
                     progress(Progress(self.examples, oracle.attributes, oracle.spent, horizon, point))
@@ -139,19 +141,34 @@ class Learning:
             return "failed", str(exc)
         return "finished", ""
 
-    def step(self) -> None:
-        """One example: the algorithm chooses its attributes, pays for them and learns from what they showed."""
-        algorithm = self.algorithm
-        # The algorithms choose before they see the example, so one step request issues and observes it (the session
-        # makes the attributes ints, and the answer's values are floats: the algorithm takes them as they come).
-        example, y, observed = self.oracle.step_observed(algorithm.select())
-        if self.online:
-            y_hat = algorithm.predict_one(observed)
-            y = self.oracle.predict(example, y_hat)
-            self.cumulative_loss += (y_hat - y) ** 2
-        assert y is not None
-        algorithm.update(observed, y)
-        self.examples += 1
+    def steps(self, stop: int, cancel: threading.Event | None) -> bool:
+        """Examples until ``stop`` have been seen (False: cancelled first). For each, the algorithm chooses its
+        attributes, pays for them and learns from what they showed: it chooses before it sees the example, so one
+        step request issues and observes it (the session makes the attributes ints, and the answer's values are
+        floats: the algorithm takes them as they come)."""
+        algorithm, online = self.algorithm, self.online
+        select, update, step = algorithm.select, algorithm.update, self.oracle.step_observed
+        examples = self.examples
+        try:
+            while examples < stop:
+                if cancel is not None and cancel.is_set():
+                    return False
+                example, y, observed = step(select())
+                if online:
+                    y = self.predict(example, observed)
+                assert y is not None
+                update(observed, y)
+                examples += 1
+        finally:
+            self.examples = examples  # also when a step is refused: the examples seen before it
+        return True
+
+    def predict(self, example: int, observed: dict[int, float]) -> float:
+        """The online protocol's second request of a round: the algorithm's prediction, committed; the label."""
+        y_hat = self.algorithm.predict_one(observed)
+        y = self.oracle.predict(example, y_hat)
+        self.cumulative_loss += (y_hat - y) ** 2
+        return y
 
     def evaluate(self) -> CurvePoint:
         """The curve's next point: the test error of the weights now, and what the run paid so far."""

@@ -57,7 +57,7 @@ class Store:
 
     def __call__(self, step: Step, request: Any = None) -> Any:
         outcome = step(self.rt, self.counters, self.paid, request)
-        self.paid.record(outcome)
+        self.paid.record(outcome.events)
         self.chain.record(outcome.events)
         self.counters = outcome.counters
         return outcome.answer
