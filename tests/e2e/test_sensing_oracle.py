@@ -22,10 +22,13 @@ SETTINGS = {"dataset": "cube", "dataset_params": SMALL, "reads": 3, "costs": COS
 @pytest.mark.parametrize("stream", [False, True], ids=["http", "stream"])
 def test_the_same_actions_give_the_same_episodes_in_memory_and_on_a_real_oracle(shared_oracle_url: str,
                                                                                 stream: bool) -> None:
-    in_memory = play(SensingEnv(**SETTINGS), EPISODES, seed=5)
+    local = SensingEnv(**SETTINGS)
+    in_memory = play(local, EPISODES, seed=5)
     env = SensingEnv(**SETTINGS, oracle=shared_oracle_url, stream=stream)
     assert play(env, EPISODES, seed=5) == in_memory
     assert isinstance(env.session, OracleSession)
+    # The same rows recorded: the in-memory session counts those the oracle writes.
+    assert env.session.get().ledger_rows == local.session.get().ledger_rows == len(list(env.session.iter_ledger()))
     assert env.session.transport == ("websocket" if stream else "http")
     env.close()
 
