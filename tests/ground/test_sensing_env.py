@@ -98,6 +98,8 @@ def test_the_spaces_follow_the_published_conventions() -> None:
     assert terminated and reward == -info["loss"] == -((0.25 - info["label"]) ** 2)
     with pytest.raises(ValueError, match="not a class"):
         env.predict_action(0.5)
+    with pytest.raises(ValueError, match="settings of a real oracle"):
+        SensingEnv("cube", dataset_params=SMALL, stream=True)
 
 
 def test_an_episodes_rewards_are_minus_the_weighted_cost_paid_and_the_loss() -> None:
