@@ -26,6 +26,7 @@ from client.commands import (
     run,
     runs,
     sandbox,
+    sense,
     serve,
     session,
 )
@@ -39,6 +40,7 @@ app.command("run")(run.run)
 app.command("compare")(compare.compare)
 app.command("bench", help=bench.BENCH_HELP)(bench.bench)
 app.command("claims")(claims.claims)
+app.command("sense", help=sense.SENSE_HELP)(sense.sense)
 app.command("mlflow-log")(mlflow_log.mlflow_log)
 app.command("sandbox")(sandbox.sandbox)
 app.add_typer(serve.serve_app, name="serve")
