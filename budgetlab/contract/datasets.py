@@ -36,7 +36,8 @@ class DatasetInfo(BaseModel):
     description: str = Field(description="what the data is, and the paper it comes from",
                              examples=["Power-law Bernoulli attributes (alpha=-1, ridge scenario) with "
                                        "y = <w*, x> + noise (Kukliansky & Shamir 2015, section 5.1)"])
-    task: Task = Field(description="regression (real labels) or classification (labels ±1)", examples=["regression"])
+    task: Task = Field(description="regression (real labels) or classification (labels ±1, or the classes 0, 1, ... "
+                                   "of a multi-class set such as cube)", examples=["regression"])
     n_train: int = Field(description="examples in the training split", examples=[20000])
     n_test: int = Field(description="examples in the test split", examples=[2000])
     n_attributes: int = Field(validation_alias=N_ATTRIBUTES_READ_AS, examples=[500],

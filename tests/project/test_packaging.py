@@ -1,6 +1,6 @@
 """``pip install budgetlab`` is the ground floor with light dependencies: the SDK clients, the session engine and its
 in-memory store, the ledger's audit and the datasets that need nothing more. The services and the command come
-with the extras (``server``, ``learner``, ``client``; ``all`` for the quick start).
+with the extras (``server``, ``learner``, ``client``, ``gym``; ``all`` for the quick start).
 
 The base install is imitated in a fresh interpreter that cannot import any package of the extras (an import hook
 refuses them as if they were not installed), so the test sees what a user of the base install would."""
@@ -23,7 +23,21 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 LIGHT = {"pydantic", "httpx", "websockets", "numpy", "platformdirs"}
 # Import names of the extras' distributions where they differ from the distribution's name.
 IMPORT_NAMES = {"scikit-learn": "sklearn", "psycopg": "psycopg", "mlflow-skinny": "mlflow"}
-EXTRAS = ("datasets", "service", "server", "learner", "client")
+EXTRAS = ("datasets", "service", "server", "learner", "client", "gym")
+
+
+# Every module of budgetlab, imported; budgetlab.sensing alone may need its extra (gym), and must say so.
+IMPORT_EVERY_MODULE = """
+import json, pkgutil, importlib, budgetlab
+needs_gym = []
+for module in pkgutil.walk_packages(budgetlab.__path__, "budgetlab."):
+    try:
+        importlib.import_module(module.name)
+    except ModuleNotFoundError as exc:  # only the environment may need its extra, and must say which
+        if not module.name.startswith("budgetlab.sensing"):
+            raise
+        needs_gym.append(str(exc))
+"""
 
 
 def name_of(requirement: str) -> str:
@@ -60,7 +74,9 @@ def test_the_base_dependencies_are_light_and_the_extras_add_the_floors() -> None
     for heavy in ("fastapi", "uvicorn", "sqlalchemy", "alembic", "psycopg", "matplotlib", "typer", "scikit-learn"):
         assert not any(name_of(r) == heavy for r in PROJECT["dependencies"])
     assert "budgetlab[all]" not in extras["dev"]  # make test installs '.[all,dev]'
-    assert set(extras["all"][0].partition("[")[2].rstrip("]").split(",")) == {"server", "learner", "client"}
+    assert len(extras["all"]) == 1
+    assert set(extras["all"][0].partition("[")[2].rstrip("]").split(",")) == {"server", "learner", "client", "gym"}
+    assert {name_of(r) for r in extras["gym"]} == {"gymnasium"}
     assert "scikit-learn" in {name_of(r) for r in extras["datasets"]}
     assert {"fastapi", "uvicorn", "sqlalchemy"} <= {name_of(r) for r in extras["service"]}
     assert {"typer", "rich", "matplotlib"} <= {name_of(r) for r in extras["client"]}
@@ -69,17 +85,11 @@ def test_the_base_dependencies_are_light_and_the_extras_add_the_floors() -> None
 @pytest.mark.process
 def test_the_ground_floor_works_without_any_extra() -> None:
     """Every module of budgetlab imports, an in-memory session runs, the sets of the extras say how to get them."""
-    done = run_without_extras("""
-import json, pkgutil, importlib, budgetlab
-for module in pkgutil.walk_packages(budgetlab.__path__, "budgetlab."):
-    importlib.import_module(module.name)
+    done = run_without_extras(IMPORT_EVERY_MODULE + """
 import sklearn
 """)
     assert done.returncode == 1 and "No module named 'sklearn'" in done.stderr, done.stderr  # the hook holds
-    done = run_without_extras("""
-import json, pkgutil, importlib, budgetlab
-for module in pkgutil.walk_packages(budgetlab.__path__, "budgetlab."):
-    importlib.import_module(module.name)
+    done = run_without_extras(IMPORT_EVERY_MODULE + """
 from budgetlab.datasets.registry import list_datasets, load_dataset
 from budgetlab.datasets.base import UnknownDataset
 from budgetlab.local_session import LocalSession
@@ -93,13 +103,14 @@ try:
 except UnknownDataset as exc:
     refused = str(exc)
 print(json.dumps({"charged": observed.charged, "listed": [d.name for d in list_datasets().datasets],
-                  "refused": refused}))
+                  "refused": refused, "needs_gym": needs_gym}))
 """)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["charged"] == 2.0
     assert "sparse-gaussian" in answer["listed"] and not {"diabetes", "digits-3v5", "mnist-3v5"} & set(answer["listed"])
     assert "pip install 'budgetlab[datasets]'" in answer["refused"]
+    assert answer["needs_gym"] and all("pip install 'budgetlab[gym]'" in m for m in answer["needs_gym"])
 
 
 @pytest.mark.process
