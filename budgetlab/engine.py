@@ -102,10 +102,11 @@ class Counters(NamedTuple):
         return _new(Counters, (self.status, self.spent_cost, self.spent_attributes, self.labels, self.issued + 1,
                                self.predictions, self.cumulative_loss))
 
-    def pay(self, cost: float, attributes: int = 0, labels: int = 0) -> Counters:
-        """``cost`` more spent, on ``attributes`` fresh cells and ``labels`` labels."""
+    def pay(self, cost: float, attributes: int = 0, labels: int = 0, issued: int = 0) -> Counters:
+        """``cost`` more spent, on ``attributes`` fresh cells and ``labels`` labels (of ``issued`` more examples
+        issued: a batch session's ``next`` issues an example and reveals its label)."""
         return _new(Counters, (self.status, self.spent_cost + cost, self.spent_attributes + attributes,
-                               self.labels + labels, self.issued, self.predictions, self.cumulative_loss))
+                               self.labels + labels, self.issued + issued, self.predictions, self.cumulative_loss))
 
 
 @dataclass(frozen=True)
@@ -322,15 +323,16 @@ def _label_value(rt: Runtime, row: int) -> float:
     return rt.dataset.label(rt.config.split, row)
 
 
-def _reveal(rt: Runtime, counters: Counters, example: int, row: int) -> tuple[float, Counters, Event]:
+def _reveal(rt: Runtime, counters: Counters, example: int, row: int, issued: int = 0) -> tuple[float, Counters, Event]:
+    """The example's label, revealed at the label's cost; ``issued``: the example is issued with it (``_issue``)."""
     budget = rt.config.budget
     try:
         rules.enforce_label(budget, counters.spent_cost)
     except rules.BudgetExceeded as exc:
         raise BudgetExhausted(exc.detail, exc.remaining) from None
     label = _label_value(rt, row)
-    return label, counters.pay(budget.label_cost, labels=1), _new(Event, ("label", example, label, budget.label_cost,
-                                                                          None))
+    paid = counters.pay(budget.label_cost, labels=1, issued=issued)
+    return label, paid, _new(Event, ("label", example, label, budget.label_cost, None))
 
 
 def _issue(rt: Runtime, counters: Counters) -> tuple[int, int, float | None, Counters, tuple[Event, ...]]:
@@ -344,10 +346,9 @@ def _issue(rt: Runtime, counters: Counters) -> tuple[int, int, float | None, Cou
         raise StreamExhausted(f"all {config.n_examples} examples have been issued")
     example = counters.issued
     row: int = rt.order.item(example)
-    after = counters.issue()
     if config.protocol != "batch":
-        return example, row, None, after, ()
-    label, after, event = _reveal(rt, after, example, row)
+        return example, row, None, counters.issue(), ()
+    label, after, event = _reveal(rt, counters, example, row, issued=1)
     return example, row, label, after, (event,)
 
 
@@ -573,17 +574,22 @@ def predict(rt: Runtime, counters: Counters, paid: Paid, request: PredictRequest
 
 
 def evaluate(rt: Runtime, counters: Counters, paid: Paid, request: EvaluateRequest) -> Outcome[EvaluateResponse]:
-    """Full-information test error of a linear predictor: free, but recorded."""
+    """Full-information test error of a linear predictor: free, but recorded (``evaluate_array``'s rule)."""
+    return evaluate_array(rt, counters, np.asarray(request.weights, dtype=np.float64), request.bias)
+
+
+def evaluate_array(rt: Runtime, counters: Counters, weights: np.ndarray, bias: float) -> Outcome[EvaluateResponse]:
+    """The rule of ``evaluate`` on a validated request's weights as an array of floats (``LocalSession.evaluate_array``
+    hands an in-process run's over as they are, not as a list of d floats made and read again)."""
     require_open(counters)
     d = rt.config.d
-    if len(request.weights) != d:
-        raise refusal(Code.INVALID_WEIGHTS, f"weights must have d={d} entries, got {len(request.weights)}")
-    w = np.asarray(request.weights, dtype=np.float64)
+    if len(weights) != d:
+        raise refusal(Code.INVALID_WEIGHTS, f"weights must have d={d} entries, got {len(weights)}")
     with np.errstate(over="ignore", invalid="ignore"):
-        result = evaluate_weights(rt.dataset, w, request.bias)
+        result = evaluate_weights(rt.dataset, weights, bias)
     if not all(np.isfinite([result.mse, result.normalized_mse])):
         raise refusal(Code.INVALID_WEIGHTS, "these weights overflow the test error; scale them down")
-    payload = {"weights_sha256": hashlib.sha256(w.tobytes()).hexdigest(), "bias": float(request.bias),
+    payload = {"weights_sha256": hashlib.sha256(weights.tobytes()).hexdigest(), "bias": float(bias),
                **result.model_dump()}
     return Outcome(result, counters, (Event("evaluate", payload=payload),))
 

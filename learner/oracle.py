@@ -156,6 +156,10 @@ class LocalOracle(SessionOracle):
         done = self._round(attributes)
         return done.example, done.label, dict(zip(done.attributes, done.values, strict=True))
 
+    def evaluate(self, weights: np.ndarray, bias: float = 0.0) -> EvaluateResponse:
+        # The session's evaluate of the array the request's list would be made of (``SessionOracle.evaluate``).
+        return self.local.evaluate_array(np.asarray(weights, dtype=np.float64), bias)
+
     def _round(self, attributes: Sequence[int]) -> Round:
         done = self.local.step_round(attributes)
         self.attributes += len(done.values)  # what the answer's fresh says: every value of a step is fresh

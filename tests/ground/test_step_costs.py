@@ -76,6 +76,7 @@ def test_the_counters_own_steps_are_replace() -> None:
     assert c.issue() == c._replace(issued=5)
     assert c.pay(0.1, 2, 1) == c._replace(spent_cost=1.5 + 0.1, spent_attributes=5, labels=2)
     assert c.pay(2.0) == c._replace(spent_cost=3.5)
+    assert c.pay(0.5, labels=1, issued=1) == c._replace(spent_cost=2.0, labels=2, issued=5)  # next's label
 
 
 def test_an_outcome_counts_a_row_a_cell_and_a_row_an_event() -> None:

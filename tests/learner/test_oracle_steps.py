@@ -1,7 +1,10 @@
 """``SessionOracle.step_observed``, the runner's step, is ``step`` with its values as the algorithms take them; the
-runner tells its progress often enough, not at every example."""
+runner tells its progress often enough, not at every example, and its loop of steps between two curve points ends a
+run where a refused step or a cancel ends it."""
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -37,3 +40,24 @@ def test_progress_is_told_of_every_curve_point_the_last_example_and_a_thousand_b
     assert [p.point for p in told if p.point is not None] == result.curve
     assert len(told) <= 2_500 // (2_500 // PROGRESS_UPDATES) + len(result.curve)
     assert all(e % 2 == 0 for e in examples if e % 300 and e != 2_500)  # every other example, at 2,500
+
+
+def test_a_run_ends_at_the_step_refused_or_the_cancel_with_the_examples_before_it() -> None:
+    params: dict[str, ParamValue] = {"d": 20, "n_train": 400, "n_test": 20, "s_plus": 2, "s_minus": 1}
+    # A global budget of 50 cells, at most 4 an example: the step that would pass 50 is refused, and issued nothing.
+    oracle = LocalOracle("sparse-gaussian", dataset_params=params, budget=Budget(per_example=4, total=50.0), seed=1)
+    result = run_algorithm("aerr", oracle, max_examples=300, eval_every=5)
+    counters = oracle.local.counters
+    assert (result.status, result.examples, result.attributes) == ("budget_exhausted", 14, 50)
+    assert (counters.issued, counters.spent_attributes) == (14, 50)
+    assert [p.examples for p in result.curve] == [5, 10, 14]  # the last point at the examples seen
+    cancel = threading.Event()
+
+    def stop_at_7(progress: Progress) -> None:
+        if progress.examples == 7:
+            cancel.set()
+
+    oracle = LocalOracle("sparse-gaussian", dataset_params=params, budget=Budget(per_example=4), seed=1)
+    result = run_algorithm("aerr", oracle, max_examples=300, eval_every=5, progress=stop_at_7, cancel=cancel)
+    assert (result.status, result.examples, oracle.local.counters.issued) == ("cancelled", 7, 7)
+    assert [p.examples for p in result.curve] == [5, 7]
