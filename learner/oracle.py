@@ -19,7 +19,6 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.contract.calls import EvaluateResponse, MomentsResponse
 from budgetlab.contract.sessions import Order, Protocol, Split
 from budgetlab.datasets.base import Dataset
-from budgetlab.engine import Round
 from budgetlab.local_session import LocalSession
 
 if TYPE_CHECKING:  # a LocalOracle's process need not import the HTTP client
@@ -149,19 +148,15 @@ class LocalOracle(SessionOracle):
     # answer models, which cost an in-process run as much as the step's rules.
 
     def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
-        done = self._round(attributes)
-        return done.example, done.label, np.asarray(done.values, dtype=np.float64)
+        example, label, observed = self.step_observed(attributes)
+        return example, label, np.fromiter(observed.values(), dtype=np.float64, count=len(observed))
 
     def step_observed(self, attributes: Sequence[int]) -> tuple[int, float | None, dict[int, float]]:
-        done = self._round(attributes)
+        done = self.local.step_round(attributes)
+        self.attributes += len(done.values)  # what the answer's fresh says: every value of a step is fresh
+        self.spent = done.counters.spent_cost
         return done.example, done.label, dict(zip(done.attributes, done.values, strict=True))
 
     def evaluate(self, weights: np.ndarray, bias: float = 0.0) -> EvaluateResponse:
         # The session's evaluate of the array the request's list would be made of (``SessionOracle.evaluate``).
         return self.local.evaluate_array(np.asarray(weights, dtype=np.float64), bias)
-
-    def _round(self, attributes: Sequence[int]) -> Round:
-        done = self.local.step_round(attributes)
-        self.attributes += len(done.values)  # what the answer's fresh says: every value of a step is fresh
-        self.spent = done.counters.spent_cost
-        return done
