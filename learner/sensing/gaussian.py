@@ -1,7 +1,7 @@
 """The models the policies share, fitted on the training split: what the values read so far say about the label, and
 what reading one more attribute is expected to tell.
 
-- classification, ``ClassGaussian``: a Gaussian per class (QDA, each covariance shrunk by Ledoit & Wolf 2004), whose
+- classification, ``ClassGaussian``: a Gaussian per class (QDA, each covariance with a small ridge), whose
   marginal on any set of read attributes is again Gaussian, so the posterior over the classes uses the read values
   only; the gain of an attribute is its conditional mutual information with the label, I(y; x_j | x_S), the
   criterion of greedy dynamic feature selection (Chen et al. 2015; Ma et al. 2019's EDDI; Covert et al. 2023),
@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.covariance import ledoit_wolf
 
 _JITTER = 1e-6
+_RIDGE = 0.01
 # Gauss-Hermite nodes per class for the expectation over an attribute's value: exact for polynomials of degree 15.
 _NODES, _WEIGHTS = np.polynomial.hermite.hermgauss(8)
 
@@ -60,6 +61,17 @@ def _entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
     return entropy
 
 
+def _covariance(rows: np.ndarray) -> np.ndarray:
+    """A class's covariance, with a ridge of 1 % of its mean variance (a constant attribute, such as a digit's
+    border pixel, must not make it singular). Not Ledoit & Wolf's shrinkage: on CUBE (2,000 training examples) it
+    took 5 points of accuracy off greedy acquisition at k = 3 and 4."""
+    d = rows.shape[1]
+    if len(rows) < 2:
+        return np.eye(d)
+    found = np.atleast_2d(np.cov(rows, rowvar=False))
+    return found + (_RIDGE * float(np.mean(np.diag(found))) + _JITTER) * np.eye(d)
+
+
 class ClassGaussian:
     """p(c) N(x; mu_c, Sigma_c) per class, fitted on a training split read in full."""
 
@@ -68,8 +80,7 @@ class ClassGaussian:
         d = X.shape[1]
         self.log_prior = np.log(np.array([np.mean(y == c) for c in self.classes]))
         self.means = np.array([X[y == c].mean(axis=0) for c in self.classes])
-        self.covs = np.array([ledoit_wolf(X[y == c])[0] + _JITTER * np.eye(d) if np.sum(y == c) > 1
-                              else np.eye(d) for c in self.classes])
+        self.covs = np.array([_covariance(X[y == c]) for c in self.classes])
 
     def log_posterior(self, rows: np.ndarray, read: np.ndarray) -> np.ndarray:
         """log p(c | x_S) of each row (n, |S|) of values of the read attributes ``read``, shape (n, classes)."""

@@ -25,7 +25,7 @@ class QLearningPolicy(ModelPolicy):
 
     name = "q-learning"
 
-    def __init__(self, seed: int = 0, learning_rate: float = 0.1, epsilon: float = 0.2) -> None:
+    def __init__(self, seed: int = 0, learning_rate: float = 0.1, epsilon: float = 0.5) -> None:
         self.rng = np.random.default_rng(seed)
         self.learning_rate = learning_rate
         self.epsilon = epsilon
@@ -46,8 +46,11 @@ class QLearningPolicy(ModelPolicy):
         return np.concatenate([belief, mask, [1.0]])
 
     def _allowed(self, mask: np.ndarray, budget_left: float) -> np.ndarray:
-        """The actions allowed: the affordable reads and the prediction (always)."""
-        return np.append(affordable(mask, self.costs, budget_left), True)
+        """The actions allowed: the affordable reads, else the prediction. The policy reads all its budget allows
+        (the evaluation's budgets are what it may read), so it learns which attribute to read, not when to stop:
+        a learned stop, whose value bootstraps from noisy 0-1 losses, stopped some seeds after one read."""
+        reads = affordable(mask, self.costs, budget_left)
+        return np.append(reads, not reads.any())
 
     def _choose(self, phi: np.ndarray, allowed: np.ndarray) -> int:
         if self.exploring and self.rng.random() < self.epsilon:
@@ -74,10 +77,16 @@ def train(policy: QLearningPolicy, env: SensingEnv, episodes: int, seed: int) ->
     epsilon-greedily; each episode's return and the cost it paid, in order. The policy must be fitted first (its
     model gives the features and the predictions)."""
     policy.exploring = True
+    start = policy.epsilon
+    found = []
     try:
-        return [_episode(policy, env, seed if i == 0 else None) for i in range(episodes)]
+        for i in range(episodes):
+            # Exploration decays linearly to a tenth of its start over the episodes.
+            policy.epsilon = start * (1.0 - 0.9 * i / max(episodes, 1))
+            found.append(_episode(policy, env, seed if i == 0 else None))
     finally:
-        policy.exploring = False
+        policy.exploring, policy.epsilon = False, start
+    return found
 
 
 def _episode(policy: QLearningPolicy, env: SensingEnv, seed: int | None) -> tuple[float, float]:
