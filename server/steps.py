@@ -179,7 +179,8 @@ class SessionSteps:
                     draw = draw_of(loaded.counters, c, outcome.events)
                     if draw:
                         self.accounts.draw(cursor, account, draw)
-            db.append(cursor, session_id, chain, counter_values(c), now=now())
+            db.append(cursor, session_id, chain, counter_values(c), now=now(),
+                      same_status=c.status == loaded.counters.status)
         if recorded and carries_receipt(answer):
             answer.receipt = Receipt(rows=chain.seq, head=chain.head)
         after = Loaded(session_id, loaded.key, c, chain.seq, chain.head, loaded.row)

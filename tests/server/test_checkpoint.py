@@ -7,18 +7,26 @@ change of state, not a traceback per attempt. The bound under 16 clients is meas
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from budgetlab.contract.sessions import SessionCreate
+from server import checkpoint
 from server.checkpoint import HARD_LIMIT_BYTES, LIMIT_BYTES, Checkpointer
 from server.db import make_engine, upgrade
+from server.session_rows import counter_values
+from server.sessions import SessionService
+from server.steps import now
 from server.store import Database
+from tests.helpers import TINY
 
 LIMIT = 256 << 10
 
@@ -151,3 +159,72 @@ def test_a_failing_checkpoint_is_one_line_per_change_of_state(tmp_path: Path,
         "WAL checkpoint of the ledger failed: OperationalError: unable to open database file (logged again when "
         "this changes)", "WAL checkpoints of the ledger succeed again"]
     assert all(r.exc_info is None for r in lines)
+
+
+def test_writers_leave_the_log_to_the_thread_while_it_looks_at_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   ) -> None:
+    """A stat of the log at every write cost a small step 5-20 us: while the thread has lately found the log under the
+    hard limit, the writers do not look at it; once its look is stale (the thread stalled, or gone), each does."""
+    monkeypatch.setattr(checkpoint, "STALE", 3600.0)  # the thread's look does not go stale during the test
+    path = tmp_path / "ledger.db"
+    upgrade(f"sqlite:///{path}")
+    wal = f"{path}-wal"
+    looks: list[str] = []
+    stat = os.stat
+
+    def counted(target: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if str(target) == wal:
+            looks.append(threading.current_thread().name)
+        return stat(target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counted)
+    db = Database(make_engine(f"sqlite:///{path}"), 5.0)
+    try:
+        with db.write() as cursor:
+            cursor.execute("CREATE TABLE scratch (value BLOB)")
+        deadline = time.monotonic() + 30
+        while "sqlite-checkpoint" not in looks:  # the thread, woken by the write, looks within its POLL
+            assert time.monotonic() < deadline, "the checkpoint thread never looked at the log"
+            time.sleep(0.01)
+        writers = len([name for name in looks if name != "sqlite-checkpoint"])
+        for _ in range(20):
+            with db.write() as cursor:
+                cursor.execute("INSERT INTO scratch VALUES (randomblob(1024))")
+        assert len([name for name in looks if name != "sqlite-checkpoint"]) == writers, looks
+
+        monkeypatch.setattr(checkpoint, "STALE", 0.0)  # as if the thread had not looked for a while
+        for _ in range(20):
+            with db.write() as cursor:
+                cursor.execute("INSERT INTO scratch VALUES (randomblob(1024))")
+        assert len([name for name in looks if name != "sqlite-checkpoint"]) == writers + 20, looks
+    finally:
+        db.close()
+
+
+def test_a_step_that_leaves_the_status_alone_writes_a_page_less_to_the_log(tmp_path: Path) -> None:
+    """SQLite rewrites the entry of an index whose column an UPDATE sets, changed or not: a step that neither closes
+    nor opens the session leaves the status out of its update (``same_status``), and ix_sessions_account's page out
+    of the log; the row reads the same either way."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    upgrade(url)
+    service = SessionService(make_engine(url))
+    wal = tmp_path / "ledger.db-wal"
+    try:
+        created = service.create(SessionCreate(dataset="sparse-gaussian", dataset_params=TINY, order="stream",
+                                               budget={"per_example": 3}))
+        assert service.db._checkpointer is not None
+        service.db._checkpointer.close()  # the log emptied, and from now on grown by the writes below alone
+
+        def pages(same_status: bool) -> int:
+            before = wal.stat().st_size
+            with service.db.write() as cursor:
+                loaded = service.steps.load(cursor, created.id, created.token, lock=True)
+                service.db.append(cursor, created.id, loaded.chain(), counter_values(loaded.counters), now=now(),
+                                  same_status=same_status)
+                page = cursor.execute("PRAGMA page_size").fetchone()[0]
+            return (wal.stat().st_size - before) // (page + 24)  # a frame: its header and a page
+
+        assert pages(same_status=False) == pages(same_status=True) + 1
+        assert service.info(created.id, created.token) == created.session  # the same counters, status and chain
+    finally:
+        service.close_connections()
