@@ -65,7 +65,7 @@ def _training_lines(training: Sequence[Training]) -> list[str]:
         lines.append(f"- seed {t.seed}: {len(read.y):,} training examples read in full ({read.attributes:,} "
                      f"attributes, cost {read.cost:,.0f}, session `{read.session}`)"
                      + (f"; the Q-learning policy's {t.rl_episodes:,} training episodes on the environment "
-                        f"(in memory, training split) paid {t.rl_cost:,.0f}" if t.rl_episodes else ""))
+                        f"(training split) paid {t.rl_cost:,.0f}" if t.rl_episodes else ""))
     return lines
 
 

@@ -135,7 +135,9 @@ def evaluate(dataset: str, params: dict[str, ParamValue], seed: int, policies: S
         policy = fitted[name] = POLICIES[name](seed, top)
         policy.fit(read.X, read.y, costs, info.task)
         if isinstance(policy, QLearningPolicy):
-            env = SensingEnv(dataset, params, split="train", seed=seed, reads=top, cost_weight=settings.rl_cost_weight)
+            # Where the other sessions run: a user's dataset may be on the oracle alone.
+            env = SensingEnv(dataset, params, split="train", seed=seed, reads=top, cost_weight=settings.rl_cost_weight,
+                             oracle=settings.oracle, stream=settings.stream, api_key=settings.api_key)
             rl_cost = sum(cost for _, cost in train(policy, env, settings.rl_episodes, seed))
             env.close()
     training = Training(dataset, seed, read, settings.rl_episodes if "q-learning" in fitted else 0, rl_cost)

@@ -77,7 +77,6 @@ class ClassGaussian:
 
     def __init__(self, X: np.ndarray, y: np.ndarray) -> None:
         self.classes = np.unique(y)
-        d = X.shape[1]
         self.log_prior = np.log(np.array([np.mean(y == c) for c in self.classes]))
         self.means = np.array([X[y == c].mean(axis=0) for c in self.classes])
         self.covs = np.array([_covariance(X[y == c]) for c in self.classes])
