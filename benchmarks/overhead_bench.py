@@ -6,6 +6,11 @@ algorithm, and AERR's time per example beside main at f1662c7, measured in the s
   own arithmetic (the engine's step, the answer objects, the budgets, the runner's bookkeeping and its evaluations
   at the default schedule, 20 a run). Target: at most 10 us. The same without the evaluations but the last one
   (``..._steps_only``) says how much of it the evaluations are.
+- Where the overhead goes (``parts_...``, here only): the do-nothing step's layers, each timed alone over as many
+  examples: the engine's rule (``engine.step_round``, its outcome not applied), the session's part (the attributes made
+  ints, the outcome applied: ``LocalSession.step_round`` less the engine's), the oracle's (the algorithm's dict and
+  what the oracle tracks: ``LocalOracle.step_observed`` less the session's), and the runner's loop (the steps-only
+  run less the oracle's steps). The evaluations are the run's figure less the steps-only one.
 - AERR's CPU time per example in-process, here and at f1662c7 (a ``git worktree`` of that commit in a temporary
   directory, its code imported by a child process through PYTHONPATH), on ``mnist-3v5`` with k = 57 (the whole
   900-example split, as the issue profiled it) and on ``sparse-gaussian`` with 25 of 500 attributes. Target: here
@@ -125,6 +130,42 @@ def child(algorithm: str, scenario: Scenario, eval_once: bool) -> dict[str, Any]
             "code": str(Path(learner.runner.__file__).resolve().parent.parent)}
 
 
+def parts(scenario: Scenario) -> dict[str, Any]:
+    """CPU microseconds per example of each layer of a do-nothing step (this tree's code only: f1662c7 has no
+    ``step_round``), each timed over the scenario's examples on a fresh session, after a warm-up."""
+    from budgetlab import engine
+    from budgetlab.contract.budgets import Budget
+    from learner.oracle import LocalOracle
+
+    def fresh() -> LocalOracle:
+        return LocalOracle(scenario.dataset, dataset_params=scenario.params, budget=Budget(per_example=scenario.k),
+                           seed=0)
+
+    horizon = min(scenario.examples or fresh().n_examples, fresh().n_examples)
+    wanted = list(range(scenario.k))
+
+    def per_example(step: Any) -> float:
+        started = time.process_time()
+        for _ in range(horizon):
+            step(wanted)
+        return (time.process_time() - started) / horizon * 1e6
+
+    def rule() -> Any:
+        session = fresh().local
+        state = [session.counters]
+
+        def step(attributes: list[int]) -> None:  # the counters carried on, so that each step issues the next row
+            state[0] = engine.step_round(session.runtime, state[0], attributes).counters
+
+        return step
+
+    per_example(rule())  # imports, caches, the dataset's pages
+    # Each with the layers it calls: the parent takes the differences.
+    layers = {"engine": per_example(rule()), "session": per_example(fresh().local.step_round),
+              "oracle": per_example(fresh().step_observed)}
+    return {"us": layers, "code": str(Path(engine.__file__).resolve().parent.parent)}
+
+
 # --- the parent: both trees, interleaved ---------------------------------------------------------------------------
 
 
@@ -137,7 +178,7 @@ def baseline_tree(workdir: Path) -> Path | None:
 
 
 def measure(tree: Path, algorithm: str, scenario: Scenario, eval_once: bool) -> dict[str, Any]:
-    """One child process on ``tree``'s code."""
+    """One child process on ``tree``'s code (algorithm "parts": the do-nothing step's layers, ``parts``)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(
         {"algorithm": algorithm, "scenario": scenario.__dict__, "eval_once": eval_once})]
@@ -167,6 +208,10 @@ def rounds(trees: dict[str, Path], sizes: Sizes) -> dict[tuple[str, str, bool, s
                     found.setdefault((scenario.name, algorithm, eval_once, label), []).append(answer)
                     progress(f"round {r + 1}/{sizes.rounds} {scenario.name} {algorithm}"
                              f"{' (steps only)' if eval_once else ''} {label}: {answer['us_per_example']:.1f} us")
+            answer = measure(trees["here"], "parts", scenario, True)
+            found.setdefault((scenario.name, "parts", True, "here"), []).append(answer)
+            progress(f"round {r + 1}/{sizes.rounds} {scenario.name} parts here: "
+                     + ", ".join(f"{layer} {us:.1f} us" for layer, us in answer["us"].items()))
     return found
 
 
@@ -180,7 +225,13 @@ def report_figures(found: dict[tuple[str, str, bool, str], list[dict[str, Any]]]
         overhead = median(name, "do-nothing", False, "here")
         report.add(f"overhead_{name}_us_per_example", overhead, "us", f"<= {OVERHEAD_TARGET_US:g} us",
                    overhead <= OVERHEAD_TARGET_US)
-        report.add(f"overhead_{name}_steps_only_us_per_example", median(name, "do-nothing", True, "here"), "us")
+        steps_only = median(name, "do-nothing", True, "here")
+        report.add(f"overhead_{name}_steps_only_us_per_example", steps_only, "us")
+        timed = [a["us"] for a in found[(name, "parts", True, "here")]]  # each layer with those it calls
+        report.add(f"parts_{name}_engine_us", statistics.median(t["engine"] for t in timed), "us")
+        report.add(f"parts_{name}_session_us", statistics.median(t["session"] - t["engine"] for t in timed), "us")
+        report.add(f"parts_{name}_oracle_us", statistics.median(t["oracle"] - t["session"] for t in timed), "us")
+        report.add(f"parts_{name}_runner_us", steps_only - statistics.median(t["oracle"] for t in timed), "us")
         if baseline:
             report.add(f"overhead_{name}_us_per_example_f1662c7", median(name, "do-nothing", False, BASELINE), "us")
             report.add(f"overhead_{name}_steps_only_us_per_example_f1662c7",
@@ -199,7 +250,9 @@ def report_figures(found: dict[tuple[str, str, bool, str], list[dict[str, Any]]]
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         job = json.loads(sys.argv[2])
-        print(json.dumps(child(job["algorithm"], Scenario(**job["scenario"]), job["eval_once"])))
+        scenario = Scenario(**job["scenario"])
+        answer = parts(scenario) if job["algorithm"] == "parts" else child(job["algorithm"], scenario, job["eval_once"])
+        print(json.dumps(answer))
         return
     from _harness import Report, arguments
 
