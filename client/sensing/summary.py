@@ -109,4 +109,4 @@ def comparisons(found: Sequence[Row], *, quick: bool, reference: str = REFERENCE
             if id(c) in adjusted else c for c in tests]
 
 
-TEST = f"{TEST_NAME}, Holm-corrected over the report's tests in each direction, at the {1 - ALPHA:.0%} level"
+TEST = f"{TEST_NAME}, Holm-corrected over the report's tests in each direction, at the {ALPHA:.0%} level"

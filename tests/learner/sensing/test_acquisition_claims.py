@@ -1,8 +1,8 @@
 """The statistical claims of issue #38 on CUBE, whose informative attributes vary from example to example: greedy
-acquisition beats random and static acquisition at small numbers of attributes, and the Q-learning policy trained on
-the environment reads better than before its training. Fixed seeds; each claim is a one-sided paired t-test over the
-same test examples (one session's episodes, the seed's order), Holm-corrected, at the 5 % level, and the 95 %
-interval of the mean difference in accuracy above a stated floor."""
+acquisition beats random and static acquisition at small numbers of attributes (3 and 4 of 20), and the Q-learning
+policy trained on the environment reads better than before its training. Fixed seeds; each claim is a one-sided
+paired t-test over the same test examples (one session's episodes, the seed's order), Holm-corrected, at the 5 %
+level, and the 95 % interval of the mean difference in accuracy above a stated floor."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from learner.sensing.evaluation import Settings, evaluate
 from learner.sensing.q_learning import QLearningPolicy, train
 from learner.sensing.training import read_training_split
 
-# The least gain in accuracy the intervals must clear. Measured here: greedy against static +9.0 points at k = 2
-# (interval [4.3, 13.7]) and +9.0 at k = 3 ([4.7, 13.3]), against random +38.7 and +42.7; Q-learning after 1,000
-# episodes against untrained +24.4 ([16.1, 32.7]).
+# The least gain in accuracy the intervals must clear. Measured here: greedy against static +9.0 points at k = 3
+# (interval [4.7, 13.3]) and +8.3 at k = 4 ([3.9, 12.7]), against random +40.7 and +53.3; Q-learning after 1,000
+# episodes against untrained +24.4 ([16.1, 32.7]). Over seeds (budgetlab sense --dataset cube, seeds 0-4, 500
+# examples) greedy beats static at k = 3, 4, 6 and 8, not at 1 (the same first read) nor shown at 2.
 FLOOR = 0.02
 
 
@@ -26,12 +27,12 @@ def correct(episodes: list[Episode] | tuple[Episode, ...]) -> np.ndarray:
     return np.array([1.0 - float(e.loss or 0.0) for e in episodes])
 
 
-def test_greedy_beats_random_and_static_at_two_and_three_attributes_on_cube() -> None:
-    settings = Settings(budgets=(2, 3), examples=300, train_examples=1500, rl_episodes=0)
+def test_greedy_beats_random_and_static_at_three_and_four_attributes_on_cube() -> None:
+    settings = Settings(budgets=(3, 4), examples=300, train_examples=1500, rl_episodes=0)
     _, points = evaluate("cube", {}, 0, ["random", "static", "greedy"], settings)
     found = {(p.policy, p.budget): p for p in points}
     tests = []
-    for k in (2, 3):
+    for k in (3, 4):
         greedy = found["greedy", k].episodes
         for other in ("random", "static"):
             theirs = found[other, k].episodes
