@@ -27,11 +27,11 @@ def sense(
         "--budgets", help="numbers of attributes k per example, e.g. 1,2,3,4,6,8 (the default; --quick 1,2,4)")]
     = None,
     examples: Annotated[int | None, typer.Option(
-        min=1, help="test examples per session (default 500; --quick 40)")] = None,
+        min=1, help="test examples per session (default 500; --quick 30)")] = None,
     train_examples: Annotated[int | None, typer.Option(
         min=2, help="training examples read in full to fit the policies (default 2000; --quick 300)")] = None,
     rl_episodes: Annotated[int | None, typer.Option(
-        min=0, help="training episodes of the q-learning policy (default 3000; --quick 150)")] = None,
+        min=0, help="training episodes of the q-learning policy (default 3000; --quick 100)")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="a small version for CI (seconds); decides nothing")]
     = False,
     oracle: Annotated[str | None, typer.Option(

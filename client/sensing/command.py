@@ -13,12 +13,14 @@ from client.console import UsageError, call, console
 from learner.sensing.evaluation import POLICIES, Point, Settings, Training, evaluate
 
 DATASETS = ("cube", "digits-3v5", "diabetes")
-QUICK = Settings(budgets=(1, 2, 4), examples=40, train_examples=300, rl_episodes=150)
+QUICK = Settings(budgets=(1, 2, 4), examples=30, train_examples=300, rl_episodes=100)
 AUDIT_FAILED = 3
 
 
 @dataclass(frozen=True)
 class SenseOptions:
+    """The command's options as given (None: the default, or ``--quick``'s)."""
+
     out: Path
     datasets: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
