@@ -124,9 +124,11 @@ class Learning:
         try:
             while self.examples < horizon:
                 # The examples up to the next curve point or report in one loop (``steps``), the schedule's
-                # arithmetic once for them all.
+                # arithmetic once for them all (at least one example: an eval_every below 1, which RunCreate refuses
+                # but a caller of run_algorithm may give, checks after each as it did).
                 done = self.examples
-                if not self.steps(min(horizon, (done // every + 1) * every, (done // told + 1) * told), cancel):
+                stop = max(done + 1, min(horizon, (done // every + 1) * every, (done // told + 1) * told))
+                if not self.steps(stop, cancel):
                     return "cancelled", "cancelled before the horizon"
                 point = self.evaluate() if self.examples % every == 0 or self.examples == horizon else None
                 if progress is not None and (point is not None or self.examples % told == 0):

@@ -61,3 +61,11 @@ def test_a_run_ends_at_the_step_refused_or_the_cancel_with_the_examples_before_i
     result = run_algorithm("aerr", oracle, max_examples=300, eval_every=5, progress=stop_at_7, cancel=cancel)
     assert (result.status, result.examples, oracle.local.counters.issued) == ("cancelled", 7, 7)
     assert [p.examples for p in result.curve] == [5, 7]
+
+
+def test_a_schedule_below_one_example_still_steps_one_example_at_a_time() -> None:
+    # RunCreate refuses an eval_every below 1; run_algorithm, called directly, checks the modulo after every example.
+    params: dict[str, ParamValue] = {"d": 20, "n_train": 100, "n_test": 20, "s_plus": 2, "s_minus": 1}
+    oracle = LocalOracle("sparse-gaussian", dataset_params=params, budget=Budget(per_example=4), seed=1)
+    result = run_algorithm("aerr", oracle, max_examples=30, eval_every=-7)
+    assert (result.status, [p.examples for p in result.curve]) == ("finished", [7, 14, 21, 28, 30])
