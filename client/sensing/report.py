@@ -83,11 +83,11 @@ def _audit_section(points: Sequence[Point]) -> list[str]:
     bad = [p for p in points if not p.audit.compliant]
     where = sorted({p.audit.where for p in points})
     lines = ["## Audit of the evaluation sessions", "",
-             f"{sessions - len(bad)} of {sessions} sessions pass ({', '.join(where)}). Each session's audit checks "
-             "that the attributes the policy read are the attributes the session paid for, each value once, at most "
-             "k of an example, and that the cost the episodes paid is the cost the session recorded: through an "
-             "oracle, its ledger's audit (the hash chain, every row recomputed); in memory, the session's own "
-             "record of the cells it paid for. `audit.csv` has one row per session.", "",
+             f"{sessions - len(bad)} of {sessions} sessions pass ({', '.join(where)}). Each session's audit checks, "
+             "example by example, that the attributes the policy read are those the session paid for, each value "
+             "once, at most k of an example, and that the cost the episodes paid is the cost the session recorded: "
+             "through an oracle, by its ledger's rows and audit (the hash chain, every row recomputed); in memory, "
+             "by the session's own record of the cells it paid for. `audit.csv` has one row per session.", "",
              "| dataset | policy | sessions | attributes read | attributes paid | most read of an example | pass |",
              "|---|---|---:|---:|---:|---:|---|"]
     groups: dict[tuple[str, str], list[Point]] = {}

@@ -177,23 +177,29 @@ def _session(dataset: str, params: dict[str, ParamValue], seed: int, info: Datas
 
 def audit_session(env: SensingEnv, episodes: Sequence[Episode], k: int) -> SessionAudit:
     """What the session's records say of the episodes: on an oracle its ledger's audit (the hash chain, each value
-    charged once, the local budget, the spend recomputed from the rows); in memory its counters and the cells it
-    paid for, example by example. Either way, the attributes and cost the episodes read must be what it paid."""
+    charged once, the local budget, the spend recomputed from the rows) and its rows; in memory its counters and the
+    cells it paid for. Either way, each example's attributes the policy read must be those the session paid for,
+    and the cost the episodes paid what it spent."""
     session = env.session
     reads = sum(len(e.reads) for e in episodes)
     cost = float(sum(e.cost for e in episodes))
     if isinstance(session, LocalSession):
-        paid_cells = session.paid.observed
-        reasons = [f"example {e.example}: the policy read {sorted(e.reads)}, the session paid for "
-                   f"{sorted(paid_cells.get(e.example, ()))}" for e in episodes
-                   if sorted(e.reads) != sorted(paid_cells.get(e.example, ()))]
-        paid = sum(len(cells) for cells in paid_cells.values())
-        most = max((len(cells) for cells in paid_cells.values()), default=0)
+        cells: dict[int, list[int]] = {example: list(found) for example, found in session.paid.observed.items()}
+        reasons: list[str] = []
         spent, compliant, where = session.get().spent.cost, True, "memory"
     else:
         report = session.audit()
-        reasons, paid, most = list(report.reasons), report.attributes_recomputed, report.max_attributes_per_example
+        cells = {}
+        for row in session.iter_ledger():
+            if row.kind == "observe" and row.example is not None and row.attribute is not None:
+                cells.setdefault(row.example, []).append(row.attribute)
+        reasons = list(report.reasons)
         spent, compliant, where = report.spent_recomputed, report.compliant, "oracle"
+    reasons += [f"example {e.example}: the policy read {sorted(e.reads)}, the session paid for "
+                f"{sorted(cells.get(e.example, ()))}" for e in episodes
+                if sorted(e.reads) != sorted(cells.get(e.example, ()))]
+    paid = sum(len(found) for found in cells.values())
+    most = max((len(set(found)) for found in cells.values()), default=0)
     if paid != reads:
         reasons.append(f"the episodes read {reads} attributes, the session paid for {paid}")
     if abs(spent - cost) > 1e-6 * max(1.0, cost):
