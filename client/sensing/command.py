@@ -98,6 +98,10 @@ def run_sense(options: SenseOptions) -> int:
     """The evaluation and its report; the exit code."""
     from client.sensing.report import Sense, write_report
 
+    try:
+        import budgetlab.sensing  # noqa: F401
+    except ModuleNotFoundError as exc:  # the gym extra is missing: its message names it
+        raise UsageError(str(exc)) from None
     unknown = [p for p in options.policies if p not in POLICIES]
     if unknown:
         raise UsageError(f"--policy {', '.join(unknown)}: the policies are {', '.join(POLICIES)}")

@@ -5,6 +5,7 @@ each session audited by the oracle's ledger."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,15 @@ def test_a_usage_error_is_one_line_and_nothing_runs(tmp_path: Path, args: list[s
     assert result.exit_code == 1, result.output
     assert message in result.output and "Traceback" not in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_without_the_gym_extra_the_command_says_which_extra_to_install(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gymnasium", None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "budgetlab.sensing")
+    result = RUNNER.invoke(app, ["sense", "--quick", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1, result.output
+    assert "pip install 'budgetlab[gym]'" in result.output and "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["http", "stream"])
