@@ -62,8 +62,9 @@ def _training_lines(training: Sequence[Training]) -> list[str]:
     lines = []
     for t in training:
         read = t.read
+        audit = "" if t.audited is None else f"; its ledger {'passes' if t.audited else 'FAILS'} its audit"
         lines.append(f"- seed {t.seed}: {len(read.y):,} training examples read in full ({read.attributes:,} "
-                     f"attributes, cost {read.cost:,.0f}, session `{read.session}`)"
+                     f"attributes, cost {read.cost:,.0f}, session `{read.session}`{audit})"
                      + (f"; the Q-learning policy's {t.rl_episodes:,} training episodes on the environment "
                         f"(training split) paid {t.rl_cost:,.0f}" if t.rl_episodes else ""))
     return lines
@@ -136,7 +137,7 @@ def _write_results(out: Path, sense: Sense, found: list[Row], tests: list[Compar
                          "p_worse_holm": c.worse, "verdict": c.verdict} for c in tests],
         "training": [{"dataset": t.dataset, "seed": t.seed, "examples": len(t.read.y), "attributes": t.read.attributes,
                       "cost": t.read.cost, "session": t.read.session, "rl_episodes": t.rl_episodes,
-                      "rl_cost": t.rl_cost} for t in sense.training],
+                      "rl_cost": t.rl_cost, "audited": t.audited} for t in sense.training],
         "sessions": sessions}
     (out / "results.json").write_text(json.dumps(results, indent=1))
     with (out / "audit.csv").open("w", newline="") as f:

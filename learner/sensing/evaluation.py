@@ -113,6 +113,8 @@ class Training:
     read: TrainingRead
     rl_episodes: int
     rl_cost: float
+    audited: bool | None = None
+    """Through an oracle, whether the training session's ledger passes its audit (None in memory)."""
 
 
 def evaluate(dataset: str, params: dict[str, ParamValue], seed: int, policies: Sequence[str],
@@ -126,7 +128,7 @@ def evaluate(dataset: str, params: dict[str, ParamValue], seed: int, policies: S
         info = where.describe(SessionSpec(dataset, params, "test", Budget()), seed)
     finally:
         where.close()
-    read = _read_training(dataset, params, seed, settings)
+    read, audited = _read_training(dataset, params, seed, settings)
     costs = np.asarray(info.costs or [1.0] * info.n_attributes, dtype=np.float64)
     top = max(settings.budgets)
     fitted: dict[str, Policy] = {}
@@ -140,23 +142,25 @@ def evaluate(dataset: str, params: dict[str, ParamValue], seed: int, policies: S
                              oracle=settings.oracle, stream=settings.stream, api_key=settings.api_key)
             rl_cost = sum(cost for _, cost in train(policy, env, settings.rl_episodes, seed))
             env.close()
-    training = Training(dataset, seed, read, settings.rl_episodes if "q-learning" in fitted else 0, rl_cost)
+    training = Training(dataset, seed, read, settings.rl_episodes if "q-learning" in fitted else 0, rl_cost, audited)
     points = [_session(dataset, params, seed, info, name, fitted[name], k, settings)
               for k in settings.budgets for name in policies]
     return training, points
 
 
-def _read_training(dataset: str, params: dict[str, ParamValue], seed: int, settings: Settings) -> TrainingRead:
-    """The training split's first examples read in full, in memory or through the oracle."""
+def _read_training(dataset: str, params: dict[str, ParamValue], seed: int, settings: Settings,
+                   ) -> tuple[TrainingRead, bool | None]:
+    """The training split's first examples read in full, in memory or through the oracle (and there, whether the
+    session's ledger passes its audit)."""
     if settings.oracle is None:
         return read_training_split(LocalSession.open(dataset, dataset_params=params, split="train", seed=seed),
-                                   settings.train_examples)
+                                   settings.train_examples), None
     from budgetlab.oracle_client import OracleClient
 
     with OracleClient(settings.oracle, api_key=settings.api_key) as client:
         session = client.open_session(dataset, dataset_params=params, split="train", seed=seed)
         try:
-            return read_training_split(session, settings.train_examples)
+            return read_training_split(session, settings.train_examples), session.audit().compliant
         finally:
             session.close()
 

@@ -78,6 +78,7 @@ def test_through_a_real_oracle_the_curves_are_those_in_memory_and_the_ledger_aud
     assert oracle["curves"] == memory["curves"]
     assert [s["score"] for s in oracle["sessions"]] == [s["score"] for s in memory["sessions"]]
     assert {s["where"] for s in oracle["sessions"]} == {"oracle"}
+    assert [t["audited"] for t in oracle["training"]] == [True] and [t["audited"] for t in memory["training"]] == [None]
     assert all(s["compliant"] and s["reads"] == s["paid"] > 0 for s in oracle["sessions"])
     report = (tmp_path / "oracle" / "report.md").read_text()
     assert f"through the oracle at {shared_oracle_url} ({'stream' if stream else 'HTTP'})" in report
