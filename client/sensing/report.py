@@ -34,11 +34,15 @@ def _interval(row: Row) -> str:
     found = row.interval
     digits = ".1%" if row.metric == "accuracy" else ".3f"
     mean = format(row.mean, digits)
-    return mean if found is None else f"{mean} [{found[0]:{digits}}, {found[1]:{digits}}]"
+    if found is None:
+        return mean
+    low, high = (max(found[0], 0.0), min(found[1], 1.0)) if row.metric == "accuracy" else found
+    return f"{mean} [{low:{digits}}, {high:{digits}}]"
 
 
 def _curve_table(found: list[Row]) -> list[str]:
-    lines = [f"| policy | k | attributes read | cost paid | {found[0].metric} (95 % interval over seeds) |",
+    within = ", held to [0, 100 %]" if found[0].metric == "accuracy" else ""
+    lines = [f"| policy | k | attributes read | cost paid | {found[0].metric} (95 % t-interval over seeds{within}) |",
              "|---|---:|---:|---:|---|"]
     lines += [f"| {r.policy} | {r.budget} | {r.reads:.2f} | {r.cost:.2f} | {_interval(r)} |" for r in found]
     return lines

@@ -5,6 +5,7 @@ each session audited by the oracle's ledger."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,10 @@ def test_the_quick_report_has_each_datasets_curves_comparisons_figure_and_audit(
     assert curves["diabetes", "greedy", 2]["metric"] == "normalised MSE"
     assert curves["cube", "greedy", 1]["seeds"] == [0, 1] and len(curves["cube", "greedy", 1]["interval"]) == 2
     assert len((tmp_path / "audit.csv").read_text().splitlines()) == 1 + len(sessions)
+    # An accuracy's t-interval over two seeds may run past 0 or 1: the table holds it to [0, 100 %] and says so.
+    assert "accuracy (95 % t-interval over seeds, held to [0, 100 %])" in report
+    bounds = [float(x) for pair in re.findall(r"\| [\d.]+% \[(-?[\d.]+)%, (-?[\d.]+)%\] \|", report) for x in pair]
+    assert bounds and min(bounds) >= 0.0 and max(bounds) <= 100.0
     # The training split read in full: 300 examples of d attributes at 1 each.
     assert [(t["examples"], t["cost"]) for t in results["training"]] == [(300, 6000.0)] * 2 + [(300, 3000.0)] * 2
 
