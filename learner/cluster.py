@@ -45,6 +45,7 @@ from learner.http_oracle import HttpOracle
 from learner.oracle import Oracle
 from learner.runner import Progress
 from learner.scoring import run_and_score, session_opener
+from web.environment import env_int
 
 if TYPE_CHECKING:
     from distributed import LocalCluster
@@ -58,6 +59,11 @@ SCHEDULER_ENV = "BUDGETLAB_SCHEDULER"
 SCHEDULER_CA_ENV, SCHEDULER_CERT_ENV, SCHEDULER_KEY_ENV = (
     "BUDGETLAB_SCHEDULER_CA", "BUDGETLAB_SCHEDULER_CERT", "BUDGETLAB_SCHEDULER_KEY")
 WORKERS_ENV = "BUDGETLAB_WORKERS"
+# Runs a worker process of the learner's own LocalCluster executes at once (its threads). A run over HTTP spends most
+# of each step waiting for the oracle's answer, the GIL released: one run per process left both cores two-thirds idle
+# during a comparison through the services, so the learner gives each process ``HTTP_RUNS_PER_WORKER``.
+WORKER_THREADS_ENV = "BUDGETLAB_WORKER_THREADS"
+HTTP_RUNS_PER_WORKER = 2
 TOPIC = "budgetlab-runs"
 PROGRESS_SECONDS = 0.25
 # How long a caller's thread waits for an event before it looks at its run's future and its cancel again.
@@ -247,6 +253,15 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
+def http_worker_threads() -> int:
+    """The threads of each process of the learner's own LocalCluster: ``BUDGETLAB_WORKER_THREADS``, else
+    ``HTTP_RUNS_PER_WORKER`` (ValueError below 1)."""
+    threads = env_int(WORKER_THREADS_ENV, HTTP_RUNS_PER_WORKER)
+    if threads < 1:
+        raise ValueError(f"{WORKER_THREADS_ENV} must be at least 1")
+    return threads
+
+
 def scheduler_security(address: str) -> Security | None:
     """What the Dask client presents to the scheduler at ``address``: for ``tls://``, the files that
     ``BUDGETLAB_SCHEDULER_CA``, ``_CERT`` and ``_KEY`` name (else Dask's own ``distributed.comm.tls`` settings), with
@@ -282,7 +297,9 @@ def scheduler_security(address: str) -> Security | None:
 class RunPool:
     """A Dask client that runs requests on its workers: its own ``LocalCluster``, or a scheduler's workers."""
 
-    def __init__(self, *, workers: int | None = None, scheduler: str | None = None) -> None:
+    def __init__(self, *, workers: int | None = None, scheduler: str | None = None, threads: int = 1) -> None:
+        """``threads``: runs each process of a LocalCluster started here executes at once (a scheduler's workers
+        have their own)."""
         # Imported here: distributed takes seconds to import on a busy machine, and the CLI and the services start
         # without it.
         from distributed import Client, LocalCluster
@@ -292,13 +309,13 @@ class RunPool:
         if scheduler:
             self.client = Client(scheduler, timeout="10s", security=scheduler_security(scheduler))
         else:
-            # Single-threaded worker processes: a run holds the GIL. No dashboard (bokeh is not a dependency);
-            # distributed's own log stays quiet below errors, so that a comparison's terminal shows its bars. The
-            # workers' nannies hand them the configuration in effect here.
+            # Single-threaded worker processes unless asked (a run in-process holds the GIL). No dashboard (bokeh
+            # is not a dependency); distributed's own log stays quiet below errors, so that a comparison's terminal
+            # shows its bars. The workers' nannies hand them the configuration in effect here.
             import dask
 
             with dask.config.set(QUIET_LOCAL_CLUSTER):
-                self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=threads,
                                             processes=True, dashboard_address="127.0.0.1:0",
                                             worker_dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
                                             preload=[worker_start.__name__])

@@ -43,7 +43,7 @@ from client.comparison.tracking import TrackingError, log_comparison, open_exper
 from client.comparison.tune import TuneError, Tuning, check_tune, chosen_params, run_tuning, with_tune_options
 from client.console import UsageError
 from client.services import ServiceError, managed_services, sigterm_as_interrupt
-from learner.cluster import SCHEDULER_ENV, WORKERS_ENV, RunPool, default_workers
+from learner.cluster import SCHEDULER_ENV, WORKERS_ENV, RunPool, default_workers, http_worker_threads
 
 RUNS_FAILED = 3  # the report is written, but some runs did not complete
 INTERRUPTED = 130  # Ctrl-C or SIGTERM: the runs were cancelled and a partial report written (128 + SIGINT)
@@ -240,15 +240,23 @@ def run_grid(options: CompareOptions, plan: Plan, done: Executed, err: Console, 
              oracle_url: str | None = None, grace: float = 0.0, token: str | None = None,
              pool: RunPool | None = None) -> None:
     """The tuning's runs, then the comparison's with the parameters it chose, into ``done`` as they end."""
-    parallel = options.parallel or (pool.slots() if pool else options.workers or default_workers())
+    parallel = options.parallel or (pool.slots() if pool else default_parallel(options))
     done.tunings.extend(run_tuning(plan.config, plan.designs, local=options.local, learner_url=learner_url,
                                    oracle_url=oracle_url, parallel=parallel, console=err, learner_token=token,
                                    restart_grace=grace, pool=pool, api_key=options.api_key))
     done.phase = "runs"
     done.outcomes.extend(run_comparison(plan.config, local=options.local, learner_url=learner_url,
-                                        oracle_url=oracle_url, parallel=options.parallel, console=err,
+                                        oracle_url=oracle_url, parallel=parallel, console=err,
                                         chosen=chosen_params(done.tunings), learner_token=token, restart_grace=grace,
                                         pool=pool, api_key=options.api_key)[1])
+
+
+def default_parallel(options: CompareOptions) -> int:
+    """Runs at a time through the services when ``--parallel`` is not given: as many as the learner started here
+    executes at once (its LocalCluster's processes times their threads: a run waits on the oracle's answers), else
+    one per worker process or core."""
+    workers = options.workers or default_workers()
+    return workers * http_worker_threads() if not (options.learner or options.scheduler) else workers
 
 
 def interruption(options: CompareOptions, plan: Plan, done: Executed, stop: Interrupted) -> str:

@@ -42,8 +42,8 @@ def create_app(settings: LearnerSettings | None = None) -> FastAPI:
     engine = make_engine(settings.database_url)
     store = RunStore(engine)
     manager = RunManager(store, max_running=settings.max_running, retained=settings.retained_runs,
-                         workers=settings.workers, scheduler=settings.scheduler, oracle_url=settings.oracle_url,
-                         max_queued=settings.max_queued)
+                         workers=settings.workers, threads=settings.worker_threads, scheduler=settings.scheduler,
+                         oracle_url=settings.oracle_url, max_queued=settings.max_queued)
     manager.recover()
     app = FastAPI(title="budgetlab learner", version="1", lifespan=lifespan(manager, engine),
                   description=DESCRIPTION)

@@ -91,7 +91,8 @@ class Run:
 
 class RunManager:
     def __init__(self, store: RunStore, *, max_running: int | None, retained: int, workers: int | None = None,
-                 scheduler: str | None = None, oracle_url: str | None = None, max_queued: int | None = None) -> None:
+                 threads: int = 1, scheduler: str | None = None, oracle_url: str | None = None,
+                 max_queued: int | None = None) -> None:
         self.store = store
         self.max_queued = max_queued
         self._unended: Counter[str] = Counter()  # by owner: runs queued or executing, and starts under way
@@ -108,7 +109,7 @@ class RunManager:
         self._threads = 0
         self.ready = threading.Event()  # set once the workers are up (or failed to start: the runs then say why)
         self.max_running = max_running
-        self.workers = workers
+        self.workers, self.threads = workers, threads
         self.scheduler = scheduler
         self.pool: RunPool | None = None
         self.pool_error = ""
@@ -140,7 +141,7 @@ class RunManager:
         going on them."""
         pool: RunPool | None = None
         try:
-            pool = RunPool(workers=self.workers, scheduler=self.scheduler)
+            pool = RunPool(workers=self.workers, scheduler=self.scheduler, threads=self.threads)
             log.info("runs execute on %s", pool.where)
             if self.scheduler and self.oracle_url:
                 for worker, why in pool.reach(self.oracle_url).items():

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from budgetlab.oracle_client import DEFAULT_ORACLE_URL
 from learner.algorithms import TARGET
-from learner.cluster import SCHEDULER_ENV, WORKERS_ENV
+from learner.cluster import SCHEDULER_ENV, WORKERS_ENV, http_worker_threads
 from web.environment import env_count, env_float, env_int, env_names
 
 MAX_QUEUED = 16
@@ -41,6 +41,8 @@ class LearnerSettings:
     # processes started with the learner (unset: one per core).
     scheduler: str | None = field(default_factory=lambda: os.environ.get(SCHEDULER_ENV) or None)
     workers: int | None = field(default_factory=lambda: env_count(WORKERS_ENV))
+    # Runs each of those processes executes at once (a scheduler's workers have their own threads).
+    worker_threads: int = field(default_factory=http_worker_threads)
     # Runs one caller may have queued or executing at once (429 too_many_runs past it): each holds an oracle session
     # open. A comparison sends as many at a time as the machine has cores.
     max_queued: int = field(default_factory=lambda: env_int("BUDGETLAB_LEARNER_MAX_QUEUED", MAX_QUEUED))

@@ -1,0 +1,42 @@
+"""How many runs a comparison keeps going at once when ``--parallel`` is not given, and how many runs each worker
+process of the learner's own LocalCluster executes (``BUDGETLAB_WORKER_THREADS``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from client.comparison.compare import CompareOptions, default_parallel
+from learner.cluster import HTTP_RUNS_PER_WORKER, WORKER_THREADS_ENV, default_workers, http_worker_threads
+from learner.service.settings import LearnerSettings
+
+
+def test_through_services_started_here_a_comparison_keeps_every_learner_thread_busy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WORKER_THREADS_ENV, raising=False)
+    options = CompareOptions(preset="cost-aware-priced", out=Path("out"), workers=3)
+    assert HTTP_RUNS_PER_WORKER > 1
+    assert default_parallel(options) == 3 * HTTP_RUNS_PER_WORKER
+    monkeypatch.setenv(WORKER_THREADS_ENV, "1")
+    assert default_parallel(options) == 3
+
+
+def test_a_learner_or_scheduler_of_someone_else_gets_one_run_per_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WORKER_THREADS_ENV, "4")
+    running = CompareOptions(preset="cost-aware-priced", out=Path("out"), learner="http://l", oracle="http://o")
+    cluster = CompareOptions(preset="cost-aware-priced", out=Path("out"), workers=2, scheduler="tcp://s:8786")
+    assert default_parallel(cluster) == 2
+    assert default_parallel(running) == default_workers()
+
+
+def test_the_learner_gives_each_worker_process_the_threads_the_setting_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WORKER_THREADS_ENV, raising=False)
+    assert LearnerSettings().worker_threads == HTTP_RUNS_PER_WORKER
+    monkeypatch.setenv(WORKER_THREADS_ENV, "3")
+    assert LearnerSettings().worker_threads == 3
+    monkeypatch.setenv(WORKER_THREADS_ENV, "0")
+    with pytest.raises(ValueError, match=f"{WORKER_THREADS_ENV} must be at least 1"):
+        http_worker_threads()
+    with pytest.raises(ValueError, match=WORKER_THREADS_ENV):
+        LearnerSettings()
