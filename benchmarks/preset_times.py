@@ -1,8 +1,9 @@
 """Papers in minutes (issue 36): each full preset's wall and CPU time, ``--local`` and through the services.
 
 For each preset named (default: every one), runs ``budgetlab compare --preset NAME --local --parallel P`` as a user
-does, then (unless ``--local-only``) ``budgetlab compare --preset NAME --parallel P``, which starts its own oracle and
-learner; each into a temporary folder. It prints each one's wall minutes, its CPU minutes (the command's and every
+does, then (unless ``--local-only``) ``budgetlab compare --preset NAME``, which starts its own oracle and learner
+and keeps as many runs going as that learner's workers execute at once (``--services-parallel`` to set it); each into
+a temporary folder. It prints each one's wall minutes, its CPU minutes (the command's and every
 process it waited for: its Dask workers, the services it started), the ratio of the two wall times, and the claims'
 verdicts, against the issue's targets: at most 15 minutes ``--local`` on 2 cores, at most 3x that through the
 services. ``--write`` records the measurement in the preset's file (its ``measured`` line, which ``compare --list``
@@ -11,7 +12,8 @@ and the report quote with its date).
 A full preset takes minutes to an hour: run it on a machine with nothing else to do, or its figures say more about
 the others' load than about budgetlab. ``--smoke`` times the ``--quick`` version of one small preset both ways.
 
-Usage: ``python benchmarks/preset_times.py [NAME ...] [--parallel 2] [--local-only] [--write] [--json] [--smoke]``.
+Usage: ``python benchmarks/preset_times.py [NAME ...] [--parallel 2] [--services-parallel N] [--local-only] [--write]
+[--json] [--smoke]``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from _harness import Report, budgetlab_command, progress
 
+from client.comparison.compare import CompareOptions, default_parallel
 from client.comparison.presets import PRESET_DIR, preset_names
 
 LOCAL_TARGET_MINUTES = 15.0
@@ -42,10 +45,11 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed_compare(name: str, parallel: int, local: bool, quick: bool) -> tuple[float, float, Counter[str]]:
-    """Wall and CPU minutes of one comparison of the preset, and its claims' verdicts counted."""
+def timed_compare(name: str, parallel: int | None, local: bool, quick: bool) -> tuple[float, float, Counter[str]]:
+    """Wall and CPU minutes of one comparison of the preset (``parallel`` runs at a time, None: compare's default),
+    and its claims' verdicts counted."""
     with tempfile.TemporaryDirectory(prefix=f"preset-{name}-") as out:
-        args = ["compare", "--preset", name, "--parallel", str(parallel), "--out", out,
+        args = ["compare", "--preset", name, *(["--parallel", str(parallel)] if parallel else []), "--out", out,
                 *(["--local"] if local else []), *(["--quick"] if quick else [])]
         progress(f"{name}: budgetlab {' '.join(args)} ...")
         cpu, started = children_cpu(), time.monotonic()
@@ -58,6 +62,11 @@ def timed_compare(name: str, parallel: int, local: bool, quick: bool) -> tuple[f
     verdicts = Counter(claim["verdict"] for claim in results.get("claims", []))
     progress(f"{name}: {wall:.1f} min of wall time, {cpu:.1f} CPU-min, claims {dict(verdicts)}")
     return wall, cpu, verdicts
+
+
+def services_default() -> int:
+    """The runs at a time of ``budgetlab compare`` through the services it starts, given no ``--parallel``."""
+    return default_parallel(CompareOptions())
 
 
 def write_measured(name: str, fields: dict[str, object]) -> None:
@@ -81,12 +90,13 @@ def measure(report: Report, name: str, options: argparse.Namespace) -> None:
                                  "parallel": options.parallel, "local_minutes": round(local, 1),
                                  "cpu_minutes": round(cpu, 1)}
     if not options.local_only:
-        services, _, _ = timed_compare(name, options.parallel, False, options.smoke)
+        services, _, _ = timed_compare(name, options.services_parallel, False, options.smoke)
         ratio = services / local
         report.add(f"{name}_services_minutes", services, "min")
         report.add(f"{name}_services_to_local", ratio, "x", f"<= {SERVICES_TARGET_RATIO:g}x",
                    ratio <= SERVICES_TARGET_RATIO)
         fields["services_minutes"] = round(services, 1)
+        fields["services_parallel"] = options.services_parallel or services_default()
     if options.write and not options.smoke:
         write_measured(name, fields)
         progress(f"{name}: measured line written to its preset")
@@ -95,7 +105,9 @@ def measure(report: Report, name: str, options: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help="presets to time (default: every one)")
-    parser.add_argument("--parallel", type=int, default=2, help="runs at a time (default 2, the cores of the target)")
+    parser.add_argument("--parallel", type=int, default=2, help="runs at a time --local (default 2, the cores of the target)")
+    parser.add_argument("--services-parallel", type=int, default=None,
+                        help="runs at a time through the services (default: compare's, what a user gets)")
     parser.add_argument("--local-only", action="store_true", help="time --local only")
     parser.add_argument("--write", action="store_true", help="record each measurement in its preset's file")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")

@@ -169,12 +169,15 @@ class MeasuredTime(Strict):
     local_minutes: float = Field(..., gt=0, description="wall time of compare --local")
     cpu_minutes: float = Field(..., gt=0, description="CPU time of compare --local, its worker processes included")
     services_minutes: float | None = Field(None, gt=0, description="wall time through the services compare starts")
+    services_parallel: int | None = Field(None, ge=1, description="runs at a time through the services (compare's "
+                                          "default there: the learner's worker processes times their threads)")
 
     def text(self) -> str:
         services = ", through the services not measured"
         if self.services_minutes:
             ratio = self.services_minutes / self.local_minutes
-            services = f", {self.services_minutes:.1f} through the services ({ratio:.1f}x)"
+            at_a_time = f", {self.services_parallel} at a time" if self.services_parallel else ""
+            services = f", {self.services_minutes:.1f} through the services ({ratio:.1f}x{at_a_time})"
         return (f"measured {self.date} on {self.cores} cores, {self.parallel} at a time: {self.local_minutes:.1f} min "
                 f"--local ({self.cpu_minutes:.1f} CPU-min){services}")
 

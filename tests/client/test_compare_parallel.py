@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from client.comparison.compare import CompareOptions, default_parallel
+from client.comparison.config import MeasuredTime
 from learner.cluster import HTTP_RUNS_PER_WORKER, WORKER_THREADS_ENV, default_workers, http_worker_threads
 from learner.service.settings import LearnerSettings
 
@@ -40,3 +41,11 @@ def test_the_learner_gives_each_worker_process_the_threads_the_setting_says(monk
         http_worker_threads()
     with pytest.raises(ValueError, match=WORKER_THREADS_ENV):
         LearnerSettings()
+
+
+def test_a_measured_line_says_how_many_runs_went_at_once_each_way() -> None:
+    measured = MeasuredTime(date="2026-11-29", cores=2, parallel=2, local_minutes=0.5, cpu_minutes=0.7,
+                            services_minutes=1.5, services_parallel=4)
+    assert measured.text() == ("measured 2026-11-29 on 2 cores, 2 at a time: 0.5 min --local (0.7 CPU-min), 1.5 "
+                               "through the services (3.0x, 4 at a time)")
+    assert "at a time)" not in measured.model_copy(update={"services_parallel": None}).text()
