@@ -230,15 +230,15 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:  # before any import of learner.algorithms, which would pin this tree's in place of ``--tree``'s
+        worker(args.ids.split(","), args.repeats, args.smoke, args.tree)
+        return
     from learner.algorithms import BUILT_IN
 
     ids = args.ids.split(",") if args.ids else list(BUILT_IN)
     if args.table:
         earlier = json.loads(Path(args.table).read_text())
         sys.stdout.write(table(list(earlier["figures"]["after"]), earlier["figures"], earlier["baseline"]))
-        return
-    if args.worker:
-        worker(ids, args.repeats, args.smoke, args.tree)
         return
     if args.smoke:
         args.rounds, args.repeats = 1, 1

@@ -97,6 +97,10 @@ def aesvr_eta(d: int, k: int, m: int, B: float, delta: float, epsilon: float, n_
     return 2 * B / math.sqrt(G_sq * max(m, 1))
 
 
+# An example GenEst's order makes free (a_n = 0): no attribute drawn, g̃ = 0
+NO_DRAWS, NO_VALUES = np.empty(0, dtype=np.intp), np.empty(0)
+
+
 class GenEstGradient(SampledGradient):
     """AERR's loop with φ̃ from GenEst: per example an order n, then n groups of w²-weighted draws."""
 
@@ -131,7 +135,8 @@ class GenEstGradient(SampledGradient):
         if erf_coefficient(self._n) == 0.0:
             self._x, self._inv_q = [], []
             return []
-        self._x, self._inv_q = self.sampler.draw_many(np.array(uniforms[: self.x_draws]))
+        drawn, inverse = self.sampler.draw_many(np.array(uniforms[: self.x_draws]))
+        self._x, self._inv_q = drawn.tolist(), inverse.tolist()
         size = 0 if self.iterate.is_zero else genest_group_size(self._n, self.N)
         inner = iter(uniforms[self.x_draws + 1 :])
         for _ in range(self._n):
@@ -144,12 +149,12 @@ class GenEstGradient(SampledGradient):
         """φ̃ of Algorithm 4 line 2 for the order and draws of the last select()."""
         return genest_phi(self._n, self._p_n, self._groups, self._group_ratios, observed, y, self.delta, self.epsilon)
 
-    def estimates(self, observed: Observed, y: float) -> tuple[dict[int, float], dict[int, float]]:
+    def estimates(self, observed: Observed, y: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not self._x:
-            return {}, {}
+            return NO_DRAWS, NO_VALUES, NO_VALUES
         phi = self.phi(observed, y)
-        x_tilde = estimate_x(self._x, self._inv_q, observed)
-        return x_tilde, {i: phi * v for i, v in x_tilde.items()}
+        at, x_tilde = estimate_x(self._x, self._inv_q, observed)
+        return at, x_tilde, phi * x_tilde
 
 
 class AESVR(AttributeEfficient):

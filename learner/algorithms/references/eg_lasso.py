@@ -66,7 +66,7 @@ class EGLasso(OnlineReference):
     def move(self, w: np.ndarray, x: np.ndarray, y: float) -> None:
         if self.rule is not None:
             gradient = 2.0 * (float(w @ x) - y) * x
-            self.rule.next({}, {0: float(np.abs(gradient).max())})
+            self.rule.next(np.empty(0), np.abs(gradient))
             step = self.rule.last * gradient
         else:
             step = self.step_size() * 2.0 * (float(w @ x) - y) * x

@@ -68,7 +68,7 @@ class OGDRidge(OnlineReference):
 
     def move(self, w: np.ndarray, x: np.ndarray, y: float) -> None:
         if self.rule is not None:
-            self.rule.next({0: l2_norm(x)}, {})
+            self.rule.next(np.array([l2_norm(x)]), np.empty(0))
         self.w -= self.step_size() * 2.0 * (float(self.w @ x) - y) * x
         norm = l2_norm(self.w)
         if norm > self.bound.value:

@@ -19,7 +19,7 @@ from typing import ClassVar, Literal, Protocol
 import numpy as np
 
 from learner.algorithms.base import Algorithm, Observed, ParamError, around
-from learner.algorithms.shared.estimators import squared_loss_gradient
+from learner.algorithms.shared.estimators import squared_loss_gradient, squared_loss_phi, sum_draws
 from learner.algorithms.shared.geometry import Geometry
 from learner.algorithms.shared.iterates import ScaledIterate
 from learner.algorithms.shared.prices import COST_BLIND, Prices
@@ -63,31 +63,54 @@ class DataPointSampler:
             i -= 1
         return i, self._inverse[i]
 
-    def draw_many(self, uniforms: np.ndarray) -> tuple[list[int], list[float]]:
-        """``draw`` of each of ``uniforms``: the indices and their weights 1/q_i, at once from ``VECTORISED_FROM``
-        draws on (below, a loop costs less than NumPy's calls). The same indices: int() truncates as astype does, and
-        bisect_right finds what searchsorted's right side finds."""
+    def draw_many(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``draw`` of each of ``uniforms``: the indices and their weights 1/q_i, as arrays, at once from
+        ``VECTORISED_FROM`` draws on (below, a loop costs less than NumPy's calls). The same indices: int() truncates
+        as astype does (min(u·d, d - 1) truncated is min(int(u·d), d - 1)), and bisect_right finds what
+        searchsorted's right side finds."""
         d = self.d
         if len(uniforms) < VECTORISED_FROM:
-            if self.q is None:
-                return [min(int(u * d), d - 1) for u in uniforms.tolist()], [float(d)] * len(uniforms)
             drawn = [self.draw(u) for u in uniforms.tolist()]
-            return [i for i, _ in drawn], [inverse for _, inverse in drawn]
+            return (np.array([i for i, _ in drawn], dtype=np.intp),
+                    np.array([inverse for _, inverse in drawn], dtype=np.float64))
         if self.q is None:
-            return np.minimum((uniforms * d).astype(np.int64), d - 1).tolist(), [float(d)] * len(uniforms)
+            return np.minimum(uniforms * d, d - 1).astype(np.intp), np.full(len(uniforms), float(d))
         cumulative = self._cumulative_array
         found = np.minimum(cumulative.searchsorted(uniforms * cumulative[-1], side="right"), d - 1)
         inverse = self._inverse_array[found]
         if not np.isfinite(inverse).all():
             found = np.array([self.draw(u)[0] for u in uniforms.tolist()], dtype=np.int64)
             inverse = self._inverse_array[found]
-        return found.tolist(), inverse.tolist()
+        return found, inverse
+
+
+# Examples whose data-point draws a learner with many draws makes at once (``DrawBlock``): NumPy's calls on a block cost
+# a few us, against a few us each example
+BLOCK = 64
+
+
+class DrawBlock:
+    """The data-point draws of a block of examples, made at once from one batch of uniforms per example (row): each
+    row's draws (``drawn``, an index array, and ``listed``, lists of ints), their weights 1/q_i (``inverse``), and each
+    row's uniforms for the inner-product draws (``inner``)."""
+
+    def __init__(self, sampler: DataPointSampler, uniforms: np.ndarray, x_draws: int) -> None:
+        rows = uniforms.shape[0]
+        drawn, inverse = sampler.draw_many(uniforms[:, :x_draws].ravel())
+        self.drawn, self.inverse = drawn.reshape(rows, x_draws), inverse.reshape(rows, x_draws)
+        self.listed: list[list[int]] = self.drawn.tolist()
+        self.inner: list[list[float]] = uniforms[:, x_draws:].tolist()
+        self.rows = rows
+        self.next = 0
 
 
 class SampledGradient:
     """One learner of the family: select() draws the indices, update() builds g̃ and steps the iterate.
 
-    ``step`` is a constant η or a rule of ``shared.step_sizes`` fed, per example, with x̃ and g̃.
+    ``step`` is a constant η or a rule of ``shared.step_sizes`` fed, per example, with x̃ and g̃. From
+    ``VECTORISED_FROM`` data-point draws on, the draws of ``BLOCK`` examples are made at once (``DrawBlock``), from
+    the numbers the generator would give one example at a time, so never past ``horizon`` examples when it is set
+    (a phase of ``shared.two_phase``, after which another engine draws from the same generator).
     """
 
     def __init__(
@@ -105,24 +128,38 @@ class SampledGradient:
         self.inner_draws = inner_draws
         self.step = FixedStep(step) if isinstance(step, int | float) else step
         self.rng = rng
+        self.horizon: int | None = None
+        self._drawn_rows = 0
+        self._block: DrawBlock | None = None
+        self._distinct = np.empty(0, dtype=np.intp)  # the block's row's distinct draws, in the order first drawn
         self._x: list[int] = []
         self._inv_q: list[float] = []
         self._inner: list[int] = []
         self._ratios: list[float] = []
 
     def select(self) -> list[int]:
-        uniforms = self.rng.random(self.x_draws + self.inner_draws)
         if self.x_draws < VECTORISED_FROM:
-            return self._select_one_by_one(uniforms.tolist())
-        self._x, self._inv_q = self.sampler.draw_many(uniforms[: self.x_draws])
+            return self._select_one_by_one(self.rng.random(self.x_draws + self.inner_draws).tolist())
+        block = self._block
+        if block is None or block.next == block.rows:
+            rows = BLOCK if self.horizon is None else max(1, min(BLOCK, self.horizon - self._drawn_rows))
+            block = self._block = DrawBlock(self.sampler, self.rng.random((rows, self.x_draws + self.inner_draws)),
+                                            self.x_draws)
+            self._drawn_rows += rows
+        t = block.next
+        block.next += 1
         self._inner, self._ratios = [], []
         if not self.iterate.is_zero:
-            self._inner, self._ratios = self.iterate.sample_many(uniforms[self.x_draws :].tolist())
-        return list(dict.fromkeys(self._x + self._inner))
+            self._inner, self._ratios = self.iterate.sample_many(block.inner[t])
+        chosen = dict.fromkeys(block.listed[t])
+        self._distinct = np.fromiter(chosen, dtype=np.intp, count=len(chosen))
+        chosen.update(dict.fromkeys(self._inner))  # what dict.fromkeys(x + inner) orders: x's first
+        return list(chosen)
 
     def _select_one_by_one(self, uniforms: list[float]) -> list[int]:
         """``select`` for a few draws, one at a time (the same draws: ``draw_many`` and ``sample_many`` are ``draw`` and
         ``sample`` of each): NumPy's calls would cost more than they save."""
+        self._block = None
         self._x, self._inv_q = [], []
         for u in uniforms[: self.x_draws]:
             i, inv_q = self.sampler.draw(u)
@@ -136,16 +173,25 @@ class SampledGradient:
                 self._ratios.append(ratio)
         return list(dict.fromkeys(self._x + self._inner))
 
-    def estimates(self, observed: Observed, y: float) -> tuple[dict[int, float], dict[int, float]]:
-        """(x̃, g̃) for the draws of the last select() (``shared.estimators.squared_loss_gradient``)."""
-        return squared_loss_gradient(self._x, self._inv_q, self._inner, self._ratios, observed, y)
+    def estimates(self, observed: Observed, y: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the attributes of x̃, x̃, g̃) for the draws of the last select() (``shared.estimators.squared_loss_gradient``:
+        arrays, x̃'s attributes in the order of their first draw)."""
+        block = self._block
+        if block is None:
+            return squared_loss_gradient(self._x, self._inv_q, self._inner, self._ratios, observed, y)
+        t = block.next - 1
+        values = np.fromiter(map(observed.__getitem__, block.listed[t]), dtype=np.float64, count=self.x_draws)
+        x_tilde = sum_draws(values, block.inverse[t], block.drawn[t], self._distinct)
+        return self._distinct, x_tilde, squared_loss_phi(self._inner, self._ratios, observed, y) * x_tilde
 
     def gradient(self, observed: Observed, y: float) -> dict[int, float]:
-        return self.estimates(observed, y)[1]
+        """g̃ as {attribute: value}."""
+        at, _, gradient = self.estimates(observed, y)
+        return dict(zip(at.tolist(), gradient.tolist(), strict=True))
 
     def update(self, observed: Observed, y: float) -> None:
-        x_tilde, gradient = self.estimates(observed, y)
-        self.iterate.step(gradient, self.step.next(x_tilde, gradient, self.label_slope * y))
+        at, x_tilde, gradient = self.estimates(observed, y)
+        self.iterate.step(at, gradient, self.step.next(x_tilde, gradient, self.label_slope * y))
 
     # φ̃ at w = 0 is this times -y (the squared loss: 1); the step rules compare g̃ with y in φ̃'s units
     label_slope = 1.0

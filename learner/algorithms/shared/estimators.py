@@ -5,7 +5,8 @@ call exactly the same code. Every draw is made with replacement; a draw is descr
 and by the weight its value enters the estimate with (1/q_i for a data-point draw, w_j/p_j for an
 inner-product draw), fixed when the index was drawn.
 
-- ``estimate_x``: x̃ = (1/k) Σ_r x[i_r]/q[i_r] e_{i_r} (H&K Alg. 1 lines 3-7 with q = 1/d; K&S eq. (1)).
+- ``estimate_x``: x̃ = (1/k) Σ_r x[i_r]/q[i_r] e_{i_r} (H&K Alg. 1 lines 3-7 with q = 1/d; K&S eq. (1)); ``sum_draws``
+  the same with NumPy, for many draws.
 - ``estimate_inner``: the mean of (w_j/p_j) x[j] over the inner-product draws, unbiased for <w, x>
   (H&K line 9 with p ∝ w², K&S eq. (5) with any p whose support covers w's). Several draws are
   averaged when the budget is split evenly, as in K&S §5.
@@ -17,18 +18,35 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 Observed = Mapping[int, float]
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-def estimate_x(draws: Sequence[int], inv_q: Sequence[float], observed: Observed) -> dict[int, float]:
-    """Sparse x̃: attribute -> estimate, from k draws i_r with weights 1/q[i_r]."""
+def estimate_x(draws: Sequence[int], inv_q: Sequence[float], observed: Observed) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse x̃ from k draws i_r with weights 1/q[i_r]: (its attributes, in the order of their first draw, and its
+    values), one draw at a time (a few draws: ``sum_draws`` gives the same floats with NumPy's calls, which cost more
+    than they save below tens of draws)."""
     k = len(draws)
     x_tilde: dict[int, float] = {}
     for i, weight in zip(draws, inv_q, strict=True):
         x_tilde[i] = x_tilde.get(i, 0.0) + observed[i] * weight / k
-    return x_tilde
+    return (np.fromiter(x_tilde, dtype=np.intp, count=len(x_tilde)),
+            np.fromiter(x_tilde.values(), dtype=np.float64, count=len(x_tilde)))
+
+
+def sum_draws(values: np.ndarray, inverse: np.ndarray, drawn: np.ndarray, distinct: np.ndarray) -> np.ndarray:
+    """x̃ = (1/k) Σ_r x[i_r]/q[i_r] e_{i_r} at its ``distinct`` attributes, from each draw's value and weight 1/q_i
+    (``values``, ``inverse``) and attribute (``drawn``, an index array): the floats ``estimate_x``'s loop gives,
+    x̃[i] = x̃.get(i, 0) + x[i]·(1/q_i)/k, since ``np.bincount`` adds a repeated attribute's terms in the order drawn,
+    from 0.0, where a vectorised sum would reorder them."""
+    terms = values * inverse
+    terms /= len(values)
+    sums: np.ndarray = np.bincount(drawn, weights=terms)
+    at_distinct: np.ndarray = sums[distinct]
+    return at_distinct
 
 
 def estimate_inner(draws: Sequence[int], ratios: Sequence[float], observed: Observed) -> float:
@@ -45,11 +63,16 @@ def squared_loss_gradient(
     ratios: Sequence[float],
     observed: Observed,
     y: float,
-) -> tuple[dict[int, float], dict[int, float]]:
-    """(x̃, g̃ = φ̃ · x̃) with φ̃ = <w,x>~ - y: g̃ is unbiased for (<w,x> - y) x since the two draws are independent."""
-    phi = estimate_inner(inner_draws, ratios, observed) - y
-    x_tilde = estimate_x(x_draws, inv_q, observed)
-    return x_tilde, {i: phi * v for i, v in x_tilde.items()}
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x̃'s attributes, x̃, g̃ = φ̃ · x̃) with φ̃ = <w,x>~ - y: g̃ is unbiased for (<w,x> - y) x since the two draws are
+    independent."""
+    at, x_tilde = estimate_x(x_draws, inv_q, observed)
+    return at, x_tilde, squared_loss_phi(inner_draws, ratios, observed, y) * x_tilde
+
+
+def squared_loss_phi(inner_draws: Sequence[int], ratios: Sequence[float], observed: Observed, y: float) -> float:
+    """φ̃ = <w,x>~ - y, the squared loss's derivative estimated."""
+    return estimate_inner(inner_draws, ratios, observed) - y
 
 
 # --- GenEst (Hazan & Koren, Procedure 3) --------------------------------------------------------------

@@ -48,8 +48,9 @@ A rule's value changes as the run goes, so the step size's attribute (a run's re
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Final
+
+import numpy as np
 
 ADAPTIVE: Final = "adaptive"
 # η = 1/(2R²): within least-mean-squares' stability limit 2/R², and twice Bach & Moulines' 1/(4R²), which their proof
@@ -69,7 +70,7 @@ class FixedStep:
         self.eta = eta
         self.last = eta
 
-    def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float], y: float = 0.0) -> float:
+    def next(self, x_tilde: np.ndarray, gradient: np.ndarray, y: float = 0.0) -> float:
         return self.eta
 
 
@@ -92,12 +93,13 @@ class LeastSquaresStep:
         self.count = 0
         self.last = 0.0  # the latest η (what a constant step to try would start from)
 
-    def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float], y: float = 0.0) -> float:
+    def next(self, x_tilde: np.ndarray, gradient: np.ndarray, y: float = 0.0) -> float:
         self.count += 1
-        self._sum += sum([v * v for v in x_tilde.values()])
+        # Python's sum of the squares: left to right, as the loop over a dict's values it replaces (NumPy's sum pairs)
+        self._sum += sum((x_tilde * x_tilde).tolist())
         r2 = self._sum / self.count
         if self.noise_aware:
-            self._gradients += sum([g * g for g in gradient.values()])
+            self._gradients += sum((gradient * gradient).tolist())
             self._labels += y * y
             if self._labels > 0:
                 r2 = max(r2, self._gradients / self._labels)
@@ -121,8 +123,8 @@ class ExponentiatedStep:
         self._cap = None if radius is None else LeastSquaresStep(d / radius)
         self.last = 0.0
 
-    def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float], y: float = 0.0) -> float:
-        self._energy += max(map(abs, gradient.values()), default=0.0) ** 2
+    def next(self, x_tilde: np.ndarray, gradient: np.ndarray, y: float = 0.0) -> float:
+        self._energy += max(map(abs, gradient.tolist()), default=0.0) ** 2
         self.last = math.sqrt(self._log / self._energy) if self._energy > 0 else 0.0
         if self._cap is not None:
             # 0 (the theorem's η, ``AtLeast``) until the cap's mean of ||x̃||² is trusted
@@ -138,7 +140,7 @@ class AtLeast:
         self.floor = floor
         self.last = 0.0
 
-    def next(self, x_tilde: Mapping[int, float], gradient: Mapping[int, float], y: float = 0.0) -> float:
+    def next(self, x_tilde: np.ndarray, gradient: np.ndarray, y: float = 0.0) -> float:
         self.last = max(self.rule.next(x_tilde, gradient, y), self.floor)
         return self.last
 

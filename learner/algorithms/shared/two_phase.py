@@ -41,6 +41,8 @@ class TwoPhases:
         if first is None or m1 == 0:
             self.phase = 2
             first = second(self.moment_estimates(), None)
+        else:
+            first.horizon = m1  # its draws take no number of the generator phase 2 draws from
         self.current = first
 
     @property

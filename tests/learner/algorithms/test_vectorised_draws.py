@@ -1,6 +1,7 @@
 """The algorithms' vectorised steps give what their one-at-a-time forms give, bit for bit (#36 item 1): the data-point
 draws of a whole example at once (``DataPointSampler.draw_many``) against ``draw`` of each uniform, the inner-product
-draws (``ScaledIterate.sample_many``) against ``sample``, with and without the per-attribute weights c of K&S §5."""
+draws (``ScaledIterate.sample_many``) against ``sample``, with and without the per-attribute weights c of K&S §5, and x̃
+summed with NumPy (``sum_draws``) against the loop over the draws (``estimate_x``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from learner.algorithms.shared.attribute_efficient import DataPointSampler
+from learner.algorithms.shared.estimators import estimate_x, sum_draws
 from learner.algorithms.shared.iterates import LassoIterate, RidgeIterate
 
 
@@ -21,7 +23,7 @@ def test_draw_many_draws_what_draw_draws(q: str | None) -> None:
     for few in (uniforms[-3:], uniforms[:3], uniforms):  # a few draws are made one at a time, many with NumPy
         indices, inverses = sampler.draw_many(few)
         one_by_one = [sampler.draw(u) for u in few.tolist()]
-        assert indices == [i for i, _ in one_by_one]
+        assert indices.tolist() == [i for i, _ in one_by_one]
         assert [v.hex() for v in inverses] == [v.hex() for _, v in one_by_one]
 
 
@@ -39,3 +41,19 @@ def test_sample_many_samples_what_sample_samples(kind: str) -> None:
     assert drawn == [j for j, _ in one_by_one]
     assert [r.hex() for r in ratios] == [r.hex() for _, r in one_by_one]
 
+
+
+def test_sum_draws_sums_what_the_loop_over_the_draws_sums() -> None:
+    # Few attributes, many draws: most are drawn several times (up to 14), so the order of each sum shows.
+    rng = np.random.default_rng(2)
+    d, k = 12, 56
+    for _ in range(50):
+        x = rng.standard_normal(d) * 10.0 ** rng.uniform(-3, 3, d)
+        q = rng.random(d) + 0.01
+        drawn = rng.integers(0, d, k)
+        inverse = (1.0 / q)[drawn]
+        observed = {i: float(x[i]) for i in drawn.tolist()}
+        at, looped = estimate_x(drawn.tolist(), inverse.tolist(), observed)
+        summed = sum_draws(np.array([observed[i] for i in drawn.tolist()]), inverse, drawn, at)
+        assert at.tolist() == list(dict.fromkeys(drawn.tolist()))
+        assert [v.hex() for v in summed.tolist()] == [v.hex() for v in looped.tolist()]
