@@ -107,8 +107,9 @@ class ScaledIterate:
         self._u[at] -= self._C * (new - old)
         self.y[at] = new
         # |v| ** power as Python's float power computes it (the C library's pow): np.power with an array of exponents
-        # calls it per element, where a scalar exponent 2 would square, which differs in the last bit (0.08 % of them)
-        weights = np.power(np.abs(new), self._powers[: len(at)])
+        # calls it per element, where a scalar exponent 2 would square, which differs in the last bit (0.08 % of them);
+        # pow(v, 1) is v
+        weights = np.abs(new) if self.power == 1 else np.power(np.abs(new), self._powers[: len(at)])
         self.tree.set_array(at, weights if self.c is None else weights * self.c[at])
 
     def _flush(self) -> None:
@@ -128,11 +129,9 @@ class ScaledIterate:
     @staticmethod
     def moving(at: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The coordinates a step moves (a non-zero gradient) and their gradient, in the order given."""
-        if not at.size:
+        if not at.size or gradient.all():
             return at, gradient
         nonzero = gradient != 0.0
-        if nonzero.all():
-            return at, gradient
         return at[nonzero], gradient[nonzero]
 
 
