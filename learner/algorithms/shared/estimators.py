@@ -39,10 +39,10 @@ def estimate_x(draws: Sequence[int], inv_q: Sequence[float], observed: Observed)
 
 def sum_draws(values: np.ndarray, inverse: np.ndarray, drawn: np.ndarray, distinct: np.ndarray) -> np.ndarray:
     """x̃ = (1/k) Σ_r x[i_r]/q[i_r] e_{i_r} at its ``distinct`` attributes, from each draw's value and weight 1/q_i
-    (``values``, ``inverse``) and attribute (``drawn``, an index array): the floats ``estimate_x``'s loop gives,
-    x̃[i] = x̃.get(i, 0) + x[i]·(1/q_i)/k, since ``np.bincount`` adds a repeated attribute's terms in the order drawn,
-    from 0.0, where a vectorised sum would reorder them."""
-    terms = values * inverse
+    (``values``, overwritten with the terms, and ``inverse``) and attribute (``drawn``, an index array): the floats
+    ``estimate_x``'s loop gives, x̃[i] = x̃.get(i, 0) + x[i]·(1/q_i)/k, since ``np.bincount`` adds a repeated
+    attribute's terms in the order drawn, from 0.0, where a vectorised sum would reorder them."""
+    terms = np.multiply(values, inverse, out=values)
     terms /= len(values)
     sums: np.ndarray = np.bincount(drawn, weights=terms)
     at_distinct: np.ndarray = sums[distinct]
@@ -53,7 +53,7 @@ def estimate_inner(draws: Sequence[int], ratios: Sequence[float], observed: Obse
     """Unbiased estimate of <w, x> from draws j_s with weights w[j_s]/p[j_s]; exactly 0 without draws (w = 0)."""
     if not draws:
         return 0.0
-    return sum(r * observed[j] for j, r in zip(draws, ratios, strict=True)) / len(draws)
+    return sum([r * observed[j] for j, r in zip(draws, ratios, strict=True)]) / len(draws)
 
 
 def squared_loss_gradient(
