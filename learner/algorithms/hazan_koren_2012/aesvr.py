@@ -73,7 +73,7 @@ from learner.algorithms.shared.estimators import (
 )
 from learner.algorithms.shared.geometry import L2_BALL
 from learner.algorithms.shared.iterates import RidgeIterate
-from learner.algorithms.shared.step_sizes import LeastSquaresStep, StepRule
+from learner.algorithms.shared.step_sizes import NO_VALUES, LeastSquaresStep, StepRule
 
 # Below order 3 GenEst keeps only erf's linear term, in which δ cancels (see the module docstring).
 MIN_GENEST_ORDER = 3
@@ -98,7 +98,7 @@ def aesvr_eta(d: int, k: int, m: int, B: float, delta: float, epsilon: float, n_
 
 
 # An example GenEst's order makes free (a_n = 0): no attribute drawn, g̃ = 0
-NO_DRAWS, NO_VALUES = np.empty(0, dtype=np.intp), np.empty(0)
+NO_DRAWS = np.empty(0, dtype=np.intp)
 
 
 class GenEstGradient(SampledGradient):

@@ -29,7 +29,7 @@ import numpy as np
 
 from learner.algorithms.base import Problem
 from learner.algorithms.shared.full_information import OnlineReference
-from learner.algorithms.shared.step_sizes import ExponentiatedStep
+from learner.algorithms.shared.step_sizes import NO_VALUES, ExponentiatedStep
 
 
 class EGLasso(OnlineReference):
@@ -66,7 +66,7 @@ class EGLasso(OnlineReference):
     def move(self, w: np.ndarray, x: np.ndarray, y: float) -> None:
         if self.rule is not None:
             gradient = 2.0 * (float(w @ x) - y) * x
-            self.rule.next(np.empty(0), np.abs(gradient))
+            self.rule.next(NO_VALUES, np.abs(gradient).max(keepdims=True))  # ||g||_∞: all the rule reads of g
             step = self.rule.last * gradient
         else:
             step = self.step_size() * 2.0 * (float(w @ x) - y) * x

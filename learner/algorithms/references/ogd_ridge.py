@@ -27,7 +27,7 @@ import numpy as np
 
 from learner.algorithms.base import Problem
 from learner.algorithms.shared.full_information import OnlineReference
-from learner.algorithms.shared.step_sizes import LeastSquaresStep
+from learner.algorithms.shared.step_sizes import NO_VALUES, LeastSquaresStep
 
 
 def l2_norm(x: np.ndarray) -> float:
@@ -68,7 +68,7 @@ class OGDRidge(OnlineReference):
 
     def move(self, w: np.ndarray, x: np.ndarray, y: float) -> None:
         if self.rule is not None:
-            self.rule.next(np.array([l2_norm(x)]), np.empty(0))
+            self.rule.next(np.array([l2_norm(x)]), NO_VALUES)
         self.w -= self.step_size() * 2.0 * (float(self.w @ x) - y) * x
         norm = l2_norm(self.w)
         if norm > self.bound.value:

@@ -53,6 +53,8 @@ from typing import Final
 import numpy as np
 
 ADAPTIVE: Final = "adaptive"
+# x̃ or g̃ of no attribute (a rule fed with the other only)
+NO_VALUES: Final = np.empty(0)
 # η = 1/(2R²): within least-mean-squares' stability limit 2/R², and twice Bach & Moulines' 1/(4R²), which their proof
 # needs but which measured slower on every dataset of benchmarks/defaults_sweep.py (AERR on mnist-3v5 with 57
 # attributes: normalised test MSE 0.80 against 0.76 over seeds 0-2; on a Gaussian design, R² 0.72 against 0.75).
