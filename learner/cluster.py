@@ -59,11 +59,13 @@ SCHEDULER_ENV = "BUDGETLAB_SCHEDULER"
 SCHEDULER_CA_ENV, SCHEDULER_CERT_ENV, SCHEDULER_KEY_ENV = (
     "BUDGETLAB_SCHEDULER_CA", "BUDGETLAB_SCHEDULER_CERT", "BUDGETLAB_SCHEDULER_KEY")
 WORKERS_ENV = "BUDGETLAB_WORKERS"
-# Runs a worker process of the learner's own LocalCluster executes at once (its threads). A run over HTTP spends most
-# of each step waiting for the oracle's answer, the GIL released: one run per process left both cores two-thirds idle
-# during a comparison through the services, so the learner gives each process ``HTTP_RUNS_PER_WORKER``.
+# Runs a worker process of the learner's own LocalCluster executes at once (its threads). A run over HTTP spends much
+# of each step waiting for the oracle's answer, the GIL released, so more than one may pay where the oracle has cores
+# of its own. Not on 2 cores shared with the oracle: cost-aware-priced through the services took 127 and 143 s with 1
+# (2 runs in flight, the oracle at 78-86 % of a core), 137 and 172 s with 2 (4 in flight: the learner's and the
+# runs' own CPU took the oracle's core).
 WORKER_THREADS_ENV = "BUDGETLAB_WORKER_THREADS"
-HTTP_RUNS_PER_WORKER = 2
+HTTP_RUNS_PER_WORKER = 1
 TOPIC = "budgetlab-runs"
 PROGRESS_SECONDS = 0.25
 # How long a caller's thread waits for an event before it looks at its run's future and its cancel again.

@@ -17,10 +17,9 @@ def test_through_services_started_here_a_comparison_keeps_every_learner_thread_b
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(WORKER_THREADS_ENV, raising=False)
     options = CompareOptions(preset="cost-aware-priced", out=Path("out"), workers=3)
-    assert HTTP_RUNS_PER_WORKER > 1
     assert default_parallel(options) == 3 * HTTP_RUNS_PER_WORKER
-    monkeypatch.setenv(WORKER_THREADS_ENV, "1")
-    assert default_parallel(options) == 3
+    monkeypatch.setenv(WORKER_THREADS_ENV, "2")
+    assert default_parallel(options) == 6
 
 
 def test_a_learner_or_scheduler_of_someone_else_gets_one_run_per_worker(monkeypatch: pytest.MonkeyPatch) -> None:
