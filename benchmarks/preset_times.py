@@ -105,7 +105,8 @@ def measure(report: Report, name: str, options: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help="presets to time (default: every one)")
-    parser.add_argument("--parallel", type=int, default=2, help="runs at a time --local (default 2, the cores of the target)")
+    parser.add_argument("--parallel", type=int, default=2,
+                        help="runs at a time --local (default 2, the cores of the target)")
     parser.add_argument("--services-parallel", type=int, default=None,
                         help="runs at a time through the services (default: compare's, what a user gets)")
     parser.add_argument("--local-only", action="store_true", help="time --local only")
