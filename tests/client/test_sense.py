@@ -26,6 +26,7 @@ def sense(out: Path, *args: str) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.process  # the report's provenance asks git for the commit
 def test_the_quick_report_has_each_datasets_curves_comparisons_figure_and_audit(tmp_path: Path) -> None:
     results = sense(tmp_path, "--quick", "--dataset", "cube", "--dataset", "diabetes", "--policy", "random",
                     "--policy", "greedy", "--seeds", "0-1", "--examples", "15", "--budgets", "1,2")
