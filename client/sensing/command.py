@@ -116,7 +116,8 @@ def run_sense(options: SenseOptions) -> int:
         for seed in seeds:
             console.print(f"{name}, seed {seed}: {len(policies)} policies, k = "
                           f"{', '.join(map(str, settings.budgets))}", highlight=False)
-            fitted, found = call(lambda: evaluate(name, params, seed, policies, settings))  # noqa: B023
+            fitted, found = call(lambda: evaluate(name, params, seed, policies, settings,  # noqa: B023
+                                                  lambda step: console.print(f"  {step} ...", highlight=False)))
             training.append(fitted)
             points += found
     command = shlex.join(["budgetlab", *sys.argv[1:]])

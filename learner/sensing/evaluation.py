@@ -118,8 +118,9 @@ class Training:
 
 
 def evaluate(dataset: str, params: dict[str, ParamValue], seed: int, policies: Sequence[str],
-             settings: Settings) -> tuple[Training, list[Point]]:
-    """Fit ``policies`` on the dataset's training split (seed ``seed``) and evaluate each at every budget."""
+             settings: Settings, progress: Callable[[str], None] = lambda _: None) -> tuple[Training, list[Point]]:
+    """Fit ``policies`` on the dataset's training split (seed ``seed``) and evaluate each at every budget; each
+    stage is announced to ``progress`` before it starts (a full evaluation is minutes)."""
     from budgetlab.sensing import SensingEnv
     from budgetlab.sensing.sessions import SessionSpec, source
 
@@ -128,12 +129,14 @@ def evaluate(dataset: str, params: dict[str, ParamValue], seed: int, policies: S
         info = where.describe(SessionSpec(dataset, params, "test", Budget()), seed)
     finally:
         where.close()
+    progress(f"reading {settings.train_examples:,} training examples in full")
     read, audited = _read_training(dataset, params, seed, settings)
     costs = np.asarray(info.costs or [1.0] * info.n_attributes, dtype=np.float64)
     top = max(settings.budgets)
     fitted: dict[str, Policy] = {}
     rl_cost = 0.0
     for name in policies:
+        progress(f"fitting {name}" + (f" ({settings.rl_episodes:,} episodes)" if name == "q-learning" else ""))
         policy = fitted[name] = POLICIES[name](seed, top)
         policy.fit(read.X, read.y, costs, info.task)
         if isinstance(policy, QLearningPolicy):
@@ -143,8 +146,10 @@ def evaluate(dataset: str, params: dict[str, ParamValue], seed: int, policies: S
             rl_cost = sum(cost for _, cost in train(policy, env, settings.rl_episodes, seed))
             env.close()
     training = Training(dataset, seed, read, settings.rl_episodes if "q-learning" in fitted else 0, rl_cost, audited)
-    points = [_session(dataset, params, seed, info, name, fitted[name], k, settings)
-              for k in settings.budgets for name in policies]
+    points = []
+    for k in settings.budgets:
+        progress(f"k = {k}: {settings.examples:,} test examples for each of {', '.join(policies)}")
+        points += [_session(dataset, params, seed, info, name, fitted[name], k, settings) for name in policies]
     return training, points
 
 

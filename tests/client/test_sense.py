@@ -19,17 +19,23 @@ SMALL = ["--dataset", "cube", "--policy", "random", "--policy", "greedy", "--pol
          "--examples", "12", "--train-examples", "80", "--rl-episodes", "20", "--seeds", "0"]
 
 
-def sense(out: Path, *args: str) -> dict[str, Any]:
+def sense(out: Path, *args: str, output: list[str] | None = None) -> dict[str, Any]:
     result = RUNNER.invoke(app, ["sense", *args, "--out", str(out)])
     assert result.exit_code == 0, result.output
+    if output is not None:
+        output.append(result.output)
     found: dict[str, Any] = json.loads((out / "results.json").read_text())
     return found
 
 
 @pytest.mark.process  # the report's provenance asks git for the commit
 def test_the_quick_report_has_each_datasets_curves_comparisons_figure_and_audit(tmp_path: Path) -> None:
+    output: list[str] = []
     results = sense(tmp_path, "--quick", "--dataset", "cube", "--dataset", "diabetes", "--policy", "random",
-                    "--policy", "greedy", "--seeds", "0-1", "--examples", "15", "--budgets", "1,2")
+                    "--policy", "greedy", "--seeds", "0-1", "--examples", "15", "--budgets", "1,2", output=output)
+    # Every stage is announced before it starts: no stage of a full evaluation is silent for long.
+    assert "  reading 300 training examples in full ..." in output[0] and "  fitting greedy ..." in output[0]
+    assert "  k = 2: 15 test examples for each of random, greedy ..." in output[0]
     report = (tmp_path / "report.md").read_text()
     assert "## cube (classification)" in report and "## diabetes (regression)" in report
     assert "| greedy | 2 | 2.00 | 2.00 |" in report
