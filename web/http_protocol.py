@@ -8,6 +8,9 @@
   client gets a 408 ``request_timeout`` and the connection is closed; its body must have arrived
   ``BUDGETLAB_BODY_TIMEOUT`` seconds (60) after its headers, else the connection is closed (the app sees the client
   gone, and nothing of the request is done). 0 turns either off.
+- An answer's head goes out with its body in one write (``one_write``): uvicorn writes each ASGI message as it comes,
+  so a small answer left as two TCP segments, two send calls and two wake-ups of the client, a tenth of the CPU a
+  small step costs the oracle over HTTP.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import os
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from budgetlab.errors import Code, error_body
 
@@ -68,7 +71,10 @@ class JsonHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._arm(self.body_timeout, self._body_too_slow)
+        before = self.cycle
         super().on_headers_complete()
+        if self.cycle is not before:  # a request's cycle (an upgrade to a WebSocket makes none)
+            one_write(self.cycle)
 
     def on_message_complete(self) -> None:
         self._disarm()
@@ -111,3 +117,49 @@ class JsonHttpProtocol(HttpToolsProtocol):
                  b"connection: close\r\n\r\n"]
         self.transport.write(b"".join(head) + payload)
         self.transport.close()
+
+
+class _Collected:
+    """The transport as one ``send`` of a cycle sees it: what it writes is kept, and closing waits for it."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.data: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.data.append(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+def one_write(cycle: RequestResponseCycle) -> None:
+    """Make ``cycle`` hold its answer's head (``http.response.start``) until the first part of the body, and write
+    both at once. A ``100 Continue`` is written by the cycle's ``receive``, not its ``send``: it still goes out at
+    once."""
+    send = cycle.send
+    head: list[bytes] = []
+
+    async def sending(message: Any) -> None:
+        transport = cycle.transport
+        collected = _Collected(transport)
+        cycle.transport = collected  # type: ignore[assignment]
+        try:
+            await send(message)
+        finally:
+            cycle.transport = transport
+        if message["type"] == "http.response.start" and not collected.closed:
+            head.extend(collected.data)
+            return
+        data = b"".join([*head, *collected.data])
+        head.clear()
+        if data:
+            transport.write(data)
+        if collected.closed:
+            transport.close()
+
+    cycle.send = sending  # type: ignore[method-assign]

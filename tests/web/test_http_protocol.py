@@ -1,21 +1,27 @@
 """web.http_protocol: uvicorn's httptools protocol as both services run it. A request it cannot parse is refused in
 JSON like every other refusal, headers that do not arrive in time get a 408 and the connection closes, and a body
-that does not arrive in time closes the connection before the app does anything with it."""
+that does not arrive in time closes the connection before the app does anything with it. An answer's head and body go
+out in one write."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from fastapi import FastAPI, Request
+from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
 from budgetlab.contract.service import Health
 from tests.servers import serve_in_thread
-from web.http_protocol import BODY_TIMEOUT_ENV, HEADER_TIMEOUT_ENV
+from web.http_protocol import BODY_TIMEOUT_ENV, HEADER_TIMEOUT_ENV, one_write
 
 TIMEOUT = 0.5
 
@@ -83,3 +89,51 @@ def test_headers_too_slow_get_a_408_and_a_body_too_slow_closes_the_connection_un
     closing = head.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
     assert exchange(address, closing + b"12345", b"67890")[:15] == b"HTTP/1.1 200 OK"
     assert bodies == [b"1234567890"]
+
+
+class Recorded(asyncio.Transport):
+    """A transport that keeps each write, and whether it was closed after them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed_after: int | None = None
+
+    def write(self, data: Any) -> None:
+        assert self.closed_after is None, "written after close"
+        self.writes.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed_after = len(self.writes)
+
+    def is_closing(self) -> bool:
+        return self.closed_after is not None
+
+
+def cycle_on(transport: Recorded, *, keep_alive: bool = True) -> RequestResponseCycle:
+    scope: Any = {"type": "http", "method": "POST", "path": "/", "http_version": "1.1"}
+    log = logging.getLogger("test")
+    return RequestResponseCycle(scope, transport, FlowControl(transport), log, log, False, [], asyncio.Event(), False,
+                                keep_alive, lambda: None)
+
+
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_an_answer_is_one_write_and_a_streamed_one_sends_its_later_parts_as_they_come(keep_alive: bool) -> None:
+    start: Any = {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"9")]}
+
+    async def answer(*bodies: tuple[bytes, bool]) -> Recorded:
+        transport = Recorded()
+        cycle = cycle_on(transport, keep_alive=keep_alive)
+        one_write(cycle)
+        await cycle.send(start)
+        assert transport.writes == []  # the head waits for the body
+        for body, more in bodies:
+            await cycle.send({"type": "http.response.body", "body": body, "more_body": more})
+        return transport
+
+    whole = asyncio.run(answer((b"123456789", False)))
+    assert len(whole.writes) == 1
+    assert whole.writes[0].startswith(b"HTTP/1.1 200 OK\r\n") and whole.writes[0].endswith(b"\r\n\r\n123456789")
+    assert whole.closed_after == (None if keep_alive else 1)  # closed after the answer went out, never before
+    parts = asyncio.run(answer((b"1234", True), (b"56789", False)))
+    assert len(parts.writes) == 2 and parts.writes[0].endswith(b"\r\n\r\n1234") and parts.writes[1] == b"56789"
