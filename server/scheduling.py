@@ -62,8 +62,9 @@ async def promptly(call: Callable[..., A], *args: Any) -> A:
 
 class GroupCommit:
     """Small steps ready on the event loop at the same time, applied in one transaction (``Database.grouped``): the
-    first schedules the group's run for when the loop has taken every message it read at once (``call_soon``), and
-    each step's answer is handed back only once the group's commit returned, so nothing is answered that is not in
+    first schedules the group's run for the loop's second pass from now (a ``call_soon`` of a ``call_soon``): by then
+    the loop has taken every message it read at once, and those its next look at the sockets found too. Each step's
+    answer is handed back only once the group's commit returned, so nothing is answered that is not in
     the ledger. A step refused in the group is rolled back alone (its savepoint), and gets its refusal.
 
     A group that cannot be taken now (another write holds the lock), a step of it that would wait (a dataset to load),
@@ -83,7 +84,10 @@ class GroupCommit:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[A] = loop.create_future()
         if not self._pending:
-            loop.call_soon(self._flush)
+            # One pass more than the messages read at once: with 4 clients stepping, the oracle's CPU per streamed
+            # step was 0.87x of one pass's (groups larger); with 1 client, as much as before (0.97x), a few
+            # microseconds later.
+            loop.call_soon(loop.call_soon, self._flush)
         self._pending.append((call, args, future))
         return await future
 
