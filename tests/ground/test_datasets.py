@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from budgetlab.contract.sessions import Split
 from budgetlab.datasets import (
     DatasetError,
     UnknownDataset,
@@ -353,3 +354,31 @@ def test_large_npy_is_served_memory_mapped(tmp_path: Path) -> None:
     example = int(np.flatnonzero(dataset.train_rows == 12_345)[0])
     np.testing.assert_allclose(dataset.values("train", np.array([example, example]), np.array([0, 49])),
                                [12_345.0, 12_345.49])
+
+
+# --- a step's cells ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("dtype", "scale", "resident"), [(np.uint8, 1 / 255, True), (np.uint8, 1 / 255, False),
+                                                          (np.float32, 1.0, True), (np.float64, 0.5, True)])
+def test_a_step_reads_the_cells_observe_serves(dtype: type, scale: float, resident: bool,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``example_values`` (a step's read: a kept copy of a small split's served values, or X's row as stored) gives
+    the very floats ``values`` (observe's gather) gives, for 8-bit pixels and their scale, float32 and a float64 X."""
+    from budgetlab.datasets import base
+
+    if not resident:  # a split too large to keep: each step scales its cells
+        monkeypatch.setattr(base, "RESIDENT_STEP_CELLS", 0)
+    rng = np.random.default_rng(3)
+    X: np.ndarray = (rng.integers(0, 256, size=(60, 30)) if dtype is np.uint8
+                     else rng.standard_normal((60, 30))).astype(dtype)
+    dataset = base.Dataset("cells", "", "regression", X, rng.standard_normal(60), train_rows=rng.permutation(50),
+                           test_rows=np.arange(50, 60), scale=scale)
+    splits: tuple[tuple[Split, int], ...] = (("train", 50), ("test", 10))
+    for split, n in splits:
+        for example in range(n):
+            attributes = rng.permutation(30)[:7].tolist()
+            served = dataset.values(split, np.full(7, example), np.asarray(attributes)).tolist()
+            read = dataset.example_values(split, example, attributes)
+            assert read == served and all(type(v) is float for v in read)
+    assert (dataset._step_cells["train"].rows is None) == (resident and dtype is not np.float32)
