@@ -57,7 +57,8 @@ class SmallSteps:
             return
         sessions = scope["app"].state.sessions
         try:
-            answer = await sessions.group.run(sessions.perform, op, match.group(1), token, request)
+            answer = await sessions.group.run(match.group(1), sessions.perform, op, match.group(1), token,
+                                                 request)
         except Refused as exc:
             await error_response(exc.status, exc.error, exc.detail, exc.remaining, exc.retry_after)(scope, receive,
                                                                                                     send)

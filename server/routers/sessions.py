@@ -57,7 +57,7 @@ def endpoint(op: Operation[..., Any]) -> Callable[..., Any]:
     if op.small:
 
         async def small(session_id: str, sessions: Service, token: Token, body: BaseModel | None = None) -> Response:
-            return serialized(await sessions.group.run(sessions.perform, op, session_id, token, body))
+            return serialized(await sessions.group.run(session_id, sessions.perform, op, session_id, token, body))
 
         route: Callable[..., Any] = small
     else:

@@ -97,7 +97,7 @@ async def answer(sessions: SessionService, session_id: str, token: str, message:
         return await run_in_threadpool(_reply, op, sessions, session_id, token, body)
     try:
         request = None if op.request is None else op.request.model_validate(body or {})
-        result = await sessions.group.run(sessions.perform, op, session_id, token, request)
+        result = await sessions.group.run(session_id, sessions.perform, op, session_id, token, request)
     except ValidationError as exc:
         return _refused(invalid_request(exc))
     except Refused as exc:

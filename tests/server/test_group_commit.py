@@ -18,6 +18,7 @@ from budgetlab.contract.calls import StepRequest
 from budgetlab.contract.sessions import SessionCreate, SessionCreated
 from budgetlab.errors import Refused
 from budgetlab.operations import OPERATIONS
+from server import scheduling
 from server.app import create_app
 from server.config import Settings
 from server.db import make_engine, upgrade
@@ -67,7 +68,7 @@ def test_steps_ready_at_once_commit_together_and_a_refused_one_alone_leaves_no_t
     poor_before = service.info(poor.id, poor.token)
 
     async def together() -> list[Any]:
-        runs = [service.group.run(service.perform, STEP, s.id, s.token, StepRequest(attributes=[0, 1, 2]))
+        runs = [service.group.run(s.id, service.perform, STEP, s.id, s.token, StepRequest(attributes=[0, 1, 2]))
                 for s in (ok_a, poor, ok_b)]
         return await asyncio.gather(*runs, return_exceptions=True)
 
@@ -93,7 +94,7 @@ def test_a_group_that_cannot_take_the_lock_now_leaves_each_step_to_wait_its_turn
         gate = service.db._gate
         assert gate is not None
         gate.acquire()  # another write of this process holds the lock: the group cannot be taken on the loop
-        runs = [asyncio.ensure_future(service.group.run(service.perform, STEP, s.id, s.token,
+        runs = [asyncio.ensure_future(service.group.run(s.id, service.perform, STEP, s.id, s.token,
                                                         StepRequest(attributes=[1]))) for s in sessions]
         await asyncio.sleep(0.05)
         assert not any(run.done() for run in runs)  # nothing answered while nothing can be committed
@@ -106,6 +107,35 @@ def test_a_group_that_cannot_take_the_lock_now_leaves_each_step_to_wait_its_turn
         info = service.info(session.id, session.token)
         assert answer.receipt.head == info.head_hash
         assert service.audit(session.id, session.token).compliant
+
+
+def test_a_session_stepping_alone_is_not_held_for_a_group_and_one_beside_another_is(
+        service: SessionService, monkeypatch: pytest.MonkeyPatch) -> None:
+    alone, other = opened(service), opened(service)
+    monkeypatch.setattr(scheduling, "ALONE", 0.0)  # no wait: alone as soon as no other session stepped meanwhile
+
+    async def at_once(session: SessionCreated) -> bool:
+        """Whether the step is answered without the coroutine ever waiting (no group's pass of the loop)."""
+        step = service.group.run(session.id, service.perform, STEP, session.id, session.token,
+                                 StepRequest(attributes=[0]))
+        try:
+            waited = step.send(None)
+        except StopIteration:
+            return True
+        while True:  # it waits for its group: let it finish, as its task would (which takes the wait over)
+            waited._asyncio_future_blocking = False
+            await waited
+            try:
+                waited = step.send(None)
+            except StopIteration:
+                return False
+
+    async def steps() -> list[bool]:
+        return [await at_once(alone), await at_once(alone), await at_once(other), await at_once(alone)]
+
+    # A first step (its session new to the worker) waits for a group; then alone at once; another session's step,
+    # and the next of the first after it, wait for a group again.
+    assert asyncio.run(steps()) == [False, True, False, False]
 
 
 def asgi_call(app: Any, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
