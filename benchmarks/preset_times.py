@@ -4,10 +4,10 @@ For each preset named (default: every one), runs ``budgetlab compare --preset NA
 does, then (unless ``--local-only``) ``budgetlab compare --preset NAME``, which starts its own oracle and learner
 and keeps as many runs going as that learner's workers execute at once (``--services-parallel`` to set it); each into
 a temporary folder. It prints each one's wall minutes, its CPU minutes (the command's and every
-process it waited for: its Dask workers, the services it started), the ratio of the two wall times, and the claims'
-verdicts, against the issue's targets: at most 15 minutes ``--local`` on 2 cores, at most 3x that through the
-services. ``--write`` records the measurement in the preset's file (its ``measured`` line, which ``compare --list``
-and the report quote with its date).
+process it waited for: its Dask workers, the services it started), the machine's mean load average while ``--local``
+ran (other jobs' share of the cores), the ratio of the two wall times, and the claims' verdicts, against the issue's
+targets: at most 15 minutes ``--local`` on 2 cores, at most 3x that through the services. ``--write`` records the
+measurement in the preset's file (its ``measured`` line, which ``compare --list`` and the report quote with its date).
 
 A full preset takes minutes to an hour: run it on a machine with nothing else to do, or its figures say more about
 the others' load than about budgetlab. ``--smoke`` times the ``--quick`` version of one small preset both ways.
@@ -25,6 +25,7 @@ import re
 import resource
 import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
 from datetime import date
@@ -38,6 +39,7 @@ from client.comparison.presets import PRESET_DIR, preset_names
 LOCAL_TARGET_MINUTES = 15.0
 SERVICES_TARGET_RATIO = 3.0
 SMOKE_PRESET = "cost-aware-priced"
+LOAD_SECONDS = 10.0
 
 
 def children_cpu() -> float:
@@ -45,23 +47,52 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed_compare(name: str, parallel: int | None, local: bool, quick: bool) -> tuple[float, float, Counter[str]]:
+class LoadSampler:
+    """The machine's 1-minute load average, sampled every ``LOAD_SECONDS`` while a comparison runs: its mean says how
+    much of the cores other jobs took (a comparison with 2 runs at a time alone on 2 cores keeps it near 2)."""
+
+    def __init__(self) -> None:
+        self.samples = [os.getloadavg()[0]]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, name="load-sampler", daemon=True)
+
+    def _sample(self) -> None:
+        while not self.stop.wait(LOAD_SECONDS):
+            self.samples.append(os.getloadavg()[0])
+
+    def __enter__(self) -> LoadSampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.samples.append(os.getloadavg()[0])
+
+    def mean(self) -> float:
+        return sum(self.samples) / len(self.samples)
+
+
+def timed_compare(name: str, parallel: int | None, local: bool, quick: bool) -> tuple[float, float, float,
+                                                                                      Counter[str]]:
     """Wall and CPU minutes of one comparison of the preset (``parallel`` runs at a time, None: compare's default),
-    and its claims' verdicts counted."""
+    the mean load average meanwhile, and its claims' verdicts counted."""
     with tempfile.TemporaryDirectory(prefix=f"preset-{name}-") as out:
         args = ["compare", "--preset", name, *(["--parallel", str(parallel)] if parallel else []), "--out", out,
                 *(["--local"] if local else []), *(["--quick"] if quick else [])]
         progress(f"{name}: budgetlab {' '.join(args)} ...")
         cpu, started = children_cpu(), time.monotonic()
-        done = subprocess.run([*budgetlab_command(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ, "NO_COLOR": "1"}, check=False)
+        with LoadSampler() as load:
+            done = subprocess.run([*budgetlab_command(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True, env={**os.environ, "NO_COLOR": "1"}, check=False)
         wall, cpu = (time.monotonic() - started) / 60, (children_cpu() - cpu) / 60
         if done.returncode != 0:
             raise SystemExit(f"{name}: compare exited {done.returncode}:\n{done.stderr[-3000:]}")
         results = json.loads((Path(out) / "results.json").read_text())
     verdicts = Counter(claim["verdict"] for claim in results.get("claims", []))
-    progress(f"{name}: {wall:.1f} min of wall time, {cpu:.1f} CPU-min, claims {dict(verdicts)}")
-    return wall, cpu, verdicts
+    progress(f"{name}: {wall:.1f} min of wall time, {cpu:.1f} CPU-min, load average {load.mean():.1f}, "
+             f"claims {dict(verdicts)}")
+    return wall, cpu, load.mean(), verdicts
 
 
 def services_default() -> int:
@@ -82,15 +113,16 @@ def write_measured(name: str, fields: dict[str, object]) -> None:
 
 
 def measure(report: Report, name: str, options: argparse.Namespace) -> None:
-    local, cpu, verdicts = timed_compare(name, options.parallel, True, options.smoke)
+    local, cpu, load, verdicts = timed_compare(name, options.parallel, True, options.smoke)
     report.add(f"{name}_local_minutes", local, "min", f"<= {LOCAL_TARGET_MINUTES:g}", local <= LOCAL_TARGET_MINUTES)
     report.add(f"{name}_local_cpu_minutes", cpu, "CPU-min")
+    report.add(f"{name}_local_load_average", load, "")
     report.note(f"{name}: claims {', '.join(f'{n} {v}' for v, n in sorted(verdicts.items())) or 'none'}")
     fields: dict[str, object] = {"date": date.today().isoformat(), "cores": os.cpu_count() or 1,
                                  "parallel": options.parallel, "local_minutes": round(local, 1),
-                                 "cpu_minutes": round(cpu, 1)}
+                                 "cpu_minutes": round(cpu, 1), "load": round(load, 1)}
     if not options.local_only:
-        services, _, _ = timed_compare(name, options.services_parallel, False, options.smoke)
+        services, _, _, _ = timed_compare(name, options.services_parallel, False, options.smoke)
         ratio = services / local
         report.add(f"{name}_services_minutes", services, "min")
         report.add(f"{name}_services_to_local", ratio, "x", f"<= {SERVICES_TARGET_RATIO:g}x",

@@ -171,6 +171,8 @@ class MeasuredTime(Strict):
     services_minutes: float | None = Field(None, gt=0, description="wall time through the services compare starts")
     services_parallel: int | None = Field(None, ge=1, description="runs at a time through the services (compare's "
                                           "default there: the learner's worker processes times their threads)")
+    load: float | None = Field(None, ge=0, description="the machine's mean 1-minute load average during the --local "
+                               "run, its own runs included: above the cores, other jobs shared them")
 
     def text(self) -> str:
         services = ", through the services not measured"
@@ -178,8 +180,9 @@ class MeasuredTime(Strict):
             ratio = self.services_minutes / self.local_minutes
             at_a_time = f", {self.services_parallel} at a time" if self.services_parallel else ""
             services = f", {self.services_minutes:.1f} through the services ({ratio:.1f}x{at_a_time})"
+        load = f", load average {self.load:.1f}" if self.load is not None else ""
         return (f"measured {self.date} on {self.cores} cores, {self.parallel} at a time: {self.local_minutes:.1f} min "
-                f"--local ({self.cpu_minutes:.1f} CPU-min){services}")
+                f"--local ({self.cpu_minutes:.1f} CPU-min{load}){services}")
 
 
 class CompareConfig(Strict):

@@ -48,3 +48,9 @@ def test_a_measured_line_says_how_many_runs_went_at_once_each_way() -> None:
     assert measured.text() == ("measured 2026-11-29 on 2 cores, 2 at a time: 0.5 min --local (0.7 CPU-min), 1.5 "
                                "through the services (3.0x, 4 at a time)")
     assert "at a time)" not in measured.model_copy(update={"services_parallel": None}).text()
+
+
+def test_a_measured_line_says_how_loaded_the_machine_was() -> None:
+    measured = MeasuredTime(date="2026-11-29", cores=2, parallel=2, local_minutes=7.1, cpu_minutes=3.9, load=4.7)
+    assert measured.text() == ("measured 2026-11-29 on 2 cores, 2 at a time: 7.1 min --local (3.9 CPU-min, load "
+                               "average 4.7), through the services not measured")
