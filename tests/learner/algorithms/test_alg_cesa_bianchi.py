@@ -9,7 +9,7 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms.cesa_bianchi_2011.aer import AER
-from learner.algorithms.cesa_bianchi_2011.aer_baseline import AERBaseline
+from learner.algorithms.cesa_bianchi_2011.aer_baseline import AERBaseline, largest_magnitude_eigenvalue
 from learner.algorithms.shared.l1_projection import project_l1_ball
 from learner.oracle import LocalOracle
 from learner.runner import run_algorithm
@@ -217,3 +217,16 @@ def test_paper_claim_fig4_aer_is_below_the_printed_baseline_on_mnist_3_vs_5() ->
     aer, baseline = np.array(scores["aer"]), np.array(scores["aer-baseline"])
     assert np.all(aer < baseline), scores
     assert baseline.mean() - aer.mean() > 0.15, scores
+
+
+def test_baselines_step_size_eigenvalue_skips_never_seen_attributes_and_keeps_the_whole_matrixs_value() -> None:
+    rng = np.random.default_rng(5)
+    block = rng.standard_normal((6, 6))
+    block = block + block.T  # symmetric and indefinite, like the printed estimate
+    A = np.zeros((20, 20))
+    seen = [1, 4, 7, 8, 15, 19]
+    A[np.ix_(seen, seen)] = block
+    whole = float(np.max(np.abs(np.linalg.eigvalsh(A))))
+    assert largest_magnitude_eigenvalue(A) == pytest.approx(whole, rel=1e-13)
+    assert largest_magnitude_eigenvalue(block) == float(np.max(np.abs(np.linalg.eigvalsh(block))))  # no row zero
+    assert largest_magnitude_eigenvalue(np.zeros((5, 5))) == 0.0
