@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -173,19 +173,42 @@ def gather(cells: list[Future[RunOutcome]], jobs: list[Job], stop: Callable[[], 
         for cell in cells:
             cell.cancel()
         stop()
-        raise Interrupted([cell.result() if not cell.cancelled() else
-                           RunOutcome(job.design, job.entry, job.seed, failed_result(
-                               job.request, NOT_STARTED, "cancelled"),
-                               audit="no session (the run did not start)")
+        raise Interrupted([cell.result() if not cell.cancelled() else not_started(job)
                            for cell, job in zip(cells, jobs, strict=True)]) from None
+
+
+def not_started(job: Job) -> RunOutcome:
+    """The outcome of a cell whose run an interruption kept from starting."""
+    return RunOutcome(job.design, job.entry, job.seed, failed_result(job.request, NOT_STARTED, "cancelled"),
+                      audit="no session (the run did not start)")
+
+
+def twins(jobs: list[Job]) -> dict[int, list[int]]:
+    """The grid's runs named more than once: the first job of each request, with the later jobs of the same request.
+
+    Designs may share a run (in cesa-bianchi-mnist Fig. 4's design and the 45-pair table both run ridge, lasso and
+    Baseline on 3 vs 5 with the same seeds: 30 of its 1,880 runs), and a local run is a function of its request
+    (its seed fixes the stream and every draw; tests/learner/algorithms/test_pinned_weights.py holds each algorithm to
+    it), so a ``--local`` grid runs it once and gives each of its cells the result.
+    """
+    first: dict[str, int] = {}
+    later: dict[int, list[int]] = {}
+    for i, job in enumerate(jobs):
+        j = first.setdefault(job.request.model_dump_json(), i)
+        if j != i:
+            later.setdefault(j, []).append(i)
+    return later
 
 
 def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel: int,
               bars: GridBars, done: Done | None = None) -> list[RunOutcome]:
     """Every job on a LocalOracle of a worker of ``pool``, ``parallel`` at a time, a freed worker taking a job of a
-    dataset it holds first (``client.comparison.placement``); ``done`` is told of each run as it ends."""
+    dataset it holds first (``client.comparison.placement``), a request named twice run once (``twins``); ``done``
+    is told of each cell as its run ends."""
     cancel = threading.Event()
-    placement = Placement(jobs, lambda job: dataset_key(job.request))
+    copies = twins(jobs)
+    runs = sorted(set(range(len(jobs))) - {i for later in copies.values() for i in later})
+    placement = Placement([jobs[i] for i in runs], lambda job: dataset_key(job.request))
     cells: list[Future[RunOutcome]] = [Future() for _ in jobs]
 
     def one(job: Job) -> tuple[RunOutcome, str]:
@@ -197,24 +220,48 @@ def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel
         bars.end(task, label, result)
         outcome = RunOutcome(job.design, job.entry, job.seed, result,
                              audit="local (no ledger)" if ended.started else "no session (the run did not start)")
-        if done is not None:
-            done(job, outcome)
         return outcome, ended.worker
 
     def runner() -> None:
         worker: str | None = None
-        while not cancel.is_set() and (i := placement.take(worker)) is not None:
-            if not cells[i].set_running_or_notify_cancel():  # cancelled by Ctrl-C meanwhile
+        while not cancel.is_set() and (taken := placement.take(worker)) is not None:
+            i = runs[taken]
+            group = [i, *copies.get(i, [])]
+            started = [j for j in group if cells[j].set_running_or_notify_cancel()]
+            if len(started) < len(group):  # cancelled by Ctrl-C meanwhile
+                for j in started:
+                    cells[j].set_result(not_started(jobs[j]))
                 continue
             try:
                 outcome, worker = one(jobs[i])
             except BaseException as exc:  # the cell's, as a thread pool's future would hold it
-                placement.ran(i, "")  # its dataset is no longer being built for it
-                cells[i].set_exception(exc)
+                placement.ran(taken, "")  # its dataset is no longer being built for it
+                for j in group:
+                    cells[j].set_exception(exc)
                 continue
-            placement.ran(i, worker)
-            cells[i].set_result(outcome)
+            placement.ran(taken, worker)
+            for j in group:
+                cell = outcome if j == i else twin_outcome(outcome, jobs[j], designs, bars)
+                if done is not None:
+                    done(jobs[j], cell)
+                cells[j].set_result(cell)
 
+    return run_threads(runner, parallel, cells, jobs, cancel, lambda: [j for t in placement.drop()
+                                                                       for j in [runs[t], *copies.get(runs[t], [])]])
+
+
+def twin_outcome(outcome: RunOutcome, job: Job, designs: list[Design], bars: GridBars) -> RunOutcome:
+    """``job``'s cell from the outcome of the run of the same request, counted on the grid's bar as a run done."""
+    twin = replace(outcome, design=job.design, entry=job.entry, result=outcome.result.model_copy(deep=True))
+    label = _label(job, designs)
+    bars.end(bars.start(label, job.request.max_examples), label, twin.result)
+    return twin
+
+
+def run_threads(runner: Callable[[], None], parallel: int, cells: list[Future[RunOutcome]], jobs: list[Job],
+                cancel: threading.Event, dropped: Callable[[], list[int]]) -> list[RunOutcome]:
+    """``parallel`` threads of ``runner`` until every cell is done; on the way out (Ctrl-C too) no thread starts another
+    run and the cells of the ``dropped`` jobs are cancelled."""
     threads = [threading.Thread(target=runner, name=f"grid-{n}", daemon=True) for n in range(max(1, parallel))]
     for thread in threads:
         thread.start()
@@ -222,7 +269,7 @@ def run_local(jobs: list[Job], designs: list[Design], *, pool: RunPool, parallel
         return gather(cells, jobs, cancel.set)
     finally:
         cancel.set()  # no thread starts another run
-        for i in placement.drop():
+        for i in dropped():
             cells[i].cancel()
         for thread in threads:
             thread.join()

@@ -1,10 +1,19 @@
-"""The order a --local grid's runs start in: a freed worker takes a run of a dataset it already holds."""
+"""The order a --local grid's runs start in: a freed worker takes a run of a dataset it already holds; a run the grid
+names twice runs once."""
 
 from __future__ import annotations
 
+import threading
+from typing import cast
+
+from rich.console import Console
+
 from budgetlab.contract.budgets import Budget
-from budgetlab.contract.runs import RunCreate
+from budgetlab.contract.runs import RunCreate, RunResult
+from client.comparison.config import CompareConfig, resolve_designs
+from client.comparison.grid import jobs_for, progress_bars, run_local
 from client.comparison.placement import Placement, dataset_key
+from learner.cluster import Ended, RunPool
 
 # Two algorithms x four seeds in grid order (seed-major): each seed's two runs share one dataset.
 JOBS = [(algorithm, seed) for seed in range(4) for algorithm in ("aerr", "ddaerr")]
@@ -59,3 +68,37 @@ def test_runs_share_a_dataset_when_name_parameters_and_seed_agree() -> None:
     assert dataset_key(run("aerr", 0, 10)) == dataset_key(run("ddaerr", 0, 10))
     assert dataset_key(run("aerr", 0, 10)) != dataset_key(run("aerr", 1, 10))
     assert dataset_key(run("aerr", 0, 10)) != dataset_key(run("aerr", 0, 11))
+
+
+class CountingPool:
+    """A worker pool that answers each run at once with a result carrying its seed, and keeps the requests it ran."""
+
+    def __init__(self) -> None:
+        self.ran: list[RunCreate] = []
+        self._lock = threading.Lock()
+
+    def run(self, request: RunCreate, **_: object) -> Ended:
+        with self._lock:
+            self.ran.append(request)
+        return Ended(result=RunResult(algorithm=request.algorithm, dataset=request.dataset, seed=request.seed,
+                                      status="finished", weights=[float(request.seed)]), worker="w1")
+
+
+def test_a_run_two_designs_name_runs_once_and_both_cells_get_its_result() -> None:
+    # As in cesa-bianchi-mnist: Fig. 4's design and the table's both run ridge on 3 vs 5 with the same seeds.
+    config = CompareConfig.model_validate({
+        "title": "t", "seeds": [0, 1], "budget": {"per_example": 4},
+        "algorithms": [{"id": "ridge", "label": "Ridge", "per_example": 784}],
+        "designs": [{"name": "Fig. 4", "dataset": {"name": "mnist-3v5"}},
+                    {"name": "table", "datasets": ["mnist-0v1", "mnist-3v5"]}]})
+    designs = resolve_designs(config)
+    jobs = jobs_for(config, designs, "local")
+    pool = CountingPool()
+    with progress_bars(Console(quiet=True), False, len(jobs)) as bars:
+        outcomes = run_local(jobs, designs, pool=cast(RunPool, pool), parallel=2, bars=bars)
+    assert len(jobs) == 6 and len(pool.ran) == 4  # 3 vs 5's two seeds once each, 0 vs 1's two
+    assert sorted((r.dataset, r.seed) for r in pool.ran) == [("mnist-0v1", 0), ("mnist-0v1", 1),
+                                                               ("mnist-3v5", 0), ("mnist-3v5", 1)]
+    assert [(o.design, o.seed, o.result.dataset, o.result.weights) for o in outcomes] == [
+        (job.design, job.seed, job.request.dataset, [float(job.seed)]) for job in jobs]  # each cell its own, in order
+    assert bars.done == 6
