@@ -9,8 +9,7 @@ system, from /proc) per step, never wall time; first with one client, then with 
 own at once (threads of this process). Two transports:
 
 - ``http``: each step a ``POST /v1/sessions/ID/step`` (``OracleClient(stream=False)``);
-- ``stream``: each step a message on the session's WebSocket, in the encoding the SDK negotiates with that oracle
-  (the baseline offers JSON only).
+- ``stream``: each step a message on the session's WebSocket (``OracleClient(stream=True)``).
 
 The figure of each is the median over the blocks of the oracle's CPU per step. Targets: at most 0.5 ms per HTTP
 step and 0.25 ms per streamed step here.
