@@ -20,6 +20,7 @@ from budgetlab.contract.calls import EvaluateResponse, MomentsResponse
 from budgetlab.contract.sessions import Order, Protocol, Split
 from budgetlab.datasets.base import Dataset
 from budgetlab.local_session import LocalSession
+from learner.algorithms.base import PaidRow
 
 if TYPE_CHECKING:  # a LocalOracle's process need not import the HTTP client
     from budgetlab.oracle_client import OracleSession
@@ -46,6 +47,9 @@ class Oracle(TypingProtocol):
 
     def step_observed(self, attributes: Sequence[int]) -> tuple[int, float | None, dict[int, float]]:
         """``step``, its values as an algorithm takes them: attribute (an int) -> value (a float)."""
+
+    def step_row(self, attributes: Sequence[int]) -> tuple[int, float | None, PaidRow]:
+        """``step_observed``, its values as a ``PaidRow`` (for an algorithm that ``takes_paid_row``)."""
 
     def observe(self, example: int, attributes: Sequence[int]) -> np.ndarray: ...
 
@@ -84,18 +88,25 @@ class SessionOracle:
         answer = self.session.next()
         return answer.example, answer.label
 
-    def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
+    def paid_step(self, attributes: Sequence[int]) -> tuple[int, float | None, list[int], list[float]]:
+        """``step`` in plain values, what it paid tracked: the example, its label, the attributes (the request's, made
+        ints by the session) and their values (floats)."""
         answer = self.session.step(attributes)
         self.attributes += answer.fresh
         self.spent = answer.spent
-        return answer.example, answer.label, np.asarray(answer.values, dtype=np.float64)
+        return answer.example, answer.label, answer.attributes, answer.values
+
+    def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
+        example, label, _, values = self.paid_step(attributes)
+        return example, label, np.asarray(values, dtype=np.float64)
 
     def step_observed(self, attributes: Sequence[int]) -> tuple[int, float | None, dict[int, float]]:
-        # The answer's attributes are the request's, made ints by the session; its values are floats already.
-        answer = self.session.step(attributes)
-        self.attributes += answer.fresh
-        self.spent = answer.spent
-        return answer.example, answer.label, dict(zip(answer.attributes, answer.values, strict=True))
+        example, label, paid, values = self.paid_step(attributes)
+        return example, label, dict(zip(paid, values, strict=True))
+
+    def step_row(self, attributes: Sequence[int]) -> tuple[int, float | None, PaidRow]:
+        example, label, paid, values = self.paid_step(attributes)
+        return example, label, PaidRow(paid, values)
 
     def observe(self, example: int, attributes: Sequence[int]) -> np.ndarray:
         answer = self.session.observe(example, attributes)
@@ -144,18 +155,13 @@ class LocalOracle(SessionOracle):
         self.local = session
         self.dataset = session.runtime.dataset
 
-    # A run's steps in plain values (``LocalSession.step_round``): the session's own step, without the request and
-    # answer models, which cost an in-process run as much as the step's rules.
-
-    def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
-        example, label, observed = self.step_observed(attributes)
-        return example, label, np.fromiter(observed.values(), dtype=np.float64, count=len(observed))
-
-    def step_observed(self, attributes: Sequence[int]) -> tuple[int, float | None, dict[int, float]]:
+    def paid_step(self, attributes: Sequence[int]) -> tuple[int, float | None, list[int], list[float]]:
+        """A run's steps in plain values (``LocalSession.step_round``): the session's own step, without the request and
+        answer models, which cost an in-process run as much as the step's rules."""
         done = self.local.step_round(attributes)
         self.attributes += len(done.values)  # what the answer's fresh says: every value of a step is fresh
         self.spent = done.counters.spent_cost
-        return done.example, done.label, dict(zip(done.attributes, done.values, strict=True))
+        return done.example, done.label, done.attributes, done.values
 
     def evaluate(self, weights: np.ndarray, bias: float = 0.0) -> EvaluateResponse:
         # The session's evaluate of the array the request's list would be made of (``SessionOracle.evaluate``).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,7 @@ from budgetlab.contract.algorithms import Defaults
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.runs import CurvePoint, RunResult, RunStatus
 from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
-from learner.algorithms import Algorithm, DataScale, Problem, get_algorithm
+from learner.algorithms import Algorithm, DataScale, Observed, Problem, get_algorithm
 from learner.diagnosis import diagnose
 from learner.oracle import Oracle
 
@@ -147,9 +147,12 @@ class Learning:
         """Examples until ``stop`` have been seen (False: cancelled first). For each, the algorithm chooses its
         attributes, pays for them and learns from what they showed: it chooses before it sees the example, so one
         step request issues and observes it (the session makes the attributes ints, and the answer's values are
-        floats: the algorithm takes them as they come)."""
+        floats: the algorithm takes them as they come, as a dict or, if it ``takes_paid_row``, a ``PaidRow``)."""
         algorithm, online = self.algorithm, self.online
-        select, update, step = algorithm.select, algorithm.update, self.oracle.step_observed
+        oracle = self.oracle
+        step: Callable[[Sequence[int]], tuple[int, float | None, Observed]] = (
+            oracle.step_row if algorithm.takes_paid_row else oracle.step_observed)
+        select, update = algorithm.select, algorithm.update
         examples = self.examples
         try:
             while examples < stop:
@@ -165,7 +168,7 @@ class Learning:
             self.examples = examples  # also when a step is refused: the examples seen before it
         return True
 
-    def predict(self, example: int, observed: dict[int, float]) -> float:
+    def predict(self, example: int, observed: Observed) -> float:
         """The online protocol's second request of a round: the algorithm's prediction, committed; the label."""
         y_hat = self.algorithm.predict_one(observed)
         y = self.oracle.predict(example, y_hat)

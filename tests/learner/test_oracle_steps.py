@@ -1,15 +1,18 @@
-"""``SessionOracle.step_observed``, the runner's step, is ``step`` with its values as the algorithms take them; the
-runner tells its progress often enough, not at every example, and its loop of steps between two curve points ends a
-run where a refused step or a cancel ends it."""
+"""``SessionOracle.step_observed``, the runner's step, is ``step`` with its values as the algorithms take them (a dict,
+or a ``PaidRow`` for an algorithm that ``takes_paid_row``); the runner tells its progress often enough, not at every
+example, and its loop of steps between two curve points ends a run where a refused step or a cancel ends it."""
 
 from __future__ import annotations
 
 import threading
 
 import numpy as np
+import pytest
 
 from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
+from learner.algorithms import Problem, get_algorithm
+from learner.algorithms.base import PaidRow
 from learner.oracle import LocalOracle
 from learner.runner import PROGRESS_UPDATES, Progress, run_algorithm
 
@@ -28,6 +31,55 @@ def test_step_observed_is_step_as_attribute_to_value() -> None:
         assert all(type(a) is int for a in observed) and all(type(v) is float for v in observed.values())
         assert list(observed.values()) == values.tolist()
     assert (one.spent, one.attributes) == (other.spent, other.attributes) == (7.0, 7)
+
+
+def test_a_paid_row_is_the_step_observed_mapping_made_only_when_read_by_key() -> None:
+    """``step_row`` answers what ``step_observed`` answers, as a ``PaidRow``: the same mapping (only the attributes paid
+    for: another is absent, not 0), its values in the order asked, and its dict made at its first read by key."""
+    params: dict[str, ParamValue] = {"d": 20, "n_train": 30, "n_test": 5, "s_plus": 2, "s_minus": 1}
+    one, other = (LocalOracle("sparse-gaussian", dataset_params=params, budget=Budget(per_example=4), seed=3)
+                  for _ in range(2))
+    for wanted in ([3, 0, 7], list(np.array([5, 1, 2, 19])), []):
+        _, _, observed = one.step_observed(wanted)
+        _, _, row = other.step_row(wanted)
+        assert isinstance(row, PaidRow) and row._by_key is None and len(row) == len(wanted)
+        assert row.attributes == [int(a) for a in wanted] and row.attribute_values == list(observed.values())
+        assert row._by_key is None  # nothing read by key yet
+        assert dict(row) == observed and list(row) == list(observed) and row == observed
+        assert 4 not in row and row.get(4) is None and (not wanted or row[wanted[0]] == observed[int(wanted[0])])
+        with pytest.raises(KeyError):
+            row[4]
+    assert (one.spent, one.attributes) == (other.spent, other.attributes)
+
+
+def test_a_full_information_learner_reads_its_row_from_a_paid_row() -> None:
+    """A learner that ``takes_paid_row`` (the full-information references) is run on ``PaidRow``s and learns what it
+    learns from the dicts of the same steps, bit for bit."""
+    params: dict[str, ParamValue] = {"d": 20, "n_train": 200, "n_test": 20, "s_plus": 2, "s_minus": 1}
+    seen: list[type] = []
+
+    def weights(as_row: bool) -> list[str]:
+        oracle = LocalOracle("sparse-gaussian", dataset_params=params, budget=Budget(), seed=2)
+        cls = get_algorithm("ogd-ridge")
+        algorithm = cls(Problem(d=20, k=20, n_examples=200), seed=2)
+        assert cls.takes_paid_row
+        for _ in range(200):
+            wanted = algorithm.select()
+            _, y, observed = oracle.step_row(wanted) if as_row else oracle.step_observed(wanted)
+            seen.append(type(observed))
+            assert y is not None
+            algorithm.update(observed, y)
+        return [w.hex() for w in algorithm.weights]
+
+    assert weights(True) == weights(False)
+    assert set(seen) == {PaidRow, dict}
+
+    def no_dict(attributes: object) -> None:
+        raise AssertionError("the runner made a dict for a learner that takes paid rows")
+
+    oracle = LocalOracle("sparse-gaussian", dataset_params=params, budget=Budget(), seed=2)
+    oracle.step_observed = no_dict  # type: ignore[assignment,method-assign]
+    assert run_algorithm("ogd-ridge", oracle, seed=2).examples == 200
 
 
 def test_progress_is_told_of_every_curve_point_the_last_example_and_a_thousand_between() -> None:

@@ -71,6 +71,7 @@ class OfflineReference(Algorithm):
     paper = FULL_INFORMATION
     protocol = "batch"
     budget_kind = "full"
+    takes_paid_row = True  # its row read in order (``dense_row``), never by key
     # Whether α = 0 (least squares) is a fit of this penalty; the refusal of a smaller α says this.
     zero_alpha: ClassVar[bool]
     alpha_refusal: ClassVar[str]
@@ -126,6 +127,7 @@ class OnlineReference(Algorithm):
     paper = FULL_INFORMATION
     protocol = "batch"
     budget_kind = "full"
+    takes_paid_row = True  # its row read in order (``dense_row``), never by key
 
     def __init__(self, problem: Problem, seed: int = 0, *, radius: float | Literal["running"] | None = None,
                  eta: float | Literal["adaptive", "running"] | None = None) -> None:

@@ -6,13 +6,15 @@ from functools import cache
 
 import numpy as np
 
-from learner.algorithms.base import Observed
+from learner.algorithms.base import Observed, PaidRow
 
 
 def dense_row(observed: Observed, d: int) -> np.ndarray:
     """The full attribute vector from a full-information observation (every attribute must be present)."""
     if len(observed) != d:
         raise ValueError(f"a full-information learner needs all {d} attributes, got {len(observed)}")
+    if isinstance(observed, PaidRow) and observed.attributes == in_order(d):  # the step's values, already in order
+        return np.array(observed.attribute_values, dtype=float)
     values = np.fromiter(observed.values(), dtype=float, count=d)
     if list(observed) == in_order(d):  # as the runner builds it from select()'s range(d): no scatter needed
         return values
