@@ -107,6 +107,9 @@ assert COUNTER_COLUMNS[0] == "status", "Database.append leaves the first counter
 KEY_SEQUENCE = "sessions_ledger_key_seq"
 # Stay below SQLite's bound-parameter limit when looking up many examples at once.
 IN_CHUNK = 900
+# Up to this many link and cell rows, a PostgreSQL write is one statement (``Statements.written``); a big batch's
+# thousands stay with executemany (PostgreSQL takes at most 65,535 parameters a statement).
+ONE_STATEMENT_ROWS = 64
 # Links read per query when paging through a ledger.
 LINK_CHUNK = 2000
 BUSY = "the session's ledger is busy with other requests; nothing was done, retry shortly"
@@ -131,8 +134,9 @@ def _identity(value: Any) -> Any:
     return value
 
 
-def _insert(table: Table, columns: Sequence[str], p: str) -> str:
-    return f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([p] * len(columns))})"
+def _insert(table: Table, columns: Sequence[str], p: str, rows: int = 1) -> str:
+    marks = f"({', '.join([p] * len(columns))})"
+    return f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES {', '.join([marks] * rows)}"
 
 
 class Statements:
@@ -161,6 +165,7 @@ class Statements:
         self.update_counters = f"UPDATE {s} SET {', '.join(assigned[1:])} WHERE id = {p}"
         self.insert_links = _insert(LINKS, LINK_FIELDS, p)
         self.insert_cells = _insert(CELLS, CELLS_FIELDS, p)
+        self._written: dict[tuple[str, int, int], str] = {}
         self.link_of_kind = (f"SELECT value FROM {links} WHERE session_key = {p} AND example = {p} AND kind = {{kind}} "
                              "LIMIT 1")
         read_links = f"SELECT {', '.join(LINK_COLUMNS)} FROM {links} WHERE session_key = {p}"
@@ -180,6 +185,19 @@ class Statements:
 
     def cells(self, n_examples: int) -> str:
         return self._cells.format(marks=", ".join([self.p] * n_examples))
+
+    def written(self, update: str, links: int, cells: int) -> str:
+        """PostgreSQL: a step's ``links`` and ``cells`` rows inserted and its session's row updated in one statement
+        (data-modifying CTEs) instead of two ``executemany`` and an ``UPDATE``: psycopg's protocol costs the oracle's
+        CPU per statement (a step on PostgreSQL, in one process: 0.70-0.74 ms against 0.95-0.96)."""
+        key = (update, links, cells)
+        statement = self._written.get(key)
+        if statement is None:
+            tables = (("l", LINKS, LINK_FIELDS, links), ("c", CELLS, CELLS_FIELDS, cells))
+            inserts = [f"{name} AS ({_insert(table, columns, self.p, rows)})" for name, table, columns, rows in tables
+                       if rows]
+            statement = self._written[key] = f"WITH {', '.join(inserts)} {update}" if inserts else update
+        return statement
 
     def of_kind(self, kind: str) -> str:
         # A literal, not a parameter: the partial indexes serve only a query whose WHERE names their kind.
@@ -483,13 +501,19 @@ class Database:
                same_status: bool = False) -> None:
         """Insert a chain's new links and cells and move the session's counters and head in the same transaction
         (``same_status``: the status among ``counters`` is the row's already, and is not written)."""
-        if chain.links:
-            cursor.executemany(self.sql.insert_links, chain.links)
-        if chain.cells:
-            cursor.executemany(self.sql.insert_cells, chain.cells)
         statement, counters = (self.sql.update_counters, counters[1:]) if same_status else (self.sql.update_session,
                                                                                              counters)
-        cursor.execute(statement, (*counters, chain.seq, chain.head, self.sql.bind["last_active"](now), session_id))
+        update = (*counters, chain.seq, chain.head, self.sql.bind["last_active"](now), session_id)
+        links, cells = chain.links, chain.cells
+        if not self.sql.sqlite and len(links) + len(cells) <= ONE_STATEMENT_ROWS:
+            cursor.execute(self.sql.written(statement, len(links), len(cells)),
+                           [*chain_values(links), *chain_values(cells), *update])
+            return
+        if links:
+            cursor.executemany(self.sql.insert_links, links)
+        if cells:
+            cursor.executemany(self.sql.insert_cells, cells)
+        cursor.execute(statement, update)
 
     def cells(self, cursor: Cursor, key: int, examples: Sequence[int]) -> dict[tuple[int, int], float]:
         """The (example, attribute) -> value cells the session paid for, of these examples."""
@@ -570,6 +594,11 @@ def _savepoint(cursor: Cursor) -> Iterator[Cursor]:
         cursor.execute("RELEASE step")
         raise
     cursor.execute("RELEASE step")
+
+
+def chain_values(rows: Sequence[Sequence[Any]]) -> list[Any]:
+    """The values of these rows, one after the other: the parameters of a multi-row insert."""
+    return [value for row in rows for value in row]
 
 
 def one_row(cursor: Cursor) -> Sequence[Any]:

@@ -1,6 +1,7 @@
 """Small steps ready at once share one transaction (``GroupCommit``), and the small steps over HTTP are answered
 without the routes (``SmallSteps``): on a real SQLite ledger, every answer is in the ledger, a refused step leaves no
-trace and its refusal is its own, and what the fast path does not take is answered by the routes."""
+trace and its refusal is its own, and what the fast path does not take is answered by the routes. On PostgreSQL a small
+step's rows and counters are written in one statement, and its chain audits."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from budgetlab.contract.calls import StepRequest
+from budgetlab.contract.calls import StepRequest, StepResponse
 from budgetlab.contract.sessions import SessionCreate, SessionCreated
 from budgetlab.errors import Refused
 from budgetlab.operations import OPERATIONS
@@ -183,3 +184,32 @@ def test_small_steps_answer_well_formed_steps_themselves_and_hand_the_rest_to_th
         status, answer = post("step", body, headers)
         assert (status, answer["body"]) == (299, body.decode()), headers
     assert len(reached) == 5
+
+
+@pytest.mark.postgres
+def test_a_small_step_is_written_in_one_statement_on_postgresql(postgres_url: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    upgrade(postgres_url)
+    sessions = SessionService(make_engine(postgres_url))
+    try:
+        created = opened(sessions)
+        statements = sessions.db.sql
+        written = statements.written
+        made: list[tuple[int, int]] = []
+
+        def counting(update: str, links: int, cells: int) -> str:
+            made.append((links, cells))
+            return written(update, links, cells)
+
+        monkeypatch.setattr(statements, "written", counting)
+        answers = [sessions.perform(STEP, created.id, created.token, StepRequest(attributes=a)) for a in ([0, 1], [2])]
+        with pytest.raises(Refused):  # past k = 3: nothing written
+            sessions.perform(STEP, created.id, created.token, StepRequest(attributes=[0, 1, 2, 3]))
+        assert len(made) == 2 and all(cells == 1 for _, cells in made)  # one statement a step: its links, its cells
+        info = sessions.info(created.id, created.token)
+        last = answers[-1]
+        assert isinstance(last, StepResponse) and last.receipt is not None
+        assert (last.receipt.rows, last.receipt.head) == (info.ledger_rows, info.head_hash)
+        assert sessions.audit(created.id, created.token).compliant
+    finally:
+        sessions.close_connections()
