@@ -9,7 +9,15 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
 from learner.algorithms import ParamError, Problem, get_algorithm
 from learner.algorithms.references.eg_lasso import EGLasso
-from learner.algorithms.references.lasso import CV_TOLERANCE, MAX_ITERATIONS, N_ALPHAS, PATH_EPS, Lasso
+from learner.algorithms.references.lasso import (
+    CV_TOLERANCE,
+    MAX_ITERATIONS,
+    N_ALPHAS,
+    PATH_EPS,
+    Lasso,
+    alpha_grid,
+    gram_lasso_path,
+)
 from learner.algorithms.references.ogd_ridge import OGDRidge
 from learner.algorithms.references.ridge import ALPHAS, Ridge
 from learner.oracle import LocalOracle
@@ -202,3 +210,16 @@ def test_learns_through_the_oracle_with_every_attribute(algorithm_id: str, param
     assert result.status == "finished", result.message
     assert oracle.attributes == 1500 * 8
     assert result.final is not None and result.final.normalized_mse < bound
+
+
+def test_lasso_path_without_input_checks_gives_scikit_learns_coefficients_bit_for_bit() -> None:
+    from sklearn.linear_model import lasso_path
+
+    data = linear_data(n_train=200, n_test=10)
+    X, y = data.X[data.train_rows], data.y[data.train_rows]
+    X[:, 3] = 0.0  # an attribute never seen non-zero, as an image's border pixels
+    gram, xy = X.T @ X, X.T @ y
+    alphas = alpha_grid(xy, len(y))
+    _, checked, _ = lasso_path(X, y, alphas=alphas, precompute=gram, Xy=xy, tol=CV_TOLERANCE, max_iter=MAX_ITERATIONS)
+    ours = gram_lasso_path(len(y), y, alphas, gram, xy, CV_TOLERANCE)
+    assert np.count_nonzero(ours) > 0 and np.array_equal(ours, checked)
