@@ -141,13 +141,16 @@ def test_a_failing_checkpoint_is_one_line_per_change_of_state(tmp_path: Path,
             raise sqlite3.OperationalError("unable to open database file")
         return _connect(path)()
 
+    def more_rounds_than(before: int) -> Callable[[], bool]:
+        return lambda: rounds > before
+
     with caplog.at_level(logging.INFO, logger="server.checkpoint"):
         checkpointer = Checkpointer(connect, path, _no_writers_to_hold, period=0.01, limit=LIMIT)
         try:
             for _ in range(5):  # five rounds, each failing the same way
                 before = rounds
                 checkpointer.wrote()
-                _wait_for(lambda before=before: rounds > before, "no checkpoint round")
+                _wait_for(more_rounds_than(before), "no checkpoint round")
             failing.clear()
             before = rounds
             checkpointer.wrote()
