@@ -47,13 +47,15 @@ from budgetlab.contract.calls import (
     PredictResponse,
     StepRequest,
     StepResponse,
+    StepsRequest,
+    StepsResponse,
 )
 from budgetlab.contract.ledger import LedgerKind
 from budgetlab.contract.sessions import Order, SessionBasics, SessionCreate, SessionInfo, Split
 from budgetlab.contract.sessions import Protocol as SessionProtocol
 from budgetlab.datasets import DatasetError, load_dataset
 from budgetlab.datasets.base import Dataset, stream_order
-from budgetlab.errors import BudgetExhausted, Code, StreamExhausted, refusal
+from budgetlab.errors import BudgetExhausted, Code, OracleError, StreamExhausted, refusal
 from budgetlab.evaluation import evaluate_weights
 
 A = TypeVar("A")
@@ -520,14 +522,64 @@ def step(rt: Runtime, counters: Counters, paid: Paid, request: StepRequest) -> O
     reveals, so two requests per round is the floor there.
     """
     done = step_round(rt, counters, request.attributes)
+    return Outcome(_step_answer(rt, done), done.counters, done.events)
+
+
+def _step_answer(rt: Runtime, done: Round) -> StepResponse:
+    """What ``step`` answers for a round."""
     example, spent, fresh = done.example, done.counters.spent_cost, len(done.values)
     # Built from a validated request, stored floats and the counters: nothing left to validate (as observe's).
-    answer = built(
+    return built(
         StepResponse, example=example, label=done.label, position=example, attributes=done.attributes,
         values=done.values, charged=done.charged, fresh=fresh, spent=spent,
         remaining=rules.remaining(rt.config.budget, spent, example, fresh),
     )
-    return Outcome(answer, done.counters, done.events)
+
+
+def step_rounds(rt: Runtime, counters: Counters, selections: list[list[int]]) -> list[Round]:
+    """The rule of ``steps``: ``step_round`` on each selection of attributes in turn (ints, validated as the
+    request's), each on the counters the one before left, all or nothing. A refusal of a round is that step's
+    refusal, its detail naming the round ("round 3 of 10: ..."); nothing of the earlier rounds is applied, since
+    the caller applies the rounds only once they are all made.
+
+    The request's caps are one request's, as an ``observe`` of as many examples: its cells and its rounds (each
+    issues an example) together.
+    """
+    cells = 0
+    for attributes in selections:  # a loop, not sum() over a generator, as _check_cells
+        cells += len(attributes)
+    n = len(selections)
+    if cells > rt.max_cells or n > rt.max_examples:
+        raise refusal(Code.TOO_MANY_CELLS, f"this request asks for {cells} cells of {n} rounds; at most "
+                      f"{rt.max_cells} cells of {rt.max_examples} examples are served per request: split it")
+    done: list[Round] = []
+    for i, attributes in enumerate(selections):
+        try:
+            last = step_round(rt, counters, attributes)
+        except OracleError as exc:
+            # The same refusal (its class, code, status and remaining), told which round it is.
+            exc.detail = f"round {i + 1} of {n}: {exc.detail}"
+            exc.args = (f"{exc.status} {exc.error}: {exc.detail}",)
+            raise
+        done.append(last)
+        counters = last.counters
+    return done
+
+
+def steps(rt: Runtime, counters: Counters, paid: Paid, request: StepsRequest) -> Outcome[StepsResponse]:
+    """Several ``step`` rounds in one all-or-nothing request (``step_rounds``' rule): each round answered as its
+    ``step`` would be, and recorded as it would be (every round's events in order: the same ledger rows)."""
+    done = step_rounds(rt, counters, [round_.attributes for round_ in request.rounds])
+    answer = built(StepsResponse, rounds=[_step_answer(rt, round_) for round_ in done])
+    return Outcome(answer, done[-1].counters, events_of(done))
+
+
+def events_of(rounds: Sequence[Round]) -> tuple[Event | Observations, ...]:
+    """What these rounds record together: every round's events, in order."""
+    events: list[Event | Observations] = []
+    for round_ in rounds:
+        events.extend(round_.events)
+    return tuple(events)
 
 
 def _observed(items: Sequence[ObserveRequest], new_counts: list[int], fresh_attr: list[int], values: list[float],

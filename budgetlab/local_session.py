@@ -23,7 +23,15 @@ from budgetlab.contract.calls import EvaluateResponse
 from budgetlab.contract.sessions import Order, Protocol, SessionInfo, Split
 from budgetlab.datasets.base import Dataset
 from budgetlab.engine import Counters, Event, Observations, Outcome, Round, Runtime, rows_of
-from budgetlab.operations import Kind, Operation, SessionOperations, SyncSession, session_create, step_attributes
+from budgetlab.operations import (
+    Kind,
+    Operation,
+    SessionOperations,
+    SyncSession,
+    session_create,
+    step_attributes,
+    step_selections,
+)
 
 A = TypeVar("A")
 
@@ -127,6 +135,13 @@ class LocalSession(SyncSession, SessionOperations):
         same rule, refusals and record as ``step``; the answer's ``spent`` is the round's ``counters.spent_cost``."""
         done = engine.step_round(self.runtime, self.counters, step_attributes(attributes))
         self._record(done.counters, done.events)
+        return done
+
+    def step_rounds(self, selections: Sequence[Sequence[int]]) -> list[Round]:
+        """``steps`` in plain values (``step_round``'s plural): the engine's ``step_rounds`` on the rounds ``steps``'
+        request would hold, all or nothing, the rounds applied at once as ``steps``' outcome."""
+        done = engine.step_rounds(self.runtime, self.counters, step_selections(selections))
+        self._record(done[-1].counters, engine.events_of(done))
         return done
 
     def evaluate_array(self, weights: np.ndarray, bias: float = 0.0) -> EvaluateResponse:

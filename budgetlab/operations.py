@@ -30,6 +30,7 @@ from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.calls import (
     MAX_ATTRIBUTES_PER_REQUEST,
+    MAX_ROUNDS_PER_REQUEST,
     EvaluateRequest,
     EvaluateResponse,
     LabelRequest,
@@ -44,6 +45,8 @@ from budgetlab.contract.calls import (
     PredictResponse,
     StepRequest,
     StepResponse,
+    StepsRequest,
+    StepsResponse,
 )
 from budgetlab.contract.ledger import AuditReport, LedgerPage, LedgerQuery
 from budgetlab.contract.sessions import Order, Protocol, SessionCreate, SessionInfo, Split
@@ -209,6 +212,29 @@ def _step(attributes: Sequence[int]) -> StepRequest:
     return StepRequest(attributes=step_attributes(attributes))
 
 
+def step_selections(rounds: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The rounds of ``steps``' request, without making the request (``step_attributes``' plural): each round's
+    attributes as ints, and the request model's checks of their counts, with its refusal."""
+    wanted = [list(map(int, attributes)) for attributes in rounds]
+    total = 0
+    for attributes in wanted:
+        total += len(attributes)
+    if not 1 <= len(wanted) <= MAX_ROUNDS_PER_REQUEST or total > MAX_ATTRIBUTES_PER_REQUEST:
+        _steps_request(wanted)  # refused by the model, as the oracle refuses it
+    return wanted
+
+
+def _steps_request(rounds: list[list[int]]) -> StepsRequest:
+    try:
+        return StepsRequest(rounds=[StepRequest(attributes=attributes) for attributes in rounds])
+    except ValidationError as exc:
+        raise invalid_request(exc) from None
+
+
+def _steps(rounds: Sequence[Sequence[int]]) -> StepsRequest:
+    return _steps_request(step_selections(rounds))
+
+
 def _observe(example: int, attributes: Sequence[int]) -> ObserveRequest:
     return ObserveRequest(example=int(example), attributes=list(map(int, attributes)))
 
@@ -261,6 +287,12 @@ class SessionOperations:
         refusals=(*_STREAM, *_CELLS),
         doc="``next`` and ``observe`` of the issued example in one all-or-nothing request: a round of the batch "
             "protocol in one round trip (in the online protocol, ``predict`` completes the round).")
+    steps = Operation(
+        "POST", "/steps", StepsResponse, _steps, StepsRequest, rule="steps", refusals=(*_STREAM, *_CELLS),
+        doc="Several ``step`` rounds (``rounds``: each next example's attributes) in one all-or-nothing request: "
+            "each round answered as its ``step`` would be, and recorded as it would be; a refusal of any round "
+            "(its detail names the round) refuses them all. For an algorithm that chooses the attributes of "
+            "several upcoming examples before seeing any of them.")
     observe = Operation(
         "POST", "/observe", ObserveResponse, _observe, ObserveRequest, rule="observe_one", small=True,
         refusals=(*_EXAMPLE, *_CELLS),

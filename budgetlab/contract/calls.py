@@ -1,4 +1,5 @@
-"""The request and answer bodies of a session's calls (next, observe, step, label, predict, evaluate, moments);
+"""The request and answer bodies of a session's calls (next, observe, step, steps, label, predict, evaluate,
+moments);
 which call takes which is the table of operations' (``budgetlab.operations``).
 """
 
@@ -13,6 +14,8 @@ from budgetlab.contract.budgets import REMAINING_EXAMPLE, Remaining
 from budgetlab.contract.ledger import RECEIPT_EXAMPLE, Receipt
 
 MAX_ATTRIBUTES_PER_REQUEST = 100_000
+# The most rounds one ``steps`` request may hold: a request this size records a few thousand ledger rows at most.
+MAX_ROUNDS_PER_REQUEST = 1000
 OBSERVED_EXAMPLE = {"example": 1, "attributes": [5, 9], "values": [0.0, 1.0]}
 
 # Every answer of a charging call holds the session's chain head after it (the oracle fills it in; None in memory).
@@ -136,6 +139,39 @@ class StepResponse(BaseModel):
     spent: float = Field(description="cost units spent by the session, this request included", examples=[5.0])
     remaining: Remaining = Field(description="what is left of the budgets, and of this example's local budget k",
                                  examples=[REMAINING_EXAMPLE])
+    receipt: Receipt | None = RECEIPT
+
+
+class StepsRequest(Strict):
+    """Several rounds of a stream session in one all-or-nothing request: each round is a ``step`` of the next example,
+    in order; any refusal refuses them all."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"rounds": [{"attributes": [1, 2]},
+                                                                          {"attributes": [0]}]}]})
+
+    rounds: list[StepRequest] = Field(
+        ..., min_length=1, max_length=MAX_ROUNDS_PER_REQUEST,
+        description="one step a round, in order: the attributes of each next example to pay for",
+        examples=[[{"attributes": [1, 2]}, {"attributes": [0]}]])
+
+    @model_validator(mode="after")
+    def _attributes(self) -> StepsRequest:
+        total = 0
+        for round_ in self.rounds:
+            total += len(round_.attributes)
+        if total > MAX_ATTRIBUTES_PER_REQUEST:
+            raise ValueError(f"the rounds ask for {total} attributes in all; at most {MAX_ATTRIBUTES_PER_REQUEST} "
+                             "per request: split them")
+        return self
+
+
+class StepsResponse(BaseModel):
+    """Each round's answer, in order: exactly what its ``step`` would have answered (without a receipt of its
+    own), and the chain head after the whole request."""
+
+    rounds: list[StepResponse] = Field(description="one answer a round, in request order", examples=[[
+        {"example": 1, "label": -2.0, "position": 1, "attributes": [1, 2], "values": [0.0, 1.0], "charged": 2.0,
+         "fresh": 2, "spent": 5.0, "remaining": REMAINING_EXAMPLE}]])
     receipt: Receipt | None = RECEIPT
 
 

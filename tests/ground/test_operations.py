@@ -42,7 +42,7 @@ PARAMS = {"d": 8, "n_train": 30, "n_test": 10, "s_plus": 2, "s_minus": 2}
 INCIDENTAL = {"id", "session_id", "created_at", "head_hash", "receipt", "hash", "tag"}
 # The SDK arguments each operation is called with here (an operation without arguments needs none).
 ARGUMENTS: dict[str, tuple[Any, ...]] = {
-    "step": ([0, 1],), "observe": (0, [2, 3]), "observe_batch": ([(0, [4]), (1, [0, 5])],), "label": (1,),
+    "step": ([0, 1],), "steps": ([[2], [], [0, 3]],), "observe": (0, [2, 3]), "observe_batch": ([(0, [4]), (1, [0, 5])],), "label": (1,),
     "predict": (0, 0.5), "evaluate": ([0.1] * PARAMS["d"], 0.2), "ledger": (-1, 5),
 }
 SETTINGS = {"batch-stream": {"budget": {"per_example": 3, "total": 9.0}},
@@ -151,7 +151,8 @@ def test_the_engine_refuses_only_with_the_codes_each_operation_declares(setting:
         return [int(a) for a in rng.integers(-1, d + 1, size=int(rng.integers(0, 5)))]
 
     draws: dict[str, Callable[[], tuple[Any, ...]]] = {
-        "step": lambda: (attributes(),), "observe": lambda: (example(), attributes()),
+        "step": lambda: (attributes(),), "steps": lambda: ([attributes() for _ in range(int(rng.integers(0, 4)))],),
+        "observe": lambda: (example(), attributes()),
         "observe_batch": lambda: ([(example(), attributes()) for _ in range(int(rng.integers(0, 3)))],),
         "label": lambda: (example(),), "predict": lambda: (example(), float(rng.choice([0.5, 1e200]))),
         "evaluate": lambda: ([0.1] * int(rng.choice([d, d - 1])),),
