@@ -22,6 +22,9 @@ from budgetlab.datasets.base import Dataset
 from budgetlab.local_session import LocalSession
 from learner.algorithms.base import PaidRow
 
+# A step in plain values: the example, its label, the attributes paid for (ints) and their values (floats).
+PaidStep = tuple[int, float | None, list[int], list[float]]
+
 if TYPE_CHECKING:  # a LocalOracle's process need not import the HTTP client
     from budgetlab.oracle_client import OracleSession
 
@@ -50,6 +53,13 @@ class Oracle(TypingProtocol):
 
     def step_row(self, attributes: Sequence[int]) -> tuple[int, float | None, PaidRow]:
         """``step_observed``, its values as a ``PaidRow`` (for an algorithm that ``takes_paid_row``)."""
+
+    def steps_observed(self, selections: Sequence[Sequence[int]]) -> list[tuple[int, float | None, dict[int, float]]]:
+        """``step_observed`` of each selection in turn, in one all-or-nothing request (a refusal of any round refuses
+        them all and changes nothing: ``BudgetExhausted``, ``StreamExhausted``)."""
+
+    def steps_row(self, selections: Sequence[Sequence[int]]) -> list[tuple[int, float | None, PaidRow]]:
+        """``steps_observed``, each round's values as a ``PaidRow``."""
 
     def observe(self, example: int, attributes: Sequence[int]) -> np.ndarray: ...
 
@@ -88,13 +98,28 @@ class SessionOracle:
         answer = self.session.next()
         return answer.example, answer.label
 
-    def paid_step(self, attributes: Sequence[int]) -> tuple[int, float | None, list[int], list[float]]:
+    def paid_step(self, attributes: Sequence[int]) -> PaidStep:
         """``step`` in plain values, what it paid tracked: the example, its label, the attributes (the request's, made
         ints by the session) and their values (floats)."""
         answer = self.session.step(attributes)
         self.attributes += answer.fresh
         self.spent = answer.spent
         return answer.example, answer.label, answer.attributes, answer.values
+
+    def paid_steps(self, selections: Sequence[Sequence[int]]) -> list[PaidStep]:
+        """``paid_step`` of each selection in turn, in one all-or-nothing ``steps`` request, what it paid tracked."""
+        answer = self.session.steps(selections)
+        for done in answer.rounds:
+            self.attributes += done.fresh
+        self.spent = answer.rounds[-1].spent
+        return [(done.example, done.label, done.attributes, done.values) for done in answer.rounds]
+
+    def steps_observed(self, selections: Sequence[Sequence[int]]) -> list[tuple[int, float | None, dict[int, float]]]:
+        return [(example, label, dict(zip(paid, values, strict=True)))
+                for example, label, paid, values in self.paid_steps(selections)]
+
+    def steps_row(self, selections: Sequence[Sequence[int]]) -> list[tuple[int, float | None, PaidRow]]:
+        return [(example, label, PaidRow(paid, values)) for example, label, paid, values in self.paid_steps(selections)]
 
     def step(self, attributes: Sequence[int]) -> tuple[int, float | None, np.ndarray]:
         example, label, _, values = self.paid_step(attributes)
@@ -155,13 +180,21 @@ class LocalOracle(SessionOracle):
         self.local = session
         self.dataset = session.runtime.dataset
 
-    def paid_step(self, attributes: Sequence[int]) -> tuple[int, float | None, list[int], list[float]]:
+    def paid_step(self, attributes: Sequence[int]) -> PaidStep:
         """A run's steps in plain values (``LocalSession.step_round``): the session's own step, without the request and
         answer models, which cost an in-process run as much as the step's rules."""
         done = self.local.step_round(attributes)
         self.attributes += len(done.values)  # what the answer's fresh says: every value of a step is fresh
         self.spent = done.counters.spent_cost
         return done.example, done.label, done.attributes, done.values
+
+    def paid_steps(self, selections: Sequence[Sequence[int]]) -> list[PaidStep]:
+        """``paid_step`` of each selection, applied at once, all or nothing (``LocalSession.step_rounds``)."""
+        rounds = self.local.step_rounds(selections)
+        for done in rounds:
+            self.attributes += len(done.values)
+        self.spent = rounds[-1].counters.spent_cost
+        return [(done.example, done.label, done.attributes, done.values) for done in rounds]
 
     def evaluate(self, weights: np.ndarray, bias: float = 0.0) -> EvaluateResponse:
         # The session's evaluate of the array the request's list would be made of (``SessionOracle.evaluate``).

@@ -17,13 +17,18 @@ import numpy as np
 
 from budgetlab.contract.algorithms import Defaults
 from budgetlab.contract.base import ParamValue
+from budgetlab.contract.calls import MAX_ATTRIBUTES_PER_REQUEST
 from budgetlab.contract.runs import CurvePoint, RunResult, RunStatus
-from budgetlab.errors import BudgetExhausted, OracleError, OracleUnavailable, StreamExhausted
+from budgetlab.errors import BudgetExhausted, Code, OracleError, OracleUnavailable, StreamExhausted
 from learner.algorithms import Algorithm, DataScale, Observed, Problem, get_algorithm
 from learner.diagnosis import diagnose
 from learner.oracle import Oracle
 
 DEFAULT_EVAL_POINTS = 20
+TOO_MANY_CELLS = Code.TOO_MANY_CELLS.value
+# The most examples whose attributes an algorithm that chooses ahead (``Algorithm.select_ahead``) is asked for at once,
+# and the runner pays for in one request: a hundred requests' overhead become one (1: one example a request).
+ROUNDS_PER_REQUEST = 100
 # At most about this many progress reports a run, curve points aside.
 PROGRESS_UPDATES = 1000
 
@@ -108,6 +113,8 @@ class Learning:
     result: RunResult
     examples: int = 0
     cumulative_loss: float = 0.0
+    # The rounds a request of an algorithm that chooses ahead holds at most (``steps_ahead``; None: not yet sized).
+    rounds: int | None = None
 
     @property
     def online(self) -> bool:
@@ -143,11 +150,21 @@ class Learning:
             return "failed", str(exc)
         return "finished", ""
 
+    @property
+    def chooses_ahead(self) -> bool:
+        """The algorithm offers ``select_ahead`` and the run may use it: not online, whose rounds each wait for a
+        prediction, and not with ``ROUNDS_PER_REQUEST`` at 1."""
+        offered = type(self.algorithm).select_ahead is not Algorithm.select_ahead
+        return offered and not self.online and ROUNDS_PER_REQUEST > 1
+
     def steps(self, stop: int, cancel: threading.Event | None) -> bool:
         """Examples until ``stop`` have been seen (False: cancelled first). For each, the algorithm chooses its
         attributes, pays for them and learns from what they showed: it chooses before it sees the example, so one
         step request issues and observes it (the session makes the attributes ints, and the answer's values are
-        floats: the algorithm takes them as they come, as a dict or, if it ``takes_paid_row``, a ``PaidRow``)."""
+        floats: the algorithm takes them as they come, as a dict or, if it ``takes_paid_row``, a ``PaidRow``). An
+        algorithm that chooses ahead pays for many examples a request (``steps_ahead``)."""
+        if self.chooses_ahead:
+            return self.steps_ahead(stop, cancel)
         algorithm, online = self.algorithm, self.online
         oracle = self.oracle
         step: Callable[[Sequence[int]], tuple[int, float | None, Observed]] = (
@@ -167,6 +184,53 @@ class Learning:
         finally:
             self.examples = examples  # also when a step is refused: the examples seen before it
         return True
+
+    def steps_ahead(self, stop: int, cancel: threading.Event | None) -> bool:
+        """``steps`` for an algorithm that chooses ahead: the attributes of up to ``ROUNDS_PER_REQUEST`` examples
+        (never past ``stop``, nor past ``MAX_ATTRIBUTES_PER_REQUEST`` attributes) chosen at once, paid for in one
+        ``steps`` request, then learnt from in order. A refused request (a budget or the stream running out inside
+        it) changed nothing: its rounds are paid for again one step each, as chosen (their draws are spent), so
+        the run ends at the example, and with the weights, of a run that chooses one example at a time."""
+        algorithm, oracle = self.algorithm, self.oracle
+        pay = oracle.steps_row if algorithm.takes_paid_row else oracle.steps_observed
+        update = algorithm.update
+        if self.rounds is None:
+            self.rounds = min(ROUNDS_PER_REQUEST, max(1, MAX_ATTRIBUTES_PER_REQUEST // algorithm.problem.budget))
+        while self.examples < stop:
+            if cancel is not None and cancel.is_set():
+                return False
+            limit = min(stop - self.examples, self.rounds)
+            selections = algorithm.select_ahead(limit) or [algorithm.select()]
+            if len(selections) > limit:
+                raise RuntimeError(f"{algorithm.id}: select_ahead({limit}) chose {len(selections)} examples")
+            try:
+                answers = pay(selections)
+            except (BudgetExhausted, StreamExhausted):
+                self.replay(selections)
+                continue
+            except OracleError as exc:
+                if exc.error != TOO_MANY_CELLS or len(selections) == 1:
+                    raise
+                # An oracle that serves fewer cells a request than the contract's cap (its BUDGETLAB_MAX_CELLS):
+                # these rounds one step each, and half as many a request from now on.
+                self.rounds = max(1, len(selections) // 2)
+                self.replay(selections)
+                continue
+            for _, y, observed in answers:
+                assert y is not None
+                update(observed, y)
+                self.examples += 1
+        return True
+
+    def replay(self, selections: Sequence[Sequence[int]]) -> None:
+        """The rounds of a refused request, one step each: the refusal is raised again at the round it concerns."""
+        algorithm, oracle = self.algorithm, self.oracle
+        step = oracle.step_row if algorithm.takes_paid_row else oracle.step_observed
+        for attributes in selections:
+            _, y, observed = step(attributes)
+            assert y is not None
+            algorithm.update(observed, y)
+            self.examples += 1
 
     def predict(self, example: int, observed: Observed) -> float:
         """The online protocol's second request of a round: the algorithm's prediction, committed; the label."""

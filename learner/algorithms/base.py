@@ -346,6 +346,21 @@ class Algorithm(metaclass=AlgorithmType):
     def update(self, observed: Observed, y: float) -> None:
         """Consume the values paid for (attribute -> value) and the example's label."""
 
+    def select_ahead(self, limit: int) -> list[Sequence[int]] | None:
+        """The attributes of each of the next examples, at most ``limit`` of them (and at least one), chosen before any
+        of them is seen; None (the default): the algorithm does not choose ahead.
+
+        An algorithm offers it where its choices do not depend on what the examples show until some point: the
+        full-information references (every attribute, always), a mini-batch learner (its support fixed within the
+        batch). The selections must be exactly those ``select()`` would return, called before each of the same
+        examples in turn with ``update()`` between: the same random numbers drawn in the same order, so that a run
+        that chooses ahead ends with the weights of one that does not, bit for bit. The caller then calls
+        ``update()`` once for each selection, in order, and ``select()`` for none of them: whatever ``select()``
+        would have set for its ``update()`` (the draws it made), ``select_ahead`` keeps for each of them
+        (``shared.lookahead.Ahead``). The runner sends the rounds of a batch-protocol run in one request
+        (``Oracle.paid_steps``); an online run predicts between rounds and never asks."""
+        return None
+
     @property
     @abstractmethod
     def weights(self) -> np.ndarray:

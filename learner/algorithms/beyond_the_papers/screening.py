@@ -45,6 +45,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
+from learner.algorithms.shared.lookahead import Ahead, window
 
 FAN_LV = "budgetlab's own, after Fan & Lv 2008"
 FIT_ROWS_PER_UNKNOWN = 20  # rows of the fit per unknown of its least squares (the module docstring)
@@ -97,6 +98,7 @@ class Screening(Algorithm):
         self.sum_y = 0.0
         self.survivors: np.ndarray | None = None
         self._drawn: np.ndarray = np.empty(0, dtype=int)
+        self._ahead: Ahead[np.ndarray] = Ahead()
         # The fit's normal equations over [x_S, 1].
         self.gram = np.zeros((s + 1, s + 1))
         self.moment = np.zeros(s + 1)
@@ -106,18 +108,30 @@ class Screening(Algorithm):
     def screening(self) -> bool:
         return self.survivors is None
 
+    def _draw(self) -> np.ndarray:
+        return self.rng.choice(self.d, size=self.k, replace=False)
+
     def select(self) -> Sequence[int]:
         if self.screening:
-            self._drawn = self.rng.choice(self.d, size=self.k, replace=False)
+            self._drawn = self._draw()
             drawn: list[int] = self._drawn.tolist()
             return drawn
         assert self.survivors is not None
         survivors: list[int] = self.survivors.tolist()
         return survivors
 
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        # The screen's uniform draws (from a generator nothing else draws from) until its last row, after which the
+        # survivors are chosen from what it saw; then the survivors, on every row.
+        if self.screening:
+            drawn = self._ahead.keep([self._draw() for _ in range(window(limit, self.screen_rows - self.rows))])
+            return [chosen.tolist() for chosen in drawn]
+        assert self.survivors is not None
+        return [self.survivors.tolist() for _ in range(window(limit, None))]
+
     def update(self, observed: Observed, y: float) -> None:
         if self.screening:
-            drawn = self._drawn
+            drawn = self._drawn = self._ahead.take(self._drawn)
             x = np.array([observed[j] for j in drawn.tolist()])
             self.count[drawn] += 1
             self.sum_x[drawn] += x

@@ -33,6 +33,7 @@ import numpy as np
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.cesa_bianchi_2011 import PAPER
 from learner.algorithms.shared.l1_projection import project_l1_ball
+from learner.algorithms.shared.lookahead import Ahead, window
 
 SOLVER_ITERATIONS = 2000
 SOLVER_TOLERANCE = 1e-9
@@ -89,13 +90,22 @@ class AERBaseline(Algorithm):
         self.y2_sum = 0.0
         self.m = 0
         self._chosen = np.empty(0, dtype=np.int64)
+        self._ahead: Ahead[np.ndarray] = Ahead()
         self._w = np.zeros(d)
         self._fitted_at = 0
 
-    def select(self) -> Sequence[int]:
+    def _draw(self) -> np.ndarray:
         # A random order of C also provides Fig. 1's random split: I = first half, J = second half.
-        self._chosen = self.rng.choice(self.problem.d, size=self.k, replace=False)
+        return self.rng.choice(self.problem.d, size=self.k, replace=False)
+
+    def select(self) -> Sequence[int]:
+        self._chosen = self._draw()
         return sorted(self._chosen.tolist())
+
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        # Uniform draws, from a generator nothing else draws from: the same numbers whenever they are drawn.
+        drawn = self._ahead.keep([self._draw() for _ in range(window(limit, None))])
+        return [sorted(chosen.tolist()) for chosen in drawn]
 
     def example_estimates(self, observed: Observed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(C, A restricted to C×C, v restricted to C) for the current draw."""
@@ -121,6 +131,7 @@ class AERBaseline(Algorithm):
         return float(wc @ block @ wc - 2 * y * (wc @ v) + y**2)
 
     def update(self, observed: Observed, y: float) -> None:
+        self._chosen = self._ahead.take(self._chosen)
         C, block, v = self.example_estimates(observed)
         self.A_sum[np.ix_(C, C)] += block
         self.v_sum[C] += 2 * y * v

@@ -39,6 +39,7 @@ import numpy as np
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem, around
 from learner.algorithms.murata_suzuki_2018 import PAPER
 from learner.algorithms.shared.hard_thresholding import hard_threshold, support
+from learner.algorithms.shared.lookahead import window
 
 SPARSITY_SHARE = 0.6
 WORKING_ETA = 0.2  # η that works on the §6 design, where E[x_i²] = 1 (docs/papers.md)
@@ -145,6 +146,17 @@ class Exploration(Algorithm):
     def select(self) -> Sequence[int]:
         # np.union1d's sorted distinct indices, without its NumPy calls
         return sorted({*self.support.tolist(), *self._block.tolist()})
+
+    @property
+    def left(self) -> int:
+        """The examples until the mini-batch is complete: until then the support stays, and each example's block is
+        its turn's, so the choices are known ahead."""
+        return len(self.blocks) * self.batch - self._seen
+
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        on_support, blocks = self.support.tolist(), self.blocks
+        return [sorted({*on_support, *blocks[seen % len(blocks)].tolist()})
+                for seen in range(self._seen, self._seen + window(limit, self.left))]
 
     def update(self, observed: Observed, y: float) -> None:
         block = self._block

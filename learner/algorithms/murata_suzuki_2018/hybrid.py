@@ -94,6 +94,15 @@ class Hybrid(Algorithm):
         phase = self.exploration if self.exploring else self.exploitation
         return list(phase.select())
 
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        # Exploration's choices up to the end of its mini-batch (its last may end the phase); Exploitation's support
+        # until the stage's last update, after which the next stage explores.
+        if self.exploring:
+            return self.exploration.select_ahead(limit)
+        phase = self.exploitation
+        updates_left = self.exploitation_updates - (phase.updates - self._exploited)
+        return phase.select_ahead(limit, phase.examples_until(updates_left))
+
     def update(self, observed: Observed, y: float) -> None:
         if self.exploring:
             self.exploration.update(observed, y)

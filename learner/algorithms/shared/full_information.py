@@ -5,7 +5,7 @@
 - ``OnlineReference``: online ridge by OGD on the L2 ball (``ogd_ridge.py``) and online lasso by EG± on the L1 ball
   (``eg_lasso.py``), averaged; the geometry is the class's: the norm of x its bound uses, the step, its iterate.
 
-Both observe every attribute of every example (``require_full_budget``).
+Both observe every attribute of every example (``require_full_budget``, ``EveryAttribute``), so both choose ahead.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 
 from learner.algorithms.base import Algorithm, Observed, ParamError, Problem
 from learner.algorithms.shared.label_bound import RUNNING, LabelBound, given_or_running
+from learner.algorithms.shared.lookahead import window
 from learner.algorithms.shared.row_buffer import RowBuffer, dense_row
 from learner.algorithms.shared.step_sizes import ADAPTIVE, ExponentiatedStep, LeastSquaresStep
 
@@ -32,6 +33,16 @@ def require_full_budget(problem: Problem, algorithm_id: str) -> None:
             f"{algorithm_id} is a full-information reference: it needs all d={problem.d} attributes per example, "
             f"the budget allows {problem.budget}"
         )
+
+
+class EveryAttribute(Algorithm):
+    """The choice of a full-information learner: every attribute of every example, known ahead of any of them."""
+
+    def select(self) -> Sequence[int]:
+        return range(self.problem.d)
+
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        return [range(self.problem.d)] * window(limit, None)
 
 
 class CrossValidationSchedule:
@@ -64,7 +75,7 @@ class GramStatistics:
         self.n = rows.n
 
 
-class OfflineReference(Algorithm):
+class OfflineReference(EveryAttribute):
     """A penalised least-squares fit on every example seen, with all attributes, α cross-validated on the schedule of
     ``CrossValidationSchedule`` or fixed; the fit is redone lazily, when ``weights`` is read after new examples."""
 
@@ -98,9 +109,6 @@ class OfflineReference(Algorithm):
     def fit(self, alpha: float) -> np.ndarray:
         """The penalised fit with α on ``rows`` (``stats`` up to date with them; ``_w`` the previous fit)."""
 
-    def select(self) -> Sequence[int]:
-        return range(self.problem.d)
-
     def update(self, observed: Observed, y: float) -> None:
         self.rows.append(dense_row(observed, self.problem.d), y)
 
@@ -118,7 +126,7 @@ class OfflineReference(Algorithm):
         return self._w.copy()
 
 
-class OnlineReference(Algorithm):
+class OnlineReference(EveryAttribute):
     """Online gradient steps on the squared loss (<w, x> − y)², gradient 2(<w, x> − y)x, with every attribute: B the
     given radius or the running max |y|, η a given constant, the practical rule of the geometry (``"adaptive"``) or
     the theorem's step for the bounds seen so far (``"running"``, G = 2(B·X + Y)·X with X the largest norm of x and
@@ -170,9 +178,6 @@ class OnlineReference(Algorithm):
 
     @abstractmethod
     def current_weights(self) -> np.ndarray: ...
-
-    def select(self) -> Sequence[int]:
-        return range(self.problem.d)
 
     def step_size(self) -> float:
         if self.fixed_eta is not None:
