@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from starlette.types import Scope
 
 from budgetlab.bearer import bearer_token
-from budgetlab.contract.calls import ObserveBatchRequest
+from budgetlab.contract.calls import ObserveBatchRequest, StepsRequest
 from budgetlab.datasets.registry import CACHE_ENTRIES, cache_limits
 from budgetlab.errors import Code, Refused
 from server import dashboard
@@ -63,7 +63,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     for router in (health.router, admin.router, datasets.router, accounts.router, sessions.router, stream.router,
                    dashboard.router):
         app.include_router(router)
-    add_components(app, [ObserveBatchRequest])
+    add_components(app, [ObserveBatchRequest, StepsRequest])
     return app
 
 

@@ -6,8 +6,8 @@ up the event loop and the worker's other requests), but the small per-example st
 run in the group of the steps ready at once (``server.scheduling.GroupCommit``): in place when their write needs no
 wait, else on the thread pool as well. A well-formed request of such a step is answered before it reaches these
 routes (``server.small_steps``); they answer what that does not take, and are the OpenAPI document's. Two routes are the
-table's with a body of their own: ``observe_batch`` parses its (big) body on the thread pool, and ``ledger``
-also streams the whole ledger as an export.
+table's with a body of their own: ``observe_batch`` and ``steps`` parse their (big) bodies on the thread pool, and
+``ledger`` also streams the whole ledger as an export.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from budgetlab.contract.calls import ObserveBatchRequest
+from budgetlab.contract.calls import ObserveBatchRequest, StepsRequest
 from budgetlab.contract.ledger import LedgerQuery
 from budgetlab.contract.sessions import SessionCreate, SessionCreated
 from budgetlab.errors import responses
@@ -98,10 +98,21 @@ async def observe_batch(session_id: SessionId, request: Request, sessions: Servi
     return await run_in_threadpool(run)
 
 
+async def steps(session_id: SessionId, request: Request, sessions: Service, token: Token) -> Response:
+    raw = await request.body()
+
+    def run() -> Response:  # a body of up to 100,000 attributes: parsed on the thread pool too (server.raw_bodies)
+        return serialized(sessions.perform(SessionOperations.steps, session_id, token, parsed(StepsRequest, raw)))
+
+    return await run_in_threadpool(run)
+
+
 # The operations whose route is not ``endpoint``'s, and what their OpenAPI entries say beyond the table.
 OWN_ROUTES: dict[str, Callable[..., Any]] = {SessionOperations.observe_batch.name: observe_batch,
+                                             SessionOperations.steps.name: steps,
                                              SessionOperations.ledger.name: ledger}
-OPENAPI_EXTRA: dict[str, dict[str, Any]] = {SessionOperations.observe_batch.name: documented(ObserveBatchRequest)}
+OPENAPI_EXTRA: dict[str, dict[str, Any]] = {SessionOperations.observe_batch.name: documented(ObserveBatchRequest),
+                                            SessionOperations.steps.name: documented(StepsRequest)}
 ANSWERS: dict[str, dict[int | str, dict[str, Any]]] = {SessionOperations.ledger.name: {
     200: {"description": "a page of rows (format=json), or the export (format=ndjson or csv)",
           "content": {"application/x-ndjson": {"schema": {"type": "string"}},
