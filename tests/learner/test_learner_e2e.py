@@ -89,6 +89,29 @@ def test_same_seed_same_weights_in_process_and_over_http(shared_oracle_url: str,
         assert local.cumulative_loss == pytest.approx(remote.cumulative_loss, rel=1e-12)
 
 
+def test_a_run_that_chooses_ahead_pays_many_examples_a_request_over_http(shared_oracle_url: str) -> None:
+    """Exploration chooses the attributes of a mini-batch's examples ahead: through ``HttpOracle`` it pays for them in
+    ``steps`` requests, far fewer than its examples, learns the weights of the run in-process, and its session's
+    ledger audits compliant."""
+    budget, params = Budget(per_example=10), {"batch": 10}
+    local = run_algorithm("exploration", LocalOracle("sparse-gaussian", dataset_params=GAUSS, budget=budget, seed=4),
+                          params=params, seed=4, eval_every=100)
+    counting = CountingTransport()
+    with OracleClient(shared_oracle_url, transport=counting) as client:
+        remote_oracle = HttpOracle(shared_oracle_url, "sparse-gaussian", dataset_params=GAUSS, budget=budget, seed=4,
+                                   client=client)
+        opened = len(counting.paths)
+        remote = run_algorithm("exploration", remote_oracle, params=params, seed=4, eval_every=100)
+        sent = [path.rsplit("/", 1)[1] for path in counting.paths[opened:]]
+        report = remote_oracle.session.audit()
+    assert local.status == remote.status == "finished" and remote.examples == GAUSS["n_train"]
+    assert np.any(np.asarray(local.weights) != 0), "a run that never moves proves nothing"
+    assert [w.hex() for w in local.weights] == [w.hex() for w in remote.weights]
+    assert (local.attributes, local.cost) == (remote.attributes, remote.cost)
+    assert "step" not in sent and 3 <= sent.count("steps") < GAUSS["n_train"] / 10
+    assert report.compliant and report.attributes_recomputed == remote.attributes
+
+
 def test_learner_service_runs_several_at_once_and_each_session_is_compliant(shared_oracle_url: str,
                                                                             learner_url: str, auth: dict,
                                                                                     http: httpx.Client) -> None:
