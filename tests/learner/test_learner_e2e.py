@@ -89,11 +89,14 @@ def test_same_seed_same_weights_in_process_and_over_http(shared_oracle_url: str,
         assert local.cumulative_loss == pytest.approx(remote.cumulative_loss, rel=1e-12)
 
 
-def test_a_run_that_chooses_ahead_pays_many_examples_a_request_over_http(shared_oracle_url: str) -> None:
+@pytest.mark.parametrize("total", [None, 1500.0])
+def test_a_run_that_chooses_ahead_pays_many_examples_a_request_over_http(shared_oracle_url: str,
+                                                                         total: float | None) -> None:
     """Exploration chooses the attributes of a mini-batch's examples ahead: through ``HttpOracle`` it pays for them in
     ``steps`` requests, far fewer than its examples, learns the weights of the run in-process, and its session's
-    ledger audits compliant."""
-    budget, params = Budget(per_example=10), {"batch": 10}
+    ledger audits compliant. With a global budget that runs out inside a request, the refused request is paid for
+    again one ``step`` each, and the run ends where the run in-process does."""
+    budget, params = Budget(per_example=10, total=total), {"batch": 10}
     local = run_algorithm("exploration", LocalOracle("sparse-gaussian", dataset_params=GAUSS, budget=budget, seed=4),
                           params=params, seed=4, eval_every=100)
     counting = CountingTransport()
@@ -104,12 +107,19 @@ def test_a_run_that_chooses_ahead_pays_many_examples_a_request_over_http(shared_
         remote = run_algorithm("exploration", remote_oracle, params=params, seed=4, eval_every=100)
         sent = [path.rsplit("/", 1)[1] for path in counting.paths[opened:]]
         report = remote_oracle.session.audit()
-    assert local.status == remote.status == "finished" and remote.examples == GAUSS["n_train"]
+    assert (local.status, local.examples, local.message) == (remote.status, remote.examples, remote.message)
     assert np.any(np.asarray(local.weights) != 0), "a run that never moves proves nothing"
     assert [w.hex() for w in local.weights] == [w.hex() for w in remote.weights]
     assert (local.attributes, local.cost) == (remote.attributes, remote.cost)
-    assert "step" not in sent and 3 <= sent.count("steps") < GAUSS["n_train"] / 10
     assert report.compliant and report.attributes_recomputed == remote.attributes
+    assert 3 <= sent.count("steps") < GAUSS["n_train"] / 10
+    if total is None:
+        assert remote.status == "finished" and remote.examples == GAUSS["n_train"] and "step" not in sent
+    else:  # the refused request's examples one step each, up to the one refused: the run's last requests
+        assert remote.status == "budget_exhausted" and remote.examples < GAUSS["n_train"]
+        first = sent.index("step")
+        assert sent[first - 1] == "steps" and set(sent[first:]) == {"step", "evaluate"}
+        assert 2 <= sent.count("step") <= 80  # a mini-batch's examples at most (8 blocks of 10)
 
 
 def test_learner_service_runs_several_at_once_and_each_session_is_compliant(shared_oracle_url: str,
