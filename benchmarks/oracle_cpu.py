@@ -14,6 +14,10 @@ own at once (threads of this process). Two transports:
 The figure of each is the median over the blocks of the oracle's CPU per step. Targets: at most 0.5 ms per HTTP
 step and 0.25 ms per streamed step here.
 
+Then, of this tree's oracle alone (the baseline has no ``steps``): the CPU per step inside ``steps`` requests of
+100 rounds, of 5 and of 50 attributes a round, over both transports, beside the same steps sent one ``step``
+request each in the same blocks (one client).
+
 Usage: ``python benchmarks/oracle_cpu.py [--json] [--smoke] [--baseline COMMIT]``.
 """
 
@@ -47,15 +51,20 @@ CLIENTS = (1, 4)
 D = 100
 
 
+# The attributes a round of the ``steps`` figures (a session's local budget k is as many).
+ROUND_ATTRIBUTES = (5, 50)
+
+
 @dataclass(frozen=True)
 class Sizes:
     blocks: int
     steps: int  # per block
     warmup: int
+    rounds: int  # a steps request's
 
 
-FULL = Sizes(blocks=6, steps=1200, warmup=400)
-SMOKE = Sizes(blocks=2, steps=20, warmup=8)
+FULL = Sizes(blocks=6, steps=1200, warmup=400, rounds=100)
+SMOKE = Sizes(blocks=2, steps=20, warmup=8, rounds=10)
 
 
 @contextmanager
@@ -93,9 +102,9 @@ def oracle_of(name: str, tree: Path, workdir: Path) -> Iterator[Oracle]:
             yield Oracle(name, url, process.pid)
 
 
-def session_of(client: OracleClient, examples: int) -> OracleSession:
+def session_of(client: OracleClient, examples: int, attributes: int = ATTRIBUTES) -> OracleSession:
     return client.open_session("sparse-gaussian", dataset_params={"d": D, "n_train": examples, "n_test": 50},
-                               order="stream", budget={"per_example": ATTRIBUTES})
+                               order="stream", budget={"per_example": attributes})
 
 
 def cpu_per_step(oracle: Oracle, sessions: list[OracleSession], attributes: np.ndarray) -> float:
@@ -137,6 +146,46 @@ def measure(oracles: list[Oracle], sizes: Sizes, stream: bool, clients: int = 1)
     return figures
 
 
+def measure_steps(oracle: Oracle, sizes: Sizes, stream: bool, attributes: int) -> dict[str, list[float]]:
+    """The oracle's CPU per step of each block, its steps sent in ``steps`` requests of ``sizes.rounds`` rounds, and
+    the same steps sent one ``step`` request each to a twin session, right after."""
+    rng = np.random.default_rng(8)
+    examples = sizes.warmup + sizes.blocks * sizes.steps + 10
+    figures: dict[str, list[float]] = {"steps": [], "step": []}
+    with OracleClient(oracle.url, stream=stream) as client:
+        together, single = (session_of(client, examples, attributes) for _ in range(2))
+        warmup = [rng.choice(D, attributes, replace=False).tolist() for _ in range(sizes.warmup)]
+        together.steps(warmup[: sizes.rounds])
+        single.step(warmup[0])
+        for _ in range(sizes.blocks):
+            rows = np.stack([rng.choice(D, attributes, replace=False) for _ in range(sizes.steps)])
+            before = tree_cpu(oracle.pid)
+            for start in range(0, len(rows), sizes.rounds):
+                together.steps(rows[start : start + sizes.rounds].tolist())
+            figures["steps"].append((tree_cpu(oracle.pid) - before) * 1e3 / len(rows))
+            figures["step"].append(cpu_per_step(oracle, [single], rows))
+        if (together.transport == "websocket") != stream:
+            raise RuntimeError(f"{oracle.name}: the session's transport is {together.transport}")
+    return figures
+
+
+def add_steps_figures(report: Report, here: Oracle, sizes: Sizes) -> None:
+    """The CPU per step inside a ``steps`` request, and per ``step`` request in the same blocks (this tree only)."""
+    for transport, stream in (("http", False), ("stream", True)):
+        for attributes in ROUND_ATTRIBUTES:
+            progress(f"{transport} steps of {sizes.rounds} rounds, {attributes} attributes a round ...")
+            figures = measure_steps(here, sizes, stream, attributes)
+            together, single = (float(np.median(figures[kind])) for kind in ("steps", "step"))
+            name = f"{transport}_{attributes}_attributes"
+            report.add(f"{name}_in_steps_of_{sizes.rounds}_oracle_cpu_ms", together, "ms")
+            report.add(f"{name}_one_step_each_oracle_cpu_ms", single, "ms")
+            if single:  # a smoke run's blocks may take less than a tick of /proc's CPU time
+                report.add(f"{name}_steps_to_step", together / single, "x")
+    report.note(f"steps figures: this tree only ({BASELINE} has no steps), {sizes.blocks} blocks of {sizes.steps} "
+                f"steps a transport and size, sent in steps requests of {sizes.rounds} rounds, then one step "
+                "request each to a twin session; one client")
+
+
 def main() -> None:
     import argparse
 
@@ -162,6 +211,7 @@ def main() -> None:
                 report.add(name, mine, "ms", f"<= {target}", mine <= target)
                 report.add(f"{name}_{args.baseline}", theirs, "ms")
                 report.add(f"{name}_here_to_{args.baseline}", mine / theirs, "x")
+        add_steps_figures(report, here, sizes)
     report.note(f"{ATTRIBUTES} attributes a step, {sizes.blocks} blocks of {sizes.steps} steps per oracle, "
                 "interleaved; the oracle process's CPU time (/proc), median over the blocks")
     report.emit(args.json)
