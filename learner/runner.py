@@ -190,7 +190,8 @@ class Learning:
         (never past ``stop``, nor past ``MAX_ATTRIBUTES_PER_REQUEST`` attributes) chosen at once, paid for in one
         ``steps`` request, then learnt from in order. A refused request (a budget or the stream running out inside
         it) changed nothing: its rounds are paid for again one step each, as chosen (their draws are spent), so
-        the run ends at the example, and with the weights, of a run that chooses one example at a time."""
+        the run ends at the example, and with the weights and the refusal, of a run that chooses one example at a
+        time."""
         algorithm, oracle = self.algorithm, self.oracle
         pay = oracle.steps_row if algorithm.takes_paid_row else oracle.steps_observed
         update = algorithm.update
@@ -205,15 +206,11 @@ class Learning:
                 raise RuntimeError(f"{algorithm.id}: select_ahead({limit}) chose {len(selections)} examples")
             try:
                 answers = pay(selections)
-            except (BudgetExhausted, StreamExhausted):
-                self.replay(selections)
-                continue
             except OracleError as exc:
-                if exc.error != TOO_MANY_CELLS or len(selections) == 1:
-                    raise
-                # An oracle that serves fewer cells a request than the contract's cap (its BUDGETLAB_MAX_CELLS):
-                # these rounds one step each, and half as many a request from now on.
-                self.rounds = max(1, len(selections) // 2)
+                # Refused whole, nothing recorded (a budget or the stream running out, a round refused): its rounds
+                # one step each end the run where, and as, one step a request would.
+                if exc.error == TOO_MANY_CELLS:  # an oracle serving fewer cells a request (its BUDGETLAB_MAX_CELLS)
+                    self.rounds = max(1, len(selections) // 2)
                 self.replay(selections)
                 continue
             for _, y, observed in answers:

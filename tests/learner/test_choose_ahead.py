@@ -158,6 +158,45 @@ def test_an_oracle_serving_fewer_cells_a_request_gets_smaller_requests(monkeypat
     assert sizes[:3] == [EVERY, EVERY // 2, EVERY // 4] and max(sizes[3:]) <= 10
 
 
+class UnknownAtSeven(Algorithm):
+    """Chooses ahead, and asks for an attribute the data does not have on its eighth example."""
+
+    id, name, paper, algorithm = "unknown-at-seven", "unknown at seven", "none", "none"
+
+    def __init__(self, problem: Problem, seed: int = 0) -> None:
+        super().__init__(problem, seed)
+        self.seen = 0
+        self.w = np.zeros(problem.d)
+
+    def choice(self, t: int) -> list[int]:
+        return [self.problem.d] if t == 7 else [t % self.problem.d]
+
+    def select(self) -> Sequence[int]:
+        return self.choice(self.seen)
+
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        return [self.choice(t) for t in range(self.seen, self.seen + limit)]
+
+    def update(self, observed: Observed, y: float) -> None:
+        for j, value in observed.items():
+            self.w[j] += value * y
+        self.seen += 1
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.w.copy()
+
+
+def test_a_round_refused_for_its_attributes_ends_the_run_where_one_step_a_request_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ends = []
+    for rounds in (1, runner.ROUNDS_PER_REQUEST):
+        monkeypatch.setattr(runner, "ROUNDS_PER_REQUEST", rounds)
+        ends.append(run_algorithm(f"{__name__}:UnknownAtSeven", oracle("exploration"), seed=3, eval_every=EVERY))
+    same(*ends)
+    assert ends[1].status == "failed" and ends[1].examples == 7 and "attribute" in ends[1].message
+
+
 class OnlineAhead(Algorithm):
     """An online learner that offers to choose ahead: its rounds each wait for a prediction, so it is never asked."""
 
