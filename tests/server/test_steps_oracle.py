@@ -5,14 +5,16 @@ account's allowance crossed mid-request, a malformed body) records and charges n
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
+from budgetlab.contract.calls import StepsResponse
 from budgetlab.errors import BudgetExhausted
-from budgetlab.oracle_client import OracleClient, OracleSession
+from budgetlab.oracle_client import AsyncOracleClient, OracleClient, OracleSession
 from tests.helpers import ADMIN, TINY, bearer
 from tests.servers import oracle_server
 
@@ -55,6 +57,20 @@ def test_steps_record_row_for_row_what_the_same_steps_record(any_oracle_url: str
         assert together.receipt is not None and together.receipt.rows == len(rows)  # the chain head after all
         assert together.get().spent == one_by_one.get().spent
         assert together.audit().compliant and one_by_one.audit().compliant
+
+
+def test_an_async_session_s_steps_are_the_same_steps(shared_oracle_url: str) -> None:
+    async def steps() -> tuple[StepsResponse, str]:
+        async with AsyncOracleClient(shared_oracle_url) as client:
+            session = await client.open_session(DATASET, dataset_params=TINY, budget=BUDGET, seed=5)
+            return await session.steps(ROUNDS[:4]), session.transport
+
+    answer, transport = asyncio.run(steps())
+    with OracleClient(shared_oracle_url, stream=False) as client:
+        twin = client.open_session(DATASET, dataset_params=TINY, budget=BUDGET, seed=5)
+        singles = [twin.step(attributes) for attributes in ROUNDS[:4]]
+    assert transport == "websocket" and answer.receipt is not None and answer.receipt.rows == 1 + 4 + 10
+    assert answer.rounds == [s.model_copy(update={"receipt": None}) for s in singles]
 
 
 def test_a_refused_steps_request_records_and_charges_nothing(shared_oracle_url: str, http: httpx.Client) -> None:
