@@ -6,7 +6,7 @@ module a concern, defined once here on the ground floor (``server``, ``learner``
 - ``budgets``: what a session may spend, spent and has left;
 - ``datasets``: the datasets the oracle describes;
 - ``sessions``: opening a session, and what it is;
-- ``calls``: the bodies of a session's calls (next, observe, step, label, predict, evaluate, moments);
+- ``calls``: the bodies of a session's calls (next, observe, step, steps, label, predict, evaluate, moments);
 - ``ledger``: receipts, ledger rows and pages, the audit;
 - ``algorithms``: the learner's algorithms and their parameters;
 - ``runs``: runs of the learner, their results and listings;
