@@ -1,9 +1,10 @@
 """The runner: drives one algorithm against any oracle and records its learning curve.
 
 Per example it asks the algorithm which attributes to observe, pays for them at the oracle and hands
-back only those values. It is the only part of the learner that talks to an oracle. A budget that runs
-out, an exhausted stream, a cancel or an unreachable oracle end the run with a status and the curve so
-far; they are outcomes, not crashes.
+back only those values; an algorithm that knows the attributes of several examples ahead (``select_ahead``) is
+asked for up to ``ROUNDS_PER_REQUEST`` of them, paid for in one request. It is the only part of the learner that
+talks to an oracle. A budget that runs out, an exhausted stream, a cancel or an unreachable oracle end the run with
+a status and the curve so far; they are outcomes, not crashes.
 """
 
 from __future__ import annotations
