@@ -14,7 +14,10 @@ the same seed, through the ask/tell loop the runner drives, and each point of th
 - **respects the budget it is given**: every ``select`` returns distinct attribute indices in 0..d-1, at most the
   local budget k of ``Problem.budget`` (and the global total, for a global budget);
 - **same weights for the same seed**: the two runs end with the same weights, finite and d of them (randomness comes
-  from the ``seed`` the algorithm is given, e.g. ``self.rng``, never from a global generator).
+  from the ``seed`` the algorithm is given, e.g. ``self.rng``, never from a global generator);
+- **chooses ahead as one by one**, for an algorithm that offers ``select_ahead`` only: a third run with the same seed,
+  choosing 1 to 50 examples ahead at a time, chooses at least one and at most as many as asked each time, exactly
+  the attributes the first run's ``select()`` chose, and ends with its weights, bit for bit.
 
 A point that cannot be judged because the run raised says so, with the exception.
 """
@@ -22,7 +25,7 @@ A point that cannot be judged because the run raised says so, with the exception
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +42,10 @@ PAID_FOR = "sees only paid-for values"
 BUDGET = "respects the budget it is given"
 SEED = "same weights for the same seed"
 POINTS = (PARAMETERS, PAID_FOR, BUDGET, SEED)
+# Judged only for an algorithm that offers ``select_ahead``, after the others.
+AHEAD = "chooses ahead as one by one"
+# How many examples ahead the check asks for, in turn: one, a few, more than a mini-batch's end may allow.
+AHEAD_LIMITS = (1, 7, 3, 50)
 
 # The design it runs on: small enough for seconds, with every bound an algorithm may ask for declared.
 DATASET = "powerlaw"
@@ -88,6 +95,8 @@ class Run:
     over_budget: str = ""
     error: str = ""
     examples: int = 0  # the examples it learnt from before the run ended
+    chosen: list[list[int]] = field(default_factory=list)  # each example's attributes, as chosen
+    ahead: str = ""  # how choosing ahead broke its contract
 
 
 def _budget(cls: type[Algorithm]) -> Budget:
@@ -109,8 +118,29 @@ def _bad_selection(wanted: list[Any], d: int, k: int, total: float | None, spent
     return ""
 
 
-def run_once(name: str, seed: int = SEED_USED) -> Run:
-    """The algorithm's ask/tell loop on the contract's design, noting what breaks the contract."""
+def choices(algorithm: Algorithm, ahead: bool, run: Run) -> Iterator[Sequence[int]]:
+    """Each example's attributes as ``algorithm`` chooses them: ``select()`` before each, or (``ahead``) from
+    ``select_ahead`` of ``AHEAD_LIMITS`` examples in turn, noting in ``run.ahead`` a call that chose none or too
+    many. The caller learns from each before the next is asked for."""
+    t = calls = 0
+    while t < EXAMPLES:
+        if not ahead:
+            yield algorithm.select()
+            t += 1
+            continue
+        limit = min(AHEAD_LIMITS[calls % len(AHEAD_LIMITS)], EXAMPLES - t)
+        calls += 1
+        chosen = algorithm.select_ahead(limit) or []
+        if not 1 <= len(chosen) <= limit:
+            run.ahead = f"select_ahead({limit}) at example {t} chose {len(chosen)} examples (1 to {limit})"
+            return
+        yield from chosen
+        t += len(chosen)
+
+
+def run_once(name: str, seed: int = SEED_USED, ahead: bool = False) -> Run:
+    """The algorithm's ask/tell loop on the contract's design (choosing ahead, or one example at a time), noting what
+    breaks the contract."""
     cls = get_algorithm(name)
     budget = _budget(cls)
     run = Run()
@@ -118,8 +148,9 @@ def run_once(name: str, seed: int = SEED_USED) -> Run:
     try:
         algorithm = build_algorithm(name, oracle, params={}, seed=seed, max_examples=EXAMPLES)
         k, spent = algorithm.problem.budget, 0
-        for t in range(EXAMPLES):
-            wanted = list(algorithm.select())
+        for t, selection in enumerate(choices(algorithm, ahead, run)):
+            wanted = list(selection)
+            run.chosen.append(wanted)
             run.over_budget = _bad_selection(wanted, oracle.d, k, budget.total, spent)
             if run.over_budget:
                 run.over_budget = f"example {t}: {run.over_budget}"
@@ -201,7 +232,23 @@ def check(name: str) -> list[Verdict]:
         verdicts.append(Verdict(BUDGET, True, f"at most k = {_budget(cls).per_example or 'd'} distinct attributes of "
                                               "each example"))
     verdicts.append(_same_seed(first, second, int(DATASET_PARAMS["d"])))
+    if cls.protocol == "batch" and cls.select_ahead is not Algorithm.select_ahead:
+        verdicts.append(_ahead(first, run_once(name, ahead=True)))
     return verdicts
+
+
+def _ahead(first: Run, ahead: Run) -> Verdict:
+    if ahead.ahead or ahead.error:
+        return Verdict(AHEAD, False, ahead.ahead or f"the run raised {ahead.error}")
+    for t, (one, chosen) in enumerate(zip(first.chosen, ahead.chosen, strict=False)):
+        if one != chosen:
+            return Verdict(AHEAD, False, f"example {t}: select_ahead chose {chosen}, select() {one} (the same draws "
+                                         "in the same order, and no update that changes what it chooses sooner)")
+    if first.weights is None or ahead.weights is None or not np.array_equal(first.weights, ahead.weights):
+        return Verdict(AHEAD, False, "the same choices ended with other weights: what select() sets for update() "
+                                     "must be kept for each example chosen ahead")
+    return Verdict(AHEAD, True, f"select_ahead of {'/'.join(map(str, AHEAD_LIMITS))} examples chose what select() "
+                                f"did, over {ahead.examples} examples, and the same weights")
 
 
 def stopped(run: Run) -> str:

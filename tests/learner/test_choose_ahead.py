@@ -17,7 +17,10 @@ from budgetlab.contract.base import ParamValue
 from budgetlab.contract.budgets import Budget
 from budgetlab.contract.runs import RunResult
 from learner import runner
+from learner.algorithm_contract import AHEAD as AHEAD_POINT
+from learner.algorithm_contract import POINTS, check
 from learner.algorithms import Algorithm, Observed, Problem, algorithms
+from learner.algorithms.shared.lookahead import Ahead
 from learner.oracle import LocalOracle, PaidStep
 from learner.runner import Learning, Progress, run_algorithm
 
@@ -195,6 +198,71 @@ def test_a_round_refused_for_its_attributes_ends_the_run_where_one_step_a_reques
         ends.append(run_algorithm(f"{__name__}:UnknownAtSeven", oracle("exploration"), seed=3, eval_every=EVERY))
     same(*ends)
     assert ends[1].status == "failed" and ends[1].examples == 7 and "attribute" in ends[1].message
+
+
+class KeepsItsDraws(Algorithm):
+    """Chooses ahead as the contract asks: uniform draws, each kept for its example's update."""
+
+    id, name, paper, algorithm = "keeps-its-draws", "keeps its draws", "none", "none"
+
+    def __init__(self, problem: Problem, seed: int = 0) -> None:
+        super().__init__(problem, seed)
+        self.drawn: list[int] = []
+        self.ahead: Ahead[list[int]] = Ahead()
+        self.w = np.zeros(problem.d)
+
+    def draw(self) -> list[int]:
+        drawn: list[int] = self.rng.choice(self.problem.d, size=self.problem.budget, replace=False).tolist()
+        return drawn
+
+    def select(self) -> Sequence[int]:
+        self.drawn = self.draw()
+        return self.drawn
+
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        return list(self.ahead.keep([self.draw() for _ in range(limit)]))
+
+    def update(self, observed: Observed, y: float) -> None:
+        self.drawn = self.ahead.take(self.drawn)
+        self.w[self.drawn[0]] += y  # the first attribute drawn: an order only the draws know
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.w.copy()
+
+
+class ForgetsItsDraws(KeepsItsDraws):
+    """Chooses the same attributes ahead, but its update reads the last draws made, not its example's."""
+
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        return [self.select() for _ in range(limit)]
+
+
+class DrawsInUpdate(KeepsItsDraws):
+    """Its update draws from the generator its choices draw from: chosen ahead, the draws come in another order."""
+
+    def update(self, observed: Observed, y: float) -> None:
+        super().update(observed, y + self.rng.random())
+
+
+class ChoosesTooMany(KeepsItsDraws):
+    def select_ahead(self, limit: int) -> list[Sequence[int]]:
+        return super().select_ahead(limit + 1)
+
+
+def test_the_contract_check_judges_choosing_ahead_where_it_is_offered() -> None:
+    """``budgetlab algorithms check`` adds a point for an algorithm that offers ``select_ahead``: it passes where the
+    choices and the weights are those of the run one by one, and names what breaks it."""
+    assert [v.point for v in check("aerr")] == list(POINTS)  # not offered: not judged
+    for name in ("exploration", f"{__name__}:KeepsItsDraws"):
+        verdicts = check(name)
+        assert [v.point for v in verdicts] == [*POINTS, AHEAD_POINT] and all(v.passed for v in verdicts), verdicts
+    for broken, reason in [("ForgetsItsDraws", "the same choices ended with other weights"),
+                           ("DrawsInUpdate", "example 2: select_ahead chose"),
+                           ("ChoosesTooMany", "select_ahead(1) at example 0 chose 2 examples")]:
+        verdicts = check(f"{__name__}:{broken}")
+        assert [v.passed for v in verdicts] == [True] * len(POINTS) + [False], verdicts
+        assert verdicts[-1].point == AHEAD_POINT and verdicts[-1].reason.startswith(reason), verdicts[-1]
 
 
 class OnlineAhead(Algorithm):
