@@ -11,7 +11,11 @@ algorithms of that commit too (its ``learner/algorithms`` extracted as ``algorit
 two sides alternating round by round, and says whether every run's final weights are the same bit for bit; the
 preset's saving is the median saving per run times the preset's runs of each id on that design.
 
+``--files`` narrows the baseline to some files: the working tree's ``learner/algorithms`` with those files as they
+were at REV (when the rest of ``learner/algorithms`` at REV no longer fits this tree's runner).
+
     python benchmarks/reference_runs.py --baseline 320a78b             # ridge and lasso, both designs
+    python benchmarks/reference_runs.py --baseline 320a78b --files learner/algorithms/references/ridge.py
     python benchmarks/reference_runs.py --ids ridge --datasets mnist-0v1,mnist-3v5 --seeds 0,1,2
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -68,6 +73,19 @@ def worker(ids: list[str], datasets: list[str], seeds: list[int], tree: str | No
     sys.stdout.write(json.dumps(found) + "\n")
 
 
+def baseline_tree(revision: str, files: list[str], into: Path) -> None:
+    """``learner/algorithms`` of ``revision`` under ``into``, or with ``files``: the working tree's, those files as
+    they were at ``revision``."""
+    if not files:
+        extract(revision, into)
+        return
+    shutil.copytree(ROOT / "learner" / "algorithms", into / "learner" / "algorithms",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in files:
+        (into / name).write_bytes(subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:{name}"], check=True,
+                                                 capture_output=True).stdout)
+
+
 def run_side(args: argparse.Namespace, tree: Path | None) -> dict[str, Any]:
     command = [sys.executable, __file__, "--worker", "--ids", args.ids, "--datasets", args.datasets,
                "--seeds", args.seeds]
@@ -114,6 +132,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="mnist-3v5,fashion-1v9", help="comma-separated datasets")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
     parser.add_argument("--baseline", metavar="REV", help="also run the algorithms of this git revision")
+    parser.add_argument("--files", default="", help="with --baseline: only these files (comma-separated) from REV")
     parser.add_argument("--rounds", type=int, default=2, help="processes per side, alternating (default 2)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
@@ -126,7 +145,7 @@ def main() -> None:
         tree = None
         if args.baseline:
             tree = Path(scratch)
-            extract(args.baseline, tree)
+            baseline_tree(args.baseline, [name for name in args.files.split(",") if name], tree)
         sides: dict[str, list[dict[str, Any]]] = {"after": []} if tree is None else {"before": [], "after": []}
         for round_number in range(args.rounds):
             for side in sides:
