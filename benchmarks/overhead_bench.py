@@ -6,7 +6,9 @@ algorithm, and AERR's time per example beside main at f1662c7, measured in the s
   ``LocalOracle``): its CPU time per example is all the run spends outside an algorithm's own arithmetic (the
   engine's step, the answer objects, the budgets, the runner's bookkeeping and its evaluations at the default
   schedule, 20 a run). Target: at most 10 us. The same without the evaluations but the last one
-  (``..._steps_only``) says how much of it the evaluations are.
+  (``..._steps_only``) says how much of it the evaluations are. The same algorithm choosing ahead
+  (``select_ahead``: ``..._ahead``, this tree only) is paid for ``ROUNDS_PER_REQUEST`` examples a request
+  (``LocalSession.step_rounds``): what a run of an algorithm that chooses ahead spends around it.
 - Where the overhead goes (``parts_...``, here only): the do-nothing step's layers, each timed alone over as many
   examples: the engine's rule (``engine.step_round``, its outcome not applied), the session's part (the attributes made
   ints, the outcome applied: ``LocalSession.step_round`` less the engine's), the oracle's (the algorithm's ``PaidRow``
@@ -101,18 +103,30 @@ class DoNothing(Algorithm):
         return self._weights
 
 
+class DoNothingAhead(DoNothing):
+    """``DoNothing`` choosing ahead: the same first k attributes of every example, any number of examples ahead."""
+
+    id = "do-nothing-ahead"
+
+    def select_ahead(self, limit: int) -> list[Sequence[int]] | None:
+        return [self._selected] * limit
+
+
+DO_NOTHING: dict[str, type[Algorithm]] = {"do-nothing": DoNothing, "do-nothing-ahead": DoNothingAhead}
+
+
 def child(algorithm: str, scenario: Scenario, eval_once: bool) -> dict[str, Any]:
     """``runs`` timed in-process runs after a warm-up: CPU microseconds per example (the median), the weights' hash."""
     import learner.runner
     from budgetlab.contract.budgets import Budget
     from learner.oracle import LocalOracle
 
-    if algorithm == "do-nothing":
+    if algorithm in DO_NOTHING:
         from learner.algorithms import get_algorithm
 
-        # The runner looks the id up in its own namespace: the do-nothing algorithm is there, the others as they were.
+        # The runner looks the id up in its own namespace: the do-nothing algorithms are there, the others as they were.
         setattr(learner.runner, "get_algorithm",  # noqa: B010
-                lambda name: DoNothing if name == "do-nothing" else get_algorithm(name))
+                lambda name: DO_NOTHING.get(name) or get_algorithm(name))
 
     def run(examples: int | None) -> tuple[float, Any]:
         oracle = LocalOracle(scenario.dataset, dataset_params=scenario.params, budget=Budget(per_example=scenario.k),
@@ -195,6 +209,7 @@ def measure(tree: Path, algorithm: str, scenario: Scenario, eval_once: bool) -> 
 
 
 JOBS = (("do-nothing", False), ("do-nothing", True), ("aerr", False))
+HERE_ONLY = (("do-nothing-ahead", False),)  # f1662c7 has no select_ahead: it would step one example a request
 
 
 def rounds(trees: dict[str, Path], sizes: Sizes) -> dict[tuple[str, str, bool, str], list[dict[str, Any]]]:
@@ -205,8 +220,8 @@ def rounds(trees: dict[str, Path], sizes: Sizes) -> dict[tuple[str, str, bool, s
     for r in range(sizes.rounds):
         order = list(trees) if r % 2 == 0 else list(reversed(trees))
         for scenario in sizes.scenarios:
-            for algorithm, eval_once in JOBS:
-                for label in order:
+            for algorithm, eval_once in (*JOBS, *HERE_ONLY):
+                for label in (order if (algorithm, eval_once) in JOBS else ["here"]):
                     answer = measure(trees[label], algorithm, scenario, eval_once)
                     found.setdefault((scenario.name, algorithm, eval_once, label), []).append(answer)
                     progress(f"round {r + 1}/{sizes.rounds} {scenario.name} {algorithm}"
@@ -228,6 +243,9 @@ def report_figures(found: dict[tuple[str, str, bool, str], list[dict[str, Any]]]
         overhead = median(name, "do-nothing", False, "here")
         report.add(f"overhead_{name}_us_per_example", overhead, "us", f"<= {OVERHEAD_TARGET_US:g} us",
                    overhead <= OVERHEAD_TARGET_US)
+        ahead = median(name, "do-nothing-ahead", False, "here")
+        report.add(f"overhead_{name}_ahead_us_per_example", ahead, "us", f"<= {OVERHEAD_TARGET_US:g} us",
+                   ahead <= OVERHEAD_TARGET_US)
         steps_only = median(name, "do-nothing", True, "here")
         report.add(f"overhead_{name}_steps_only_us_per_example", steps_only, "us")
         timed = [a["us"] for a in found[(name, "parts", True, "here")]]  # each layer with those it calls
