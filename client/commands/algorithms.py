@@ -54,7 +54,8 @@ def check_algorithm(
                                                "package.module:Class")],
 ) -> None:
     """Run the algorithm contract on TARGET: it declares its parameters, sees only paid-for values, respects the
-    budget it is given and gives the same weights for the same seed. Exits 1 if a point fails."""
+    budget it is given, gives the same weights for the same seed and, if it chooses ahead (select_ahead), chooses as
+    one example at a time would. Exits 1 if a point fails."""
     from learner.algorithm_contract import DATASET, DATASET_PARAMS, EXAMPLES, check
     from learner.algorithms import ParamError
 
