@@ -232,7 +232,7 @@ def check(name: str) -> list[Verdict]:
         verdicts.append(Verdict(BUDGET, True, f"at most k = {_budget(cls).per_example or 'd'} distinct attributes of "
                                               "each example"))
     verdicts.append(_same_seed(first, second, int(DATASET_PARAMS["d"])))
-    if cls.protocol == "batch" and cls.select_ahead is not Algorithm.select_ahead:
+    if cls.protocol == "batch" and cls.chooses_ahead():
         verdicts.append(_ahead(first, run_once(name, ahead=True)))
     return verdicts
 

@@ -155,8 +155,7 @@ class Learning:
     def chooses_ahead(self) -> bool:
         """The algorithm offers ``select_ahead`` and the run may use it: not online, whose rounds each wait for a
         prediction, and not with ``ROUNDS_PER_REQUEST`` at 1."""
-        offered = type(self.algorithm).select_ahead is not Algorithm.select_ahead
-        return offered and not self.online and ROUNDS_PER_REQUEST > 1
+        return self.algorithm.chooses_ahead() and not self.online and ROUNDS_PER_REQUEST > 1
 
     def steps(self, stop: int, cancel: threading.Event | None) -> bool:
         """Examples until ``stop`` have been seen (False: cancelled first). For each, the algorithm chooses its

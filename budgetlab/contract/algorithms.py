@@ -48,6 +48,9 @@ class AlgorithmInfo(BaseModel):
         description="local: at most k attributes of each example; global: K attributes in all; full: a "
                     "full-information reference", examples=["local"])
     params: list[ParamSpec] = Field(description="the parameters it accepts", examples=[[PARAM_SPEC_EXAMPLE]])
+    chooses_ahead: bool = Field(False, description="it chooses the attributes of the next examples before it sees "
+                                                   "them (select_ahead): a batch run of it pays for many examples a "
+                                                   "request", examples=[False])
     description: str = Field("", description="what it does", examples=["Attribute Efficient Ridge Regression: OGD on "
                                                                        "the L2 ball with uniform and w²-weighted "
                                                                        "attribute draws."])

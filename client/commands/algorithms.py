@@ -18,7 +18,8 @@ algorithms_app = App(help="List the algorithms (budgetlab's and the installed pl
 @algorithms_app.callback()
 def list_algorithms(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List the algorithms with their paper, protocol and parameters: budgetlab's and the installed plugins' (entry
-    points of 'budgetlab.algorithms'), a plugin's with its package and version."""
+    points of 'budgetlab.algorithms'), a plugin's with its package and version. 'batch, ahead': it chooses the
+    attributes of the next examples before it sees them, and a run of it pays for many examples a request."""
     if ctx.invoked_subcommand is not None:
         return
     from rich.table import Table
@@ -37,14 +38,16 @@ def list_algorithms(ctx: typer.Context, as_json: Annotated[bool, typer.Option("-
     table.columns[3].min_width = max(len(p.name) + 1 for i in infos for p in i.params)  # never cut (its comma too)
     # The paper takes what the others leave (rich would crop the table's edge rather than squeeze it); a word
     # longer than that (sklearn.linear_model...) breaks instead of being cut.
-    others = max(len(i.id) for i in infos) + len("protocol") + table.columns[3].min_width + 13  # 13: borders
+    protocols = [f"{i.protocol}, ahead" if i.chooses_ahead else i.protocol for i in infos]
+    protocol_width = max(map(len, ["protocol", *protocols]))
+    others = max(len(i.id) for i in infos) + protocol_width + table.columns[3].min_width + 13  # 13: borders
     table.columns[1].max_width, table.columns[1].overflow = max(16, console.width - others), "fold"
-    for i in infos:
+    for i, protocol in zip(infos, protocols, strict=True):
         cited = re.search(r"\b(?:19|20)\d\d\b", i.paper)
         paper = ("full information" if i.paper.startswith("full-information")
                  else i.paper[: cited.end()] if cited else i.paper)
         plugin = f" [{i.package} {i.version or ''}]".rstrip() if i.package != "budgetlab" else ""
-        table.add_row(i.id, f"{paper}, {i.algorithm}{escape(plugin)}", i.protocol, ", ".join(p.name for p in i.params))
+        table.add_row(i.id, f"{paper}, {i.algorithm}{escape(plugin)}", protocol, ", ".join(p.name for p in i.params))
     console.print(table)
 
 

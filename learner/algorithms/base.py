@@ -361,6 +361,11 @@ class Algorithm(metaclass=AlgorithmType):
         (``Oracle.paid_steps``); an online run predicts between rounds and never asks."""
         return None
 
+    @classmethod
+    def chooses_ahead(cls) -> bool:
+        """Whether it offers ``select_ahead`` (overrides it)."""
+        return cls.select_ahead is not Algorithm.select_ahead
+
     @property
     @abstractmethod
     def weights(self) -> np.ndarray:
@@ -390,6 +395,7 @@ class Algorithm(metaclass=AlgorithmType):
             protocol=cls.protocol,
             budget_kind=cls.budget_kind,
             params=[ParamSpec(name=n, default=d, description=t) for n, (d, t) in cls.params.items()],
+            chooses_ahead=cls.chooses_ahead(),
             description=(cls.__doc__ or "").strip().split("\n\n")[0],
         )
 

@@ -34,7 +34,7 @@ PARAMS: dict[str, dict[str, ParamValue]] = {"exploration": {"batch": 2}, "exploi
 # The algorithms known to choose ahead: a change that loses the offer of one fails here, not just runs slower.
 EXPECTED = {"ridge", "lasso", "ogd-ridge", "eg-lasso", "exploration", "exploitation", "hybrid", "aer-baseline",
             "screening"}
-AHEAD = sorted(name for name, cls in algorithms().items() if cls.select_ahead is not Algorithm.select_ahead)
+AHEAD = sorted(name for name, cls in algorithms().items() if cls.chooses_ahead())
 
 
 def full(name: str) -> bool:
@@ -301,3 +301,24 @@ def test_each_request_names_the_step_it_pays_for_as_a_step_would() -> None:
     in_turn: list[PaidStep] = [one.paid_step(s) for s in selections]
     assert other.paid_steps(selections) == in_turn
     assert (one.spent, one.attributes) == (other.spent, other.attributes) == (6.0, 6)
+
+
+def test_the_listing_says_which_algorithms_choose_ahead() -> None:
+    """``budgetlab algorithms`` (its JSON and its table) and the learner's listing (``info()``) say which algorithms
+    choose ahead: exactly those the runner lets choose ahead."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from client.cli import app
+
+    assert {"ridge", "exploration", "hybrid"} <= set(AHEAD) and not {"aerr", "aelr", "aer"} & set(AHEAD)
+    listed = CliRunner().invoke(app, ["algorithms", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert sorted(a["id"] for a in json.loads(listed.output) if a["chooses_ahead"]) == AHEAD
+    table = CliRunner().invoke(app, ["algorithms"])
+    # Each algorithm's first line of the table: its id in the first cell, its protocol in the third.
+    protocols = {cells[1].strip(): cells[3].strip() for line in table.output.splitlines()
+                 if len(cells := line.split("│")) == 6 and cells[1].strip()}
+    assert {name for name, protocol in protocols.items() if protocol == "batch, ahead"} == set(AHEAD)
+    assert protocols["aerr"] == "batch" and protocols["uniform"] == "online"
