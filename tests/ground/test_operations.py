@@ -42,7 +42,8 @@ PARAMS = {"d": 8, "n_train": 30, "n_test": 10, "s_plus": 2, "s_minus": 2}
 INCIDENTAL = {"id", "session_id", "created_at", "head_hash", "receipt", "hash", "tag"}
 # The SDK arguments each operation is called with here (an operation without arguments needs none).
 ARGUMENTS: dict[str, tuple[Any, ...]] = {
-    "step": ([0, 1],), "steps": ([[2], [], [0, 3]],), "observe": (0, [2, 3]), "observe_batch": ([(0, [4]), (1, [0, 5])],), "label": (1,),
+    "step": ([0, 1],), "steps": ([[2], [], [0, 3]],), "observe": (0, [2, 3]),
+    "observe_batch": ([(0, [4]), (1, [0, 5])],), "label": (1,),
     "predict": (0, 0.5), "evaluate": ([0.1] * PARAMS["d"], 0.2), "ledger": (-1, 5),
 }
 SETTINGS = {"batch-stream": {"budget": {"per_example": 3, "total": 9.0}},
