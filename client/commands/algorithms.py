@@ -39,8 +39,9 @@ def list_algorithms(ctx: typer.Context, as_json: Annotated[bool, typer.Option("-
     # The paper takes what the others leave (rich would crop the table's edge rather than squeeze it); a word
     # longer than that (sklearn.linear_model...) breaks instead of being cut.
     protocols = [f"{i.protocol}, ahead" if i.chooses_ahead else i.protocol for i in infos]
-    protocol_width = max(map(len, ["protocol", *protocols]))
-    others = max(len(i.id) for i in infos) + protocol_width + table.columns[3].min_width + 13  # 13: borders
+    # "batch, ahead" wraps after its comma: a row already takes two lines for its paper.
+    table.columns[2].max_width = len("protocol")
+    others = max(len(i.id) for i in infos) + len("protocol") + table.columns[3].min_width + 13  # 13: borders
     table.columns[1].max_width, table.columns[1].overflow = max(16, console.width - others), "fold"
     for i, protocol in zip(infos, protocols, strict=True):
         cited = re.search(r"\b(?:19|20)\d\d\b", i.paper)

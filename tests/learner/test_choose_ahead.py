@@ -316,9 +316,10 @@ def test_the_listing_says_which_algorithms_choose_ahead() -> None:
     listed = CliRunner().invoke(app, ["algorithms", "--json"])
     assert listed.exit_code == 0, listed.output
     assert sorted(a["id"] for a in json.loads(listed.output) if a["chooses_ahead"]) == AHEAD
-    table = CliRunner().invoke(app, ["algorithms"])
-    # Each algorithm's first line of the table: its id in the first cell, its protocol in the third.
-    protocols = {cells[1].strip(): cells[3].strip() for line in table.output.splitlines()
-                 if len(cells := line.split("│")) == 6 and cells[1].strip()}
+    table = CliRunner().invoke(app, ["algorithms"], env={"COLUMNS": "80"})
+    # Each algorithm's first two lines of the table: its id in the first cell, its protocol in the third.
+    lines = [cells for line in table.output.splitlines() if len(cells := line.split("│")) == 6]
+    protocols = {cells[1].strip(): " ".join(f"{cells[3]} {'' if after[1].strip() else after[3]}".split())
+                 for cells, after in zip(lines, [*lines[1:], ["", "-", "", ""]], strict=True) if cells[1].strip()}
     assert {name for name, protocol in protocols.items() if protocol == "batch, ahead"} == set(AHEAD)
     assert protocols["aerr"] == "batch" and protocols["uniform"] == "online"
