@@ -154,3 +154,17 @@ def test_overhead_bench_json_holds_the_overhead_and_aerr_beside_f1662c7_with_the
         if f"aerr_{scenario}_to_f1662c7" in figures:  # a clone without f1662c7's history has only the figures here
             assert figures[f"aerr_{scenario}_to_f1662c7"]["result"] in ("PASS", "MISS")
             assert figures[f"aerr_{scenario}_same_weights_as_f1662c7"]["result"] == "PASS"
+
+
+@pytest.mark.process
+@pytest.mark.slow
+def test_floors_bench_measures_each_floor_and_the_oracle_beside_them() -> None:
+    figures = json.loads(run("floors.py", "--json"))["figures"]
+    for name in ("sql", "chain", "perform"):  # this process's CPU time: fine-grained
+        assert figures[f"{name}_ms"]["value"] > 0, name
+    for name in ("transport_stream", "transport_http", "oracle_stream", "oracle_http"):  # /proc's ticks of 10 ms
+        assert figures[f"{name}_ms"]["value"] >= 0, name
+    for kind in ("stream", "http"):
+        floor = sum(figures[f"{part}_ms"]["value"] for part in (f"transport_{kind}", "sql", "chain"))
+        assert figures[f"floor_{kind}_ms"]["value"] == pytest.approx(floor)
+        assert figures[f"floor_{kind}_ms"]["result"] in ("PASS", "MISS")
