@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from budgetlab.contract.runs import COMPLETED_RUN_STATUSES
+from budgetlab.datasets import describe
 from budgetlab.errors import LearnerError, LearnerUnavailable, OracleError, OracleUnavailable, Unavailable
 from budgetlab.learner_client import LearnerClient
 from budgetlab.oracle_client import OracleClient
@@ -34,8 +35,10 @@ from client.comparison.grid import (
     Interrupted,
     RunOutcome,
     attach_regret,
+    jobs_for,
     run_comparison,
 )
+from client.comparison.ledger_size import ledger_lines, ledger_size
 from client.comparison.preflight import Algorithms, LocalCatalog, RemoteCatalog, check_config
 from client.comparison.presets import PRESET_DIR, UnknownPreset, load_preset, presets
 from client.comparison.report import write_report
@@ -221,6 +224,7 @@ def execute(options: CompareOptions, plan: Plan, err: Console) -> Executed:
                 run_grid(options, plan, done, err, options.learner, options.oracle, RESTART_GRACE_SECONDS,
                          options.learner_token)
             else:
+                say_ledger_size(plan, err)
                 with managed_services(plan.out, learner_env=cluster_env(options.workers, options.scheduler)) as (
                         oracle_url, learner_url, ledger):
                     done.mode = f"services started by budgetlab compare (ledger {ledger})"
@@ -234,6 +238,16 @@ def execute(options: CompareOptions, plan: Plan, err: Console) -> Executed:
     except TuneError as exc:
         raise UsageError(str(exc)) from None
     return done
+
+
+def say_ledger_size(plan: Plan, err: Console) -> None:
+    """How much the runs will write to the ledger of the services ``compare`` starts (in the output folder), before
+    they start, where it is worth a line, and whether the folder's disk has the room (their datasets are this
+    machine's)."""
+    requests = [job.request for job in jobs_for(plan.config, plan.designs, "local")]
+    for line in ledger_lines(ledger_size(requests, describe), plan.out, plan.config.tune is not None):
+        err.print(escape(line), style="yellow" if line.startswith("warning") else None, soft_wrap=True,
+                  highlight=False)
 
 
 def run_grid(options: CompareOptions, plan: Plan, done: Executed, err: Console, learner_url: str | None = None,
