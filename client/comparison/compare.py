@@ -38,7 +38,7 @@ from client.comparison.grid import (
     jobs_for,
     run_comparison,
 )
-from client.comparison.ledger_size import ledger_lines, ledger_size
+from client.comparison.ledger_size import ledger_lines, ledger_size, size_text
 from client.comparison.preflight import Algorithms, LocalCatalog, RemoteCatalog, check_config
 from client.comparison.presets import PRESET_DIR, UnknownPreset, load_preset, presets
 from client.comparison.report import write_report
@@ -136,8 +136,10 @@ def show_presets(console: Console) -> None:
         # Preset texts name config sections ("[tune]"): printed as text, not as rich markup.
         time_text = escape(cfg.expected_time or "run time not stated")
         measured = cfg.measured.text() if cfg.measured else "full run not timed yet (benchmarks/preset_times.py)"
+        ledger = ledger_size([job.request for job in jobs_for(cfg, resolve_designs(cfg), "local")], describe)
         console.print(f"[bold]{name}[/]  ({time_text}; --quick under a minute)\n    {escape(cfg.title)}\n"
-                      f"    {escape(measured)}", soft_wrap=True)
+                      f"    {escape(measured)}\n    through the services, {size_text(ledger)} (--local: none)",
+                      soft_wrap=True)
 
 
 def check(options: CompareOptions) -> None:

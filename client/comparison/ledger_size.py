@@ -68,7 +68,7 @@ def ledger_size(requests: Sequence[RunCreate], describe: Describe) -> LedgerSize
 
 
 def size_text(size: LedgerSize) -> str:
-    return (f"at most {size.values:,} paid values in {size.steps:,} steps of {size.runs} runs: a ledger of about "
+    return (f"at most {size.values:,} paid values in {size.steps:,} steps of {size.runs:,} runs: a ledger of about "
             f"{gigabytes(size.bytes)}")
 
 
