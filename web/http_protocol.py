@@ -11,12 +11,16 @@
 - An answer's head goes out with its body in one write (``one_write``): uvicorn writes each ASGI message as it comes,
   so a small answer left as two TCP segments, two send calls and two wake-ups of the client (about 8 us of the
   oracle's CPU, of some 600 a small step over HTTP).
+- No access line is made that the access logger would drop: uvicorn works out its arguments (the client's address,
+  the path quoted again) before the logger looks at its level, 6.7 us a request under the services' ``warning``
+  level. A connection opened while the logger takes INFO logs its requests as uvicorn does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from typing import Any
 
@@ -48,6 +52,8 @@ class JsonHttpProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self.header_timeout, self.body_timeout = read_timeouts()
         self._deadline: asyncio.TimerHandle | None = None
+        # Each request's cycle takes the protocol's choice (uvicorn's RequestResponseCycle logs if it is set).
+        self.access_log = self.access_log and self.access_logger.isEnabledFor(logging.INFO)
 
     def _arm(self, seconds: float, expired: Any) -> None:
         self._disarm()

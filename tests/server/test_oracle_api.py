@@ -8,6 +8,7 @@ import sqlite3
 import httpx
 import numpy as np
 import pytest
+from fastapi import FastAPI
 
 from budgetlab.contract.calls import ObserveBatchResponse
 from budgetlab.datasets import load_dataset
@@ -15,6 +16,7 @@ from budgetlab.datasets.base import stream_order
 from budgetlab.errors import BudgetExhausted, OracleError
 from budgetlab.evaluation import evaluate_weights
 from budgetlab.oracle_client import OracleClient
+from server.app import TELEMETRY_LOOK_SECONDS, TelemetryLook, telemetry_looked_up
 from server.batch_preparation import batch_json
 from server.routers.sessions import serialized
 from tests.helpers import ADMIN
@@ -349,3 +351,24 @@ def test_a_batch_answer_serialised_an_item_at_a_time_is_the_same_json(receipt: d
                                                                  "example_attributes": 3},
         "receipt": receipt})
     assert batch_json(answer) == serialized(answer).body
+
+
+def test_fastapis_telemetry_check_is_answered_from_a_look_at_most_a_second_old() -> None:
+    clock = [100.0]
+    looks: list[bool] = []
+
+    def enabled() -> bool:  # FastAPI's own check: a provider configured at the third look
+        looks.append(len(looks) >= 2)
+        return looks[-1]
+
+    check = TelemetryLook(enabled, lambda: clock[0])
+    assert [check(), check()] == [False, False] and len(looks) == 1  # asked again only a second later
+    clock[0] += TELEMETRY_LOOK_SECONDS
+    assert not check() and len(looks) == 2
+    clock[0] += TELEMETRY_LOOK_SECONDS
+    assert check() and len(looks) == 3
+    clock[0] += 3600
+    assert check() and len(looks) == 3  # a provider, once set, stays: never asked again
+    app = FastAPI()
+    telemetry_looked_up(app)
+    assert isinstance(app._native_telemetry.enabled, TelemetryLook)  # the check FastAPI calls at every request

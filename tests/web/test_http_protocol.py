@@ -1,7 +1,7 @@
 """web.http_protocol: uvicorn's httptools protocol as both services run it. A request it cannot parse is refused in
 JSON like every other refusal, headers that do not arrive in time get a 408 and the connection closes, and a body
 that does not arrive in time closes the connection before the app does anything with it. An answer's head and body go
-out in one write."""
+out in one write, and no access line is made that the logger would drop."""
 
 from __future__ import annotations
 
@@ -15,13 +15,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import uvicorn
 from fastapi import FastAPI, Request
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+from uvicorn.server import ServerState
 
 from budgetlab.contract.service import Health
 from tests.servers import serve_in_thread
-from web.http_protocol import BODY_TIMEOUT_ENV, HEADER_TIMEOUT_ENV, one_write
+from web.http_protocol import BODY_TIMEOUT_ENV, HEADER_TIMEOUT_ENV, JsonHttpProtocol, one_write
 
 TIMEOUT = 0.5
 
@@ -137,3 +139,18 @@ def test_an_answer_is_one_write_and_a_streamed_one_sends_its_later_parts_as_they
     assert whole.closed_after == (None if keep_alive else 1)  # closed after the answer went out, never before
     parts = asyncio.run(answer((b"1234", True), (b"56789", False)))
     assert len(parts.writes) == 2 and parts.writes[0].endswith(b"\r\n\r\n1234") and parts.writes[1] == b"56789"
+
+
+def test_an_access_line_is_made_only_where_the_access_logger_takes_it() -> None:
+    config = uvicorn.Config(FastAPI(), http=JsonHttpProtocol, log_level="warning")
+    config.load()
+    access = logging.getLogger("uvicorn.access")
+    level = access.level
+    loop = asyncio.new_event_loop()
+    try:
+        assert access.hasHandlers() and not JsonHttpProtocol(config, ServerState(), {}, loop).access_log  # none made
+        access.setLevel(logging.INFO)
+        assert JsonHttpProtocol(config, ServerState(), {}, loop).access_log  # uvicorn's, as the operator asks
+    finally:
+        access.setLevel(level)
+        loop.close()
