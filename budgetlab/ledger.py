@@ -116,7 +116,11 @@ _HASHED, _PACKED = _Formats("<{n}q{n}d"), _Formats("<{n}i{n}d{n}i")
 def value_tag(seq: int, example: int, attribute: int, value: float) -> int:
     """A value row's 32-bit tag (a splitmix64 finaliser over its fields), as a signed int32; ``value_tags`` is the
     same for arrays of rows."""
-    bits: int = struct.unpack("<Q", struct.pack("<d", value))[0]
+    return _mixed(seq, example, attribute, struct.unpack("<Q", struct.pack("<d", value))[0])
+
+
+def _mixed(seq: int, example: int, attribute: int, bits: int) -> int:
+    """``value_tag`` of a value whose IEEE bits are ``bits``."""
     h = ((seq * M1) ^ (example * M2) ^ (attribute * M3) ^ bits) & _U64
     h ^= h >> 30
     h = (h * M2) & _U64
@@ -196,8 +200,9 @@ class Chain:
             a64 = memoryview(struct.pack(f"<{n}q", *event.attributes))
             v64 = struct.pack(f"<{n}d", *event.values)
             a32 = struct.pack(f"<{n}i", *event.attributes)
-            t32 = struct.pack(f"<{n}i", *(value_tag(first + i, e, a, v) for i, (e, a, v) in
-                                          enumerate(zip(event.examples, event.attributes, event.values, strict=True))))
+            # The values' bits read back from their packed bytes at once (the packs above check the lengths).
+            bits = struct.unpack(f"<{n}Q", v64)
+            t32 = struct.pack(f"<{n}i", *map(_mixed, range(first, first + n), event.examples, event.attributes, bits))
             ex = event.examples
             starts = [0, *(i for i in range(1, n) if ex[i] != ex[i - 1]), n]
         else:
