@@ -61,6 +61,8 @@ class AERR(AttributeEfficient):
     paper = PAPER
     algorithm = "Algorithm 1"
     geometry = L2_BALL
+    # Its x̃ reads the values in select()'s order (``SampledGradient.estimates``): the step's dict is never needed
+    takes_paid_row = True
 
     def __init__(self, problem: Problem, seed: int = 0, *, B: float | None = None,
                  eta: float | Literal["adaptive"] | None = None) -> None:

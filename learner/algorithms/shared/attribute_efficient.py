@@ -18,8 +18,8 @@ from typing import ClassVar, Literal, Protocol
 
 import numpy as np
 
-from learner.algorithms.base import Algorithm, Observed, ParamError, around
-from learner.algorithms.shared.estimators import squared_loss_gradient, squared_loss_phi, sum_draws
+from learner.algorithms.base import Algorithm, Observed, PaidRow, ParamError, around
+from learner.algorithms.shared.estimators import distinct_draws, mean_products, squared_loss_gradient, sum_draws
 from learner.algorithms.shared.geometry import Geometry
 from learner.algorithms.shared.iterates import ScaledIterate
 from learner.algorithms.shared.prices import COST_BLIND, Prices
@@ -91,17 +91,35 @@ BLOCK = 64
 
 class DrawBlock:
     """The data-point draws of a block of examples, made at once from one batch of uniforms per example (row): each
-    row's draws (``drawn``, an index array, and ``listed``, lists of ints), their weights 1/q_i (``inverse``), and each
-    row's uniforms for the inner-product draws (``inner``)."""
+    row's distinct attributes in the order of their first draw (``distinct``, the rows' one after the other, an index
+    array, and ``listed``, ints; row t's from ``bounds[t]`` to ``bounds[t + 1]``), each draw's index among its row's
+    (``slots``) and its weight 1/q_i (``inverse``), and each row's uniforms for the inner-product draws (``inner``)."""
 
     def __init__(self, sampler: DataPointSampler, uniforms: np.ndarray, x_draws: int) -> None:
         rows = uniforms.shape[0]
         drawn, inverse = sampler.draw_many(uniforms[:, :x_draws].ravel())
-        self.drawn, self.inverse = drawn.reshape(rows, x_draws), inverse.reshape(rows, x_draws)
-        self.listed: list[list[int]] = self.drawn.tolist()
+        self.inverse = inverse.reshape(rows, x_draws)
+        self.distinct, ends, self.slots = distinct_draws(drawn.reshape(rows, x_draws), sampler.d)
+        self.listed: list[int] = self.distinct.tolist()
+        self.bounds: list[int] = [0, *ends.tolist()]
         self.inner: list[list[float]] = uniforms[:, x_draws:].tolist()
         self.rows = rows
         self.next = 0
+
+
+def with_draws(listed: list[int], draws: list[int]) -> tuple[list[int], list[int]]:
+    """``listed`` (distinct attributes) then those of ``draws`` not in it yet, in order (what ``dict.fromkeys(listed +
+    draws)`` lists), and each draw's index in that list."""
+    if not draws:
+        return listed, []
+    if len(draws) == 1:  # H&K's one inner-product draw: a scan of the list costs less than a dict
+        j = draws[0]
+        if j in listed:
+            return listed, [listed.index(j)]
+        return [*listed, j], [len(listed)]
+    index = dict(zip(listed, range(len(listed)), strict=True))
+    slots = [index.setdefault(j, len(index)) for j in draws]
+    return (listed if len(index) == len(listed) else list(index)), slots
 
 
 class SampledGradient:
@@ -132,6 +150,9 @@ class SampledGradient:
         self._drawn_rows = 0
         self._block: DrawBlock | None = None
         self._distinct = np.empty(0, dtype=np.intp)  # the block's row's distinct draws, in the order first drawn
+        self._slots = np.empty(0, dtype=np.intp)  # and each draw's index among them (``DrawBlock``)
+        self._selected: list[int] = []  # what select() chose
+        self._inner_slots: list[int] = []  # each inner-product draw's index in it
         self._x: list[int] = []
         self._inv_q: list[float] = []
         self._inner: list[int] = []
@@ -151,10 +172,11 @@ class SampledGradient:
         self._inner, self._ratios = [], []
         if not self.iterate.is_zero:
             self._inner, self._ratios = self.iterate.sample_many(block.inner[t])
-        chosen = dict.fromkeys(block.listed[t])
-        self._distinct = np.fromiter(chosen, dtype=np.intp, count=len(chosen))
-        chosen.update(dict.fromkeys(self._inner))  # what dict.fromkeys(x + inner) orders: x's first
-        return list(chosen)
+        start, end = block.bounds[t], block.bounds[t + 1]
+        self._distinct, self._slots = block.distinct[start:end], block.slots[t]
+        # x's attributes first, then the inner product's new ones: what dict.fromkeys(x + inner) orders
+        self._selected, self._inner_slots = with_draws(block.listed[start:end], self._inner)
+        return self._selected
 
     def _select_one_by_one(self, uniforms: list[float]) -> list[int]:
         """``select`` for a few draws, one at a time (the same draws: ``draw_many`` and ``sample_many`` are ``draw`` and
@@ -178,11 +200,17 @@ class SampledGradient:
         arrays, x̃'s attributes in the order of their first draw)."""
         block = self._block
         if block is None:
+            if isinstance(observed, PaidRow):  # read by key: as the dict a step's values would otherwise come in
+                observed = dict(zip(observed.attributes, observed.attribute_values, strict=True))
             return squared_loss_gradient(self._x, self._inv_q, self._inner, self._ratios, observed, y)
-        t = block.next - 1
-        values = np.fromiter(map(observed.__getitem__, block.listed[t]), dtype=np.float64, count=self.x_draws)
-        x_tilde = sum_draws(values, block.inverse[t], block.drawn[t], self._distinct)
-        return self._distinct, x_tilde, squared_loss_phi(self._inner, self._ratios, observed, y) * x_tilde
+        if isinstance(observed, PaidRow) and observed.attributes == self._selected:
+            values = observed.attribute_values  # in select()'s order: no dict made, no lookup
+        else:
+            values = list(map(observed.__getitem__, self._selected))
+        slots = self._slots
+        x_tilde = sum_draws(np.array(values, dtype=np.float64).take(slots), block.inverse[block.next - 1], slots)
+        phi = mean_products(self._ratios, [values[s] for s in self._inner_slots]) - y
+        return self._distinct, x_tilde, phi * x_tilde
 
     def gradient(self, observed: Observed, y: float) -> dict[int, float]:
         """g̃ as {attribute: value}."""

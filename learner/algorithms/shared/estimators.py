@@ -37,16 +37,45 @@ def estimate_x(draws: Sequence[int], inv_q: Sequence[float], observed: Observed)
             np.fromiter(x_tilde.values(), dtype=np.float64, count=len(x_tilde)))
 
 
-def sum_draws(values: np.ndarray, inverse: np.ndarray, drawn: np.ndarray, distinct: np.ndarray) -> np.ndarray:
-    """x̃ = (1/k) Σ_r x[i_r]/q[i_r] e_{i_r} at its ``distinct`` attributes, from each draw's value and weight 1/q_i
-    (``values``, overwritten with the terms, and ``inverse``) and attribute (``drawn``, an index array): the floats
-    ``estimate_x``'s loop gives, x̃[i] = x̃.get(i, 0) + x[i]·(1/q_i)/k, since ``np.bincount`` adds a repeated
-    attribute's terms in the order drawn, from 0.0, where a vectorised sum would reorder them."""
+def distinct_draws(drawn: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's distinct attributes (of 0..d-1) in the order of their first draw, for all the rows of ``drawn`` (an
+    example's draws a row) at once: (``distinct``: the rows' one after the other, what ``dict.fromkeys`` of each row
+    lists; ``ends``: where each row's end in it; ``slots``: each draw's index among its row's distinct attributes,
+    what ``list.index`` in that list finds). A stable sort of the (row, attribute) keys puts each one's draws
+    together, its first draw first."""
+    rows, k = drawn.shape
+    n = rows * k
+    keys = (drawn + np.arange(0, rows * d, d)[:, None]).ravel()
+    if rows * d <= 1 << 16:
+        keys = keys.astype(np.uint16)  # sorted by radix: a few times faster
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.empty(n, dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    positions = np.arange(n)
+    run = np.where(starts, positions, 0)  # in sorted order, where each draw's key's run starts
+    np.maximum.accumulate(run, out=run)
+    first = np.empty(n, dtype=np.intp)  # in draw order, where each draw's key was first drawn
+    first[order] = order[run]
+    is_first = first == positions
+    rank = np.cumsum(is_first) - 1
+    ends = rank[k - 1 :: k] + 1
+    starts_of_rows = ends - np.count_nonzero(is_first.reshape(rows, k), axis=1)
+    slots = rank[first].reshape(rows, k) - starts_of_rows[:, None]
+    return drawn.ravel()[is_first], ends, slots
+
+
+def sum_draws(values: np.ndarray, inverse: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """x̃ = (1/k) Σ_r x[i_r]/q[i_r] e_{i_r} at its distinct attributes (in the order of their first draw), from each
+    draw's value and weight 1/q_i (``values``, overwritten with the terms, and ``inverse``) and its attribute's index
+    among the distinct ones (``slots``, ``distinct_draws``): the floats ``estimate_x``'s loop gives, x̃[i] = x̃.get(i, 0)
+    + x[i]·(1/q_i)/k, since ``np.bincount`` adds a repeated attribute's terms in the order drawn, from 0.0, where a
+    vectorised sum would reorder them."""
     terms = np.multiply(values, inverse, out=values)
     terms /= len(values)
-    sums: np.ndarray = np.bincount(drawn, weights=terms)
-    at_distinct: np.ndarray = sums[distinct]
-    return at_distinct
+    sums: np.ndarray = np.bincount(slots, weights=terms)
+    return sums
 
 
 def estimate_inner(draws: Sequence[int], ratios: Sequence[float], observed: Observed) -> float:
@@ -54,6 +83,13 @@ def estimate_inner(draws: Sequence[int], ratios: Sequence[float], observed: Obse
     if not draws:
         return 0.0
     return sum([r * observed[j] for j, r in zip(draws, ratios, strict=True)]) / len(draws)
+
+
+def mean_products(ratios: Sequence[float], values: Sequence[float]) -> float:
+    """``estimate_inner`` from the draws' weights and values (the same floats): the mean of w[j_s]/p[j_s] · x[j_s]."""
+    if not ratios:
+        return 0.0
+    return sum([r * v for r, v in zip(ratios, values, strict=True)]) / len(ratios)
 
 
 def squared_loss_gradient(

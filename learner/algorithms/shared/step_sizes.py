@@ -65,6 +65,16 @@ LMS_FACTOR = 0.5
 WARMUP = 10
 
 
+def sum_of_squares(values: np.ndarray) -> float:
+    """Σ v², left to right from 0, as the loop over a dict's values it replaces: Python's sum of the squares (3.11's,
+    without compensation), or NumPy's running sum's last (its sum pairs, and a square is never -0.0, so 0 + v² is
+    v²)."""
+    if not values.size:
+        return 0.0
+    last: float = np.add.accumulate(values * values).item(-1)
+    return last
+
+
 class FixedStep:
     """A constant η."""
 
@@ -97,11 +107,10 @@ class LeastSquaresStep:
 
     def next(self, x_tilde: np.ndarray, gradient: np.ndarray, y: float = 0.0) -> float:
         self.count += 1
-        # Python's sum of the squares: left to right, as the loop over a dict's values it replaces (NumPy's sum pairs)
-        self._sum += sum((x_tilde * x_tilde).tolist())
+        self._sum += sum_of_squares(x_tilde)
         r2 = self._sum / self.count
         if self.noise_aware:
-            self._gradients += sum((gradient * gradient).tolist())
+            self._gradients += sum_of_squares(gradient)
             self._labels += y * y
             if self._labels > 0:
                 r2 = max(r2, self._gradients / self._labels)

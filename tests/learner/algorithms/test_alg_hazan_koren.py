@@ -14,7 +14,7 @@ import pytest
 from budgetlab.contract.budgets import Budget
 from budgetlab.datasets.base import Dataset
 from learner.algorithms import algorithms, get_algorithm
-from learner.algorithms.base import ParamError, Problem
+from learner.algorithms.base import PaidRow, ParamError, Problem
 from learner.algorithms.hazan_koren_2012.aesvr import GenEstGradient
 from learner.algorithms.shared import iterates
 from learner.algorithms.shared.attribute_efficient import DataPointSampler, SampledGradient
@@ -231,6 +231,26 @@ def test_select_stays_within_the_budget_and_update_needs_only_what_was_selected(
         algorithm.update({i: float(x[i]) for i in selected}, float(x[:2].sum()))
     assert np.all(np.isfinite(algorithm.weights)) and np.any(algorithm.weights != 0)
     assert max(sizes) >= min(budget, 2)  # the budget is used, not just respected
+
+
+@pytest.mark.parametrize(("d", "budget"), [(12, 5), (100, 57)])  # x̃'s draws one at a time, and a block's at once
+def test_aerr_learns_from_a_paid_row_what_it_learns_from_a_dict(d, budget) -> None:
+    # AERR takes its values as a PaidRow (read in select()'s order, no dict made): the same weights, bit for bit,
+    # as from the dict of the same values, and as from a PaidRow in another order (read by key).
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((200, d)) * (rng.random((200, d)) < 0.7)  # zeros: coordinates a step does not move
+    runs = [get_algorithm("aerr")(Problem(d=d, k=budget, n_examples=200), seed=3) for _ in range(3)]
+    assert runs[0].takes_paid_row
+    for x in X:
+        selected = [list(algorithm.select()) for algorithm in runs]
+        assert selected[0] == selected[1] == selected[2]
+        values = [float(x[i]) for i in selected[0]]
+        y = float(x[:2].sum())
+        runs[0].update(PaidRow(selected[0], values), y)
+        runs[1].update(dict(zip(selected[0], values, strict=True)), y)
+        runs[2].update(PaidRow(selected[0][::-1], values[::-1]), y)
+    assert runs[0].weights.tobytes() == runs[1].weights.tobytes() == runs[2].weights.tobytes()
+    assert np.any(runs[0].weights != 0)
 
 
 @pytest.mark.parametrize("params", [{"delta": 1.5}, {"delta": -0.1}, {"epsilon": 0}, {"x_draws": 5}, {"x_draws": 0},

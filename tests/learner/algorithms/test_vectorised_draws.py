@@ -1,16 +1,18 @@
 """The algorithms' vectorised steps give what their one-at-a-time forms give, bit for bit (#36 item 1): the data-point
 draws of a whole example at once (``DataPointSampler.draw_many``) against ``draw`` of each uniform, the inner-product
 draws (``ScaledIterate.sample_many``) against ``sample``, with and without the per-attribute weights c of K&S §5, and x̃
-summed with NumPy (``sum_draws``) against the loop over the draws (``estimate_x``)."""
+summed with NumPy (``sum_draws``, over each example's distinct draws listed at once by ``distinct_draws``) against the
+loop over the draws (``estimate_x``), and the step sizes' sums of squares against Python's left-to-right loop."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from learner.algorithms.shared.attribute_efficient import DataPointSampler
-from learner.algorithms.shared.estimators import estimate_x, sum_draws
+from learner.algorithms.shared.attribute_efficient import DataPointSampler, with_draws
+from learner.algorithms.shared.estimators import distinct_draws, estimate_x, sum_draws
 from learner.algorithms.shared.iterates import LassoIterate, RidgeIterate
+from learner.algorithms.shared.step_sizes import sum_of_squares
 
 
 @pytest.mark.parametrize("q", [None, "powers", "zeros"])
@@ -54,6 +56,39 @@ def test_sum_draws_sums_what_the_loop_over_the_draws_sums() -> None:
         inverse = (1.0 / q)[drawn]
         observed = {i: float(x[i]) for i in drawn.tolist()}
         at, looped = estimate_x(drawn.tolist(), inverse.tolist(), observed)
-        summed = sum_draws(np.array([observed[i] for i in drawn.tolist()]), inverse, drawn, at)
-        assert at.tolist() == list(dict.fromkeys(drawn.tolist()))
+        distinct, _, slots = distinct_draws(drawn[None, :], d)
+        summed = sum_draws(np.array([observed[i] for i in drawn.tolist()]), inverse, slots[0])
+        assert distinct.tolist() == at.tolist() == list(dict.fromkeys(drawn.tolist()))
         assert [v.hex() for v in summed.tolist()] == [v.hex() for v in looped.tolist()]
+
+
+@pytest.mark.parametrize(("d", "k"), [(784, 56), (12, 56), (3, 20), (100_000, 30), (5, 1)])
+def test_distinct_draws_lists_what_dict_fromkeys_lists(d: int, k: int) -> None:
+    # A block of examples' draws at once (a key per row and attribute: beyond 2^16 keys, not sorted as uint16)
+    drawn = np.random.default_rng(d).integers(0, d, (64, k))
+    distinct, ends, slots = distinct_draws(drawn, d)
+    start = 0
+    for row, end, row_slots in zip(drawn.tolist(), ends.tolist(), slots.tolist(), strict=True):
+        listed = list(dict.fromkeys(row))
+        assert distinct[start:end].tolist() == listed
+        assert row_slots == [listed.index(i) for i in row]
+        start = end
+    assert start == len(distinct)
+
+
+@pytest.mark.parametrize("draws", [[], [7], [3], [7, 9, 7, 3, 11]])
+def test_with_draws_lists_what_dict_fromkeys_lists(draws: list[int]) -> None:
+    listed = [5, 3, 8]
+    selected, slots = with_draws(listed, draws)
+    assert selected == list(dict.fromkeys(listed + draws))
+    assert [selected[s] for s in slots] == draws
+
+
+def test_sum_of_squares_sums_left_to_right() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        values = rng.standard_normal(int(rng.integers(0, 60))) * 10.0 ** rng.uniform(-150, 150)
+        looped = 0.0
+        for v in values.tolist():
+            looped += v * v
+        assert sum_of_squares(values).hex() == looped.hex()
