@@ -74,15 +74,17 @@ class ScaledIterate:
     def sample(self, uniform: float) -> tuple[int, float]:
         """A draw j ~ p (p_j ∝ |w_j|^power c_j) and its weight w_j / p_j."""
         j = self.tree.sample(uniform)
-        y_j = float(self.y[j])
+        y_j: float = self.y.item(j)
         c_j = 1.0 if self._c_list is None else self._c_list[j]
         return j, self.scale * self.tree.total * y_j / (abs(y_j) ** self.power * c_j)
 
     def sample_many(self, uniforms: list[float]) -> tuple[list[int], list[float]]:
         """``sample`` of each of ``uniforms``: the draws and their weights (the same floats, in the same order)."""
         if len(uniforms) < 2:  # one draw (AERR's): NumPy's indexing would cost more than it saves
-            sampled = [self.sample(u) for u in uniforms]
-            return [j for j, _ in sampled], [ratio for _, ratio in sampled]
+            if not uniforms:
+                return [], []
+            j, ratio = self.sample(uniforms[0])
+            return [j], [ratio]
         tree = self.tree
         total = tree.total
         drawn = [tree.find(u * total) for u in uniforms]
@@ -129,9 +131,10 @@ class ScaledIterate:
     @staticmethod
     def moving(at: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The coordinates a step moves (a non-zero gradient) and their gradient, in the order given."""
-        if np.count_nonzero(gradient) == gradient.size:  # not gradient.all(): a tenth of its cost
+        # Their indices, not a mask (indexing by a mask, and gradient.all(), cost a few times more: 0.9 us against 2.5)
+        nonzero = gradient.nonzero()[0]
+        if len(nonzero) == len(gradient):
             return at, gradient
-        nonzero = gradient != 0.0
         return at[nonzero], gradient[nonzero]
 
 

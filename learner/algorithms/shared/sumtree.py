@@ -37,10 +37,11 @@ class SumTree:
         # One node at a time, as Python floats (a buffer of doubles: typeshed's memoryview says int).
         self._t = cast("memoryview[float]", self._a.data)
         self._leaves = self._a[size : size + n]
-        # Each level's nodes and their left and right children, as views, from the leaves' parents up to the root.
+        # Each level's nodes and their left and right children, as views, from the leaves' parents up to the level of
+        # 8 nodes: the 7 nodes above are recomputed one by one (``_recompute``), except in a tree of fewer leaves.
         self._levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         lo = size // 2
-        while lo >= 1:
+        while lo >= (8 if size >= 16 else 1):
             self._levels.append((self._a[lo : 2 * lo], self._a[2 * lo : 4 * lo : 2], self._a[2 * lo + 1 : 4 * lo : 2]))
             lo //= 2
         self._rebuild_from = _rebuild_threshold(size)
@@ -52,10 +53,20 @@ class SumTree:
         self._recompute()
 
     def _recompute(self) -> None:
-        """Every node from its children, level by level from the bottom: one addition a level."""
+        """Every node from its children, level by level from the bottom: one addition a level (the top 7 nodes, one
+        at a time)."""
         add = np.add
         for nodes, left, right in self._levels:
             add(left, right, out=nodes)
+        if self.size >= 16:  # the top 7 nodes one at a time: 0.7 us less than three levels' calls of NumPy
+            t = self._t
+            t[7] = t[14] + t[15]
+            t[6] = t[12] + t[13]
+            t[5] = t[10] + t[11]
+            t[4] = t[8] + t[9]
+            t[3] = t[6] + t[7]
+            t[2] = t[4] + t[5]
+            t[1] = t[2] + t[3]
 
     def nodes(self) -> list[float]:
         """Every node, root first (index 0 unused): what two trees over the same leaves must share, bit for bit."""
