@@ -209,7 +209,7 @@ class SampledGradient:
             values = list(map(observed.__getitem__, self._selected))
         slots = self._slots
         x_tilde = sum_draws(np.array(values, dtype=np.float64).take(slots), block.inverse[block.next - 1], slots)
-        phi = mean_products(self._ratios, [values[s] for s in self._inner_slots]) - y
+        phi = mean_products(self._ratios, values, self._inner_slots) - y
         return self._distinct, x_tilde, phi * x_tilde
 
     def gradient(self, observed: Observed, y: float) -> dict[int, float]:

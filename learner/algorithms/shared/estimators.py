@@ -85,11 +85,12 @@ def estimate_inner(draws: Sequence[int], ratios: Sequence[float], observed: Obse
     return sum([r * observed[j] for j, r in zip(draws, ratios, strict=True)]) / len(draws)
 
 
-def mean_products(ratios: Sequence[float], values: Sequence[float]) -> float:
-    """``estimate_inner`` from the draws' weights and values (the same floats): the mean of w[j_s]/p[j_s] · x[j_s]."""
+def mean_products(ratios: Sequence[float], values: Sequence[float], slots: Sequence[int]) -> float:
+    """``estimate_inner`` from the draws' weights and where their values are in ``values`` (the same floats): the mean
+    of w[j_s]/p[j_s] · x[j_s]."""
     if not ratios:
         return 0.0
-    return sum([r * v for r, v in zip(ratios, values, strict=True)]) / len(ratios)
+    return sum([r * values[s] for r, s in zip(ratios, slots, strict=True)]) / len(ratios)
 
 
 def squared_loss_gradient(

@@ -73,10 +73,12 @@ class ScaledIterate:
 
     def sample(self, uniform: float) -> tuple[int, float]:
         """A draw j ~ p (p_j ∝ |w_j|^power c_j) and its weight w_j / p_j."""
-        j = self.tree.sample(uniform)
+        tree = self.tree
+        total = tree.total
+        j = tree.find(uniform * total)  # tree.sample(uniform), its total read once
         y_j: float = self.y.item(j)
         c_j = 1.0 if self._c_list is None else self._c_list[j]
-        return j, self.scale * self.tree.total * y_j / (abs(y_j) ** self.power * c_j)
+        return j, self.scale * total * y_j / (abs(y_j) ** self.power * c_j)
 
     def sample_many(self, uniforms: list[float]) -> tuple[list[int], list[float]]:
         """``sample`` of each of ``uniforms``: the draws and their weights (the same floats, in the same order)."""
