@@ -112,11 +112,12 @@ class Recorded(asyncio.Transport):
         return self.closed_after is not None
 
 
-def cycle_on(transport: Recorded, *, keep_alive: bool = True) -> RequestResponseCycle:
-    scope: Any = {"type": "http", "method": "POST", "path": "/", "http_version": "1.1"}
+def cycle_on(transport: Recorded, *, keep_alive: bool = True, method: str = "POST",
+             expect_100: bool = False) -> RequestResponseCycle:
+    scope: Any = {"type": "http", "method": method, "path": "/", "http_version": "1.1"}
     log = logging.getLogger("test")
-    return RequestResponseCycle(scope, transport, FlowControl(transport), log, log, False, [], asyncio.Event(), False,
-                                keep_alive, lambda: None)
+    return RequestResponseCycle(scope, transport, FlowControl(transport), log, log, False, [], asyncio.Event(),
+                                expect_100, keep_alive, lambda: None)
 
 
 @pytest.mark.parametrize("keep_alive", [True, False])
@@ -139,6 +140,25 @@ def test_an_answer_is_one_write_and_a_streamed_one_sends_its_later_parts_as_they
     assert whole.closed_after == (None if keep_alive else 1)  # closed after the answer went out, never before
     parts = asyncio.run(answer((b"1234", True), (b"56789", False)))
     assert len(parts.writes) == 2 and parts.writes[0].endswith(b"\r\n\r\n1234") and parts.writes[1] == b"56789"
+
+
+def test_a_100_continue_goes_out_at_once_and_a_head_answer_without_a_body_still_sends_its_head() -> None:
+    async def answer(method: str) -> Recorded:
+        transport = Recorded()
+        cycle = cycle_on(transport, method=method, expect_100=True)
+        one_write(cycle)
+        cycle.more_body = False
+        cycle.message_event.set()
+        await cycle.receive()
+        assert transport.writes == [b"HTTP/1.1 100 Continue\r\n\r\n"]  # before any answer: not held
+        await cycle.send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await cycle.send({"type": "http.response.body", "body": b"{}" if method == "POST" else b""})
+        return transport
+
+    post, head = asyncio.run(answer("POST")), asyncio.run(answer("HEAD"))
+    assert len(post.writes) == 2 and post.writes[1].startswith(b"HTTP/1.1 200 OK") and post.writes[1].endswith(b"{}")
+    assert len(head.writes) == 2 and head.writes[1].startswith(b"HTTP/1.1 200 OK") and head.writes[1].endswith(
+        b"\r\n\r\n")  # the answer's end sends the head its body did not
 
 
 def test_an_access_line_is_made_only_where_the_access_logger_takes_it() -> None:
