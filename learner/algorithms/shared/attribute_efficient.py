@@ -19,7 +19,14 @@ from typing import ClassVar, Literal, Protocol
 import numpy as np
 
 from learner.algorithms.base import Algorithm, Observed, PaidRow, ParamError, around
-from learner.algorithms.shared.estimators import distinct_draws, mean_products, squared_loss_gradient, sum_draws
+from learner.algorithms.shared.estimators import (
+    COUNTED_UP_TO,
+    distinct_draws,
+    mean_products,
+    squared_loss_gradient,
+    sum_counted,
+    sum_draws,
+)
 from learner.algorithms.shared.geometry import Geometry
 from learner.algorithms.shared.iterates import ScaledIterate
 from learner.algorithms.shared.prices import COST_BLIND, Prices
@@ -92,16 +99,21 @@ BLOCK = 64
 class DrawBlock:
     """The data-point draws of a block of examples, made at once from one batch of uniforms per example (row): each
     row's distinct attributes in the order of their first draw (``distinct``, the rows' one after the other, an index
-    array, and ``listed``, ints; row t's from ``bounds[t]`` to ``bounds[t + 1]``), each draw's index among its row's
-    (``slots``) and its weight 1/q_i (``inverse``), and each row's uniforms for the inner-product draws (``inner``)."""
+    array, and ``listed``, ints; row t's from ``bounds[t]`` to ``bounds[t + 1]``), their weights 1/q_i (``weights``)
+    and counts of draws (``counts``), whether none was drawn more than ``COUNTED_UP_TO`` times (``counted``: x̃ is
+    then ``sum_counted``'s, else ``sum_draws``'s), each draw's index among its row's (``slots``) and weight
+    (``inverse``), and each row's uniforms for the inner-product draws (``inner``)."""
 
     def __init__(self, sampler: DataPointSampler, uniforms: np.ndarray, x_draws: int) -> None:
         rows = uniforms.shape[0]
         drawn, inverse = sampler.draw_many(uniforms[:, :x_draws].ravel())
         self.inverse = inverse.reshape(rows, x_draws)
-        self.distinct, ends, self.slots = distinct_draws(drawn.reshape(rows, x_draws), sampler.d)
+        found = distinct_draws(drawn.reshape(rows, x_draws), sampler.d)
+        self.distinct, self.slots = found.attributes, found.slots
+        self.weights, self.counts = inverse[found.firsts], found.counts.astype(np.float64)
         self.listed: list[int] = self.distinct.tolist()
-        self.bounds: list[int] = [0, *ends.tolist()]
+        self.bounds: list[int] = [0, *found.ends.tolist()]
+        self.counted: list[bool] = (np.maximum.reduceat(found.counts, self.bounds[:-1]) <= COUNTED_UP_TO).tolist()
         self.inner: list[list[float]] = uniforms[:, x_draws:].tolist()
         self.rows = rows
         self.next = 0
@@ -151,6 +163,7 @@ class SampledGradient:
         self._block: DrawBlock | None = None
         self._distinct = np.empty(0, dtype=np.intp)  # the block's row's distinct draws, in the order first drawn
         self._slots = np.empty(0, dtype=np.intp)  # and each draw's index among them (``DrawBlock``)
+        self._span = (0, 0)  # where they are in the block's
         self._selected: list[int] = []  # what select() chose
         self._inner_slots: list[int] = []  # each inner-product draw's index in it
         self._x: list[int] = []
@@ -172,7 +185,7 @@ class SampledGradient:
         self._inner, self._ratios = [], []
         if not self.iterate.is_zero:
             self._inner, self._ratios = self.iterate.sample_many(block.inner[t])
-        start, end = block.bounds[t], block.bounds[t + 1]
+        start, end = self._span = block.bounds[t], block.bounds[t + 1]
         self._distinct, self._slots = block.distinct[start:end], block.slots[t]
         # x's attributes first, then the inner product's new ones: what dict.fromkeys(x + inner) orders
         self._selected, self._inner_slots = with_draws(block.listed[start:end], self._inner)
@@ -207,8 +220,13 @@ class SampledGradient:
             values = observed.attribute_values  # in select()'s order: no dict made, no lookup
         else:
             values = list(map(observed.__getitem__, self._selected))
-        slots = self._slots
-        x_tilde = sum_draws(np.array(values, dtype=np.float64).take(slots), block.inverse[block.next - 1], slots)
+        t = block.next - 1
+        start, end = self._span
+        if block.counted[t]:
+            x_tilde = sum_counted(np.array(values[: end - start], dtype=np.float64), block.weights[start:end],
+                                  block.counts[start:end], self.x_draws)
+        else:
+            x_tilde = sum_draws(np.array(values, dtype=np.float64).take(self._slots), block.inverse[t], self._slots)
         phi = mean_products(self._ratios, values, self._inner_slots) - y
         return self._distinct, x_tilde, phi * x_tilde
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,12 +38,21 @@ def estimate_x(draws: Sequence[int], inv_q: Sequence[float], observed: Observed)
             np.fromiter(x_tilde.values(), dtype=np.float64, count=len(x_tilde)))
 
 
-def distinct_draws(drawn: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class Distinct(NamedTuple):
+    """The distinct attributes of a block of examples' draws (``distinct_draws``)."""
+
+    attributes: np.ndarray  # each row's, in the order of their first draw, the rows' one after the other
+    ends: np.ndarray  # where each row's end in ``attributes``
+    slots: np.ndarray  # each draw's index among its row's distinct attributes (rows of draws)
+    firsts: np.ndarray  # where each of ``attributes`` was first drawn, among all the draws one row after the other
+    counts: np.ndarray  # how many times each of ``attributes`` was drawn in its row
+
+
+def distinct_draws(drawn: np.ndarray, d: int) -> Distinct:
     """Each row's distinct attributes (of 0..d-1) in the order of their first draw, for all the rows of ``drawn`` (an
-    example's draws a row) at once: (``distinct``: the rows' one after the other, what ``dict.fromkeys`` of each row
-    lists; ``ends``: where each row's end in it; ``slots``: each draw's index among its row's distinct attributes,
-    what ``list.index`` in that list finds). A stable sort of the (row, attribute) keys puts each one's draws
-    together, its first draw first."""
+    example's draws a row) at once: what ``dict.fromkeys`` of each row lists, each draw's index in it (what
+    ``list.index`` finds), and how many times each was drawn. A stable sort of the (row, attribute) keys puts each one's
+    draws together, its first draw first."""
     rows, k = drawn.shape
     n = rows * k
     keys = (drawn + np.arange(0, rows * d, d)[:, None]).ravel()
@@ -58,12 +68,14 @@ def distinct_draws(drawn: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, n
     np.maximum.accumulate(run, out=run)
     first = np.empty(n, dtype=np.intp)  # in draw order, where each draw's key was first drawn
     first[order] = order[run]
-    is_first = first == positions
-    rank = np.cumsum(is_first) - 1
-    ends = rank[k - 1 :: k] + 1
-    starts_of_rows = ends - np.count_nonzero(is_first.reshape(rows, k), axis=1)
-    slots = rank[first].reshape(rows, k) - starts_of_rows[:, None]
-    return drawn.ravel()[is_first], ends, slots
+    firsts = (first == positions).nonzero()[0]
+    rank = np.empty(n, dtype=np.intp)  # each draw's key's index among all the rows' distinct ones
+    rank[firsts] = np.arange(len(firsts))
+    rank = rank[first]
+    row_starts = rank[::k]  # a row's first draw is its first distinct attribute
+    ends = np.append(row_starts[1:], len(firsts))
+    slots = rank.reshape(rows, k) - row_starts[:, None]
+    return Distinct(drawn.ravel()[firsts], ends, slots, firsts, np.bincount(rank, minlength=len(firsts)))
 
 
 def sum_draws(values: np.ndarray, inverse: np.ndarray, slots: np.ndarray) -> np.ndarray:
@@ -76,6 +88,20 @@ def sum_draws(values: np.ndarray, inverse: np.ndarray, slots: np.ndarray) -> np.
     terms /= len(values)
     sums: np.ndarray = np.bincount(slots, weights=terms)
     return sums
+
+
+def sum_counted(values: np.ndarray, inverse: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
+    """``sum_draws`` from each distinct attribute's value, weight 1/q_i and count of draws (``values`` overwritten),
+    for counts of at most ``COUNTED_UP_TO``: an attribute's k_i draws add the same term t_i = x[i]·(1/q_i)/k, and
+    0 + t + t = 2t, 2t + t = 3t rounded once, so k_i·t_i is the loop's float (but for t_i = -0.0, which the loop's
+    0 + t_i makes 0.0: a zero either way, which no step moves)."""
+    terms = np.multiply(values, inverse, out=values)
+    terms /= k
+    return np.multiply(terms, counts, out=terms)
+
+
+# The most draws of one attribute for which ``sum_counted`` gives the loop's floats.
+COUNTED_UP_TO = 3
 
 
 def estimate_inner(draws: Sequence[int], ratios: Sequence[float], observed: Observed) -> float:

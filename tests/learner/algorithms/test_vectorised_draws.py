@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from learner.algorithms.shared.attribute_efficient import DataPointSampler, with_draws
-from learner.algorithms.shared.estimators import distinct_draws, estimate_x, sum_draws
+from learner.algorithms.shared.estimators import COUNTED_UP_TO, distinct_draws, estimate_x, sum_counted, sum_draws
 from learner.algorithms.shared.iterates import LassoIterate, RidgeIterate
 from learner.algorithms.shared.step_sizes import sum_of_squares
 
@@ -56,9 +56,26 @@ def test_sum_draws_sums_what_the_loop_over_the_draws_sums() -> None:
         inverse = (1.0 / q)[drawn]
         observed = {i: float(x[i]) for i in drawn.tolist()}
         at, looped = estimate_x(drawn.tolist(), inverse.tolist(), observed)
-        distinct, _, slots = distinct_draws(drawn[None, :], d)
-        summed = sum_draws(np.array([observed[i] for i in drawn.tolist()]), inverse, slots[0])
-        assert distinct.tolist() == at.tolist() == list(dict.fromkeys(drawn.tolist()))
+        found = distinct_draws(drawn[None, :], d)
+        summed = sum_draws(np.array([observed[i] for i in drawn.tolist()]), inverse, found.slots[0])
+        assert found.attributes.tolist() == at.tolist() == list(dict.fromkeys(drawn.tolist()))
+        assert [v.hex() for v in summed.tolist()] == [v.hex() for v in looped.tolist()]
+
+
+def test_sum_counted_sums_what_the_loop_sums_up_to_three_draws_of_an_attribute() -> None:
+    # Each distinct attribute's term times its count of draws (1 to COUNTED_UP_TO): the loop's floats.
+    rng = np.random.default_rng(4)
+    d, k = 30, 40
+    for _ in range(200):
+        x = rng.standard_normal(d) * 10.0 ** rng.uniform(-3, 3, d)
+        q = rng.random(d) + 0.01
+        drawn = rng.permutation(np.repeat(np.arange(d), rng.integers(0, COUNTED_UP_TO + 1, d)))[:k]
+        inverse = (1.0 / q)[drawn]
+        observed = {i: float(x[i]) for i in drawn.tolist()}
+        at, looped = estimate_x(drawn.tolist(), inverse.tolist(), observed)
+        found = distinct_draws(drawn[None, :], d)
+        assert found.counts.max() <= COUNTED_UP_TO
+        summed = sum_counted(x[found.attributes], inverse[found.firsts], found.counts.astype(float), len(drawn))
         assert [v.hex() for v in summed.tolist()] == [v.hex() for v in looped.tolist()]
 
 
@@ -66,14 +83,17 @@ def test_sum_draws_sums_what_the_loop_over_the_draws_sums() -> None:
 def test_distinct_draws_lists_what_dict_fromkeys_lists(d: int, k: int) -> None:
     # A block of examples' draws at once (a key per row and attribute: beyond 2^16 keys, not sorted as uint16)
     drawn = np.random.default_rng(d).integers(0, d, (64, k))
-    distinct, ends, slots = distinct_draws(drawn, d)
+    found = distinct_draws(drawn, d)
     start = 0
-    for row, end, row_slots in zip(drawn.tolist(), ends.tolist(), slots.tolist(), strict=True):
+    for r, (row, end, row_slots) in enumerate(zip(drawn.tolist(), found.ends.tolist(), found.slots.tolist(),
+                                                  strict=True)):
         listed = list(dict.fromkeys(row))
-        assert distinct[start:end].tolist() == listed
+        assert found.attributes[start:end].tolist() == listed
         assert row_slots == [listed.index(i) for i in row]
+        assert found.counts[start:end].tolist() == [row.count(i) for i in listed]
+        assert found.firsts[start:end].tolist() == [r * k + row.index(i) for i in listed]
         start = end
-    assert start == len(distinct)
+    assert start == len(found.attributes)
 
 
 @pytest.mark.parametrize("draws", [[], [7], [3], [7, 9, 7, 3, 11]])
