@@ -97,7 +97,8 @@ def sum_counted(values: np.ndarray, inverse: np.ndarray, counts: np.ndarray, k: 
     0 + t_i makes 0.0: a zero either way, which no step moves)."""
     terms = np.multiply(values, inverse, out=values)
     terms /= k
-    return np.multiply(terms, counts, out=terms)
+    terms *= counts
+    return terms
 
 
 # The most draws of one attribute for which ``sum_counted`` gives the loop's floats.
