@@ -95,7 +95,7 @@ def sum_counted(values: np.ndarray, inverse: np.ndarray, counts: np.ndarray, k: 
     for counts of at most ``COUNTED_UP_TO``: an attribute's k_i draws add the same term t_i = x[i]·(1/q_i)/k, and
     0 + t + t = 2t, 2t + t = 3t rounded once, so k_i·t_i is the loop's float (but for t_i = -0.0, which the loop's
     0 + t_i makes 0.0: a zero either way, which no step moves)."""
-    terms = np.multiply(values, inverse, out=values)
+    terms: np.ndarray = np.multiply(values, inverse, out=values)
     terms /= k
     terms *= counts
     return terms
