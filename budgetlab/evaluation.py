@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -46,18 +47,28 @@ def evaluate_weights(dataset: Dataset, weights: np.ndarray, bias: float = 0.0) -
 
 
 @cache
-def _blas() -> Any:
-    """threadpoolctl's view of the loaded BLAS (None without threadpoolctl, which the SDK alone does not install)."""
+def _blas() -> tuple[Any, ...]:
+    """threadpoolctl's controllers of the loaded BLAS libraries (none without threadpoolctl, which the SDK alone does
+    not install), selected once: a ``limit`` selects them again each time, 20 us of an evaluation's 60."""
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:
-        return None
-    return ThreadpoolController()
+        return ()
+    return tuple(ThreadpoolController().select(user_api="blas").lib_controllers)
 
 
-def _one_blas_thread() -> AbstractContextManager[Any]:
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
     """BLAS on the calling thread alone for the product X w: OpenBLAS's threads made it cost ten times the CPU on two
     busy cores (a 2,000 x 500 test split: 4.9 ms against 0.54 ms), for the same floats (each output element is still
-    one thread's dot product); the limit costs about 20 us."""
-    controller = _blas()
-    return nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
+    one thread's dot product); each library's threads as they were after it, as ``ThreadpoolController.limit``
+    restores them."""
+    libraries = _blas()
+    before = [library.num_threads for library in libraries]
+    for library in libraries:
+        library.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for library, threads in zip(libraries, before, strict=True):
+            library.set_num_threads(threads)

@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from budgetlab.contract.calls import MAX_ATTRIBUTES_PER_REQUEST
 from budgetlab.datasets.base import Dataset
 from budgetlab.errors import OracleError
+from budgetlab.evaluation import _one_blas_thread, evaluate_weights
 from budgetlab.local_session import LocalSession
 
 D = 6
@@ -91,3 +93,30 @@ def test_evaluate_of_an_array_is_evaluate_of_its_list(weights: np.ndarray, bias:
     asked = _refusal(lambda: table.evaluate(np.asarray(weights, dtype=np.float64).tolist(), bias))
     assert _refusal(lambda: plain.evaluate_array(weights, bias)) == asked
     assert _state(plain) == _state(table)
+
+
+def test_evaluate_weights_scores_what_the_formulas_give() -> None:
+    # The test error as numpy's sum and sign comparisons give it (np.add.reduce and count_nonzero, bit for bit), over
+    # test labels with zeros and predictions exactly 0 (the positive class)
+    rng = np.random.default_rng(5)
+    X, y = rng.standard_normal((40, D)), rng.standard_normal(40)
+    X[:5] = 0.0
+    y[5:8] = 0.0
+    data = Dataset(name="scored", description="", task="regression", X=np.vstack([X, X]), y=np.r_[y, y],
+                   train_rows=np.arange(40), test_rows=np.arange(40, 80))
+    w = rng.standard_normal(D)
+    pred = X @ w + 0.25
+    scores = evaluate_weights(data, w, 0.25)
+    assert scores.mse == float(np.sum((pred - y) ** 2)) / 40
+    assert scores.zero_mse == float(np.sum(y**2)) / 40
+    assert scores.zero_one == float(np.sum(np.where(pred >= 0, 1.0, -1.0) != np.where(y >= 0, 1.0, -1.0))) / 40
+
+
+def test_evaluations_run_on_one_blas_thread_and_restore_the_threads() -> None:
+    def blas_threads() -> list[int]:
+        return [library["num_threads"] for library in threadpool_info() if library["user_api"] == "blas"]
+
+    before = blas_threads()
+    with _one_blas_thread():
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before
