@@ -162,7 +162,6 @@ class SampledGradient:
         self._drawn_rows = 0
         self._block: DrawBlock | None = None
         self._distinct = np.empty(0, dtype=np.intp)  # the block's row's distinct draws, in the order first drawn
-        self._slots = np.empty(0, dtype=np.intp)  # and each draw's index among them (``DrawBlock``)
         self._span = (0, 0)  # where they are in the block's
         self._selected: list[int] = []  # what select() chose
         self._inner_slots: list[int] = []  # each inner-product draw's index in it
@@ -181,12 +180,14 @@ class SampledGradient:
                                             self.x_draws)
             self._drawn_rows += rows
         t = block.next
-        block.next += 1
-        self._inner, self._ratios = [], []
-        if not self.iterate.is_zero:
-            self._inner, self._ratios = self.iterate.sample_many(block.inner[t])
+        block.next = t + 1
+        iterate = self.iterate
+        if iterate.is_zero:
+            self._inner, self._ratios = [], []
+        else:
+            self._inner, self._ratios = iterate.sample_many(block.inner[t])
         start, end = self._span = block.bounds[t], block.bounds[t + 1]
-        self._distinct, self._slots = block.distinct[start:end], block.slots[t]
+        self._distinct = block.distinct[start:end]
         # x's attributes first, then the inner product's new ones: what dict.fromkeys(x + inner) orders
         self._selected, self._inner_slots = with_draws(block.listed[start:end], self._inner)
         return self._selected
@@ -226,7 +227,8 @@ class SampledGradient:
             x_tilde = sum_counted(np.array(values[: end - start], dtype=np.float64), block.weights[start:end],
                                   block.counts[start:end], self.x_draws)
         else:
-            x_tilde = sum_draws(np.array(values, dtype=np.float64).take(self._slots), block.inverse[t], self._slots)
+            slots = block.slots[t]
+            x_tilde = sum_draws(np.array(values, dtype=np.float64).take(slots), block.inverse[t], slots)
         phi = mean_products(self._ratios, values, self._inner_slots) - y
         return self._distinct, x_tilde, phi * x_tilde
 
