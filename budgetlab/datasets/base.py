@@ -185,7 +185,7 @@ class Dataset:
 
     def label(self, split: Split, example: int) -> float:
         """``labels`` of one example (a position within the split), as a float."""
-        return float(self.y[self.rows(split)[example]])
+        return float(self.y.item(self.rows(split).item(example)))  # item(): no NumPy scalar made
 
     def labels(self, split: Split, examples: np.ndarray) -> np.ndarray:
         rows = self.rows(split)[np.asarray(examples, dtype=np.int64)]

@@ -113,7 +113,9 @@ class ScaledIterate:
         # |v| ** power as Python's float power computes it (the C library's pow): np.power with an array of exponents
         # calls it per element, where a scalar exponent 2 would square, which differs in the last bit (0.08 % of them);
         # pow(v, 1) is v
-        weights = np.abs(new) if self.power == 1 else np.power(np.abs(new), self._powers[: len(at)])
+        weights = np.abs(new)
+        if self.power != 1:
+            np.power(weights, self._powers[: len(at)], out=weights)
         self.tree.set_array(at, weights if self.c is None else weights * self.c[at])
 
     def _flush(self) -> None:

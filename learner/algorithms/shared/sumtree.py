@@ -125,12 +125,11 @@ class SumTree:
         size = self.size
         j = 1
         while j < size:
-            left = t[2 * j]
-            if mass < left or t[2 * j + 1] <= 0.0:
-                j = 2 * j
-            else:
+            j += j  # the left child
+            left = t[j]
+            if not (mass < left or t[j + 1] <= 0.0):
                 mass -= left
-                j = 2 * j + 1
+                j += 1
         return j - size
 
     def sample(self, uniform: float) -> int:
