@@ -115,6 +115,8 @@ def estimate_inner(draws: Sequence[int], ratios: Sequence[float], observed: Obse
 def mean_products(ratios: Sequence[float], values: Sequence[float], slots: Sequence[int]) -> float:
     """``estimate_inner`` from the draws' weights and where their values are in ``values`` (the same floats): the mean
     of w[j_s]/p[j_s] · x[j_s]."""
+    if len(ratios) == 1:  # H&K's one draw: what sum() of its one product makes of it, 0 + r·x (over 1)
+        return 0.0 + ratios[0] * values[slots[0]]
     if not ratios:
         return 0.0
     return sum([r * values[s] for r, s in zip(ratios, slots, strict=True)]) / len(ratios)

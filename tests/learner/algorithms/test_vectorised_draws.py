@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from learner.algorithms.shared.attribute_efficient import DataPointSampler, with_draws
-from learner.algorithms.shared.estimators import COUNTED_UP_TO, distinct_draws, estimate_x, sum_counted, sum_draws
+from learner.algorithms.shared.estimators import (
+    COUNTED_UP_TO,
+    distinct_draws,
+    estimate_inner,
+    estimate_x,
+    mean_products,
+    sum_counted,
+    sum_draws,
+)
 from learner.algorithms.shared.iterates import LassoIterate, RidgeIterate
 from learner.algorithms.shared.step_sizes import sum_of_squares
 
@@ -112,3 +120,15 @@ def test_sum_of_squares_sums_left_to_right() -> None:
         for v in values.tolist():
             looped += v * v
         assert sum_of_squares(values).hex() == looped.hex()
+
+
+@pytest.mark.parametrize("draws", [0, 1, 2, 9])
+def test_mean_products_estimates_what_estimate_inner_estimates(draws: int) -> None:
+    # From the step's values by slot (φ̃ of the block path) against the dict's lookups: the same float, -0.0 included
+    rng = np.random.default_rng(draws)
+    for _ in range(50):
+        values = (rng.standard_normal(12) * (rng.random(12) < 0.8)).tolist() + [-0.0]
+        slots = rng.integers(0, 13, draws).tolist()
+        ratios = (rng.standard_normal(draws) * 100.0).tolist()
+        observed = dict(enumerate(values))
+        assert mean_products(ratios, values, slots).hex() == estimate_inner(slots, ratios, observed).hex()
