@@ -5,10 +5,10 @@ this script measures, apart from the oracle, the engine and the runner. Each alg
 paper's scale (``SETTINGS``: the dataset, the per-example budget and the examples of a preset that runs it), built as
 a run builds it (``learner.runner.build_algorithm`` over a ``LocalOracle``, for the prior knowledge it declares), and
 then driven straight from the dataset's rows: per example ``select()``, the values of the attributes it chose, a dict
-as the runner makes it, ``update()``. The time is the CPU time (``time.process_time_ns``) of the algorithm's own calls,
-each timed apart and less the clock's own reads, over the whole run, divided by the examples: the median over the
-repeats (and the least, steadier on shared cores). ``weights_us`` is one read of ``weights`` after the run (a run
-reads it at every curve point: 20 a run by default).
+or a ``PaidRow`` as the runner makes them, ``update()``. The time is the CPU time (``time.process_time_ns``) of the
+algorithm's own calls, each timed apart and less the clock's own reads, over the whole run, divided by the examples:
+the median over the repeats (and the least, steadier on shared cores). ``weights_us`` is one read of ``weights`` after
+the run (a run reads it at every curve point: 20 a run by default).
 
 ``--baseline REV`` measures the algorithms of another commit beside the working tree's, in the same run: its
 ``learner/algorithms`` is extracted with ``git archive`` and put first on the ``learner`` package's path in a
@@ -93,13 +93,22 @@ def drive(algorithm: Any, rows: list[list[float]], labels: list[float], online: 
         started = clock()
         wanted = algorithm.select()
         chosen = clock()
-        observed = {i: row[i] for i in wanted}
+        observed = paid_row(wanted, row) if algorithm.takes_paid_row else {i: row[i] for i in wanted}
         asked = clock()
         if online:
             algorithm.predict_one(observed)
         algorithm.update(observed, y)
         spent += (chosen - started) + (clock() - asked)
     return (spent - 2 * len(rows) * clock_read()) / 1e9
+
+
+def paid_row(wanted: Any, row: list[float]) -> Any:
+    """The ``PaidRow`` the runner gives an algorithm that ``takes_paid_row``: the attributes (made ints, as the session
+    makes them) and their values, in that order."""
+    from learner.algorithms.base import PaidRow
+
+    attributes = list(map(int, wanted))
+    return PaidRow(attributes, [row[i] for i in attributes])
 
 
 def clock_read() -> int:
