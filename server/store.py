@@ -574,7 +574,7 @@ class _Transaction:
                 raise NotNow from None
             raise SessionBusy(BUSY) from None
         db._discard(conn)
-        if isinstance(exc, sqlite3.OperationalError) or (isinstance(exc, Exception) and is_postgres_error(exc)):
+        if isinstance(exc, sqlite3.OperationalError) or is_postgres_error(exc):
             db._after_fault(exc)
             db._raise_fault(exc, write=self.write)
 
