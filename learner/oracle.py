@@ -19,6 +19,7 @@ from budgetlab.contract.budgets import Budget
 from budgetlab.contract.calls import EvaluateResponse, MomentsResponse
 from budgetlab.contract.sessions import Order, Protocol, Split
 from budgetlab.datasets.base import Dataset
+from budgetlab.engine import Round
 from budgetlab.local_session import LocalSession
 from learner.algorithms.base import PaidRow
 
@@ -183,10 +184,19 @@ class LocalOracle(SessionOracle):
     def paid_step(self, attributes: Sequence[int]) -> PaidStep:
         """A run's steps in plain values (``LocalSession.step_round``): the session's own step, without the request and
         answer models, which cost an in-process run as much as the step's rules."""
+        done = self._step_round(attributes)
+        return done.example, done.label, done.attributes, done.values
+
+    def step_row(self, attributes: Sequence[int]) -> tuple[int, float | None, PaidRow]:
+        done = self._step_round(attributes)  # ``paid_step``'s, without its tuple made and read again
+        return done.example, done.label, PaidRow(done.attributes, done.values)
+
+    def _step_round(self, attributes: Sequence[int]) -> Round:
+        """The session's step, what it paid tracked."""
         done = self.local.step_round(attributes)
         self.attributes += len(done.values)  # what the answer's fresh says: every value of a step is fresh
         self.spent = done.counters.spent_cost
-        return done.example, done.label, done.attributes, done.values
+        return done
 
     def paid_steps(self, selections: Sequence[Sequence[int]]) -> list[PaidStep]:
         """``paid_step`` of each selection, applied at once, all or nothing (``LocalSession.step_rounds``)."""
