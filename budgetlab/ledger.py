@@ -26,8 +26,10 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, TypedDict, cast
 
 import numpy as np
@@ -175,50 +177,38 @@ class Chain:
 
     def record(self, events: Iterable[Event | Observations]) -> Chain:
         prev = bytes.fromhex(self.head)
+        # Consecutive observe steps (a ``steps`` request's rounds) are recorded together: their cells are packed
+        # and tagged at once, not a round at a time.
+        run: list[Observations] = []
         for event in events:
             if isinstance(event, Observations):
-                prev = self._observations(prev, event)
-            else:
-                payload = canonical_json(event.payload)
-                value = None if event.value is None else float(event.value)
-                digest = link_digest(prev, event_header(self.name, self.seq, event.kind, event.example, value,
-                                                        event.cost, payload))
-                self.links.append((self.key, self.seq, event.kind, event.example, value, float(event.cost), 1,
-                                   payload or None, digest))
-                self.seq += 1
-                prev = digest
+                if event.examples:
+                    run.append(event)
+                continue
+            if run:
+                prev, run = self._observations(prev, run), []
+            payload = canonical_json(event.payload)
+            value = None if event.value is None else float(event.value)
+            digest = link_digest(prev, event_header(self.name, self.seq, event.kind, event.example, value,
+                                                    event.cost, payload))
+            self.links.append((self.key, self.seq, event.kind, event.example, value, float(event.cost), 1,
+                               payload or None, digest))
+            self.seq += 1
+            prev = digest
+        if run:
+            prev = self._observations(prev, run)
         self.head = prev.hex()
         return self
 
-    def _observations(self, prev: bytes, event: Observations) -> bytes:
-        """One link per example, in request order (the engine lists an example's cells together)."""
+    def _observations(self, prev: bytes, run: list[Observations]) -> bytes:
+        """One link per example of each step, in request order (the engine lists an example's cells together)."""
         first = self.seq
-        n = len(event.examples)
-        # ``link_digest`` and ``pack_cells`` per link, from byte slices of four arrays packed once: a batch of a
+        # ``link_digest`` and ``pack_cells`` per link, from byte slices of four buffers packed once: a batch of a
         # thousand examples is a thousand links, and numpy's per-call cost would dominate.
-        if n <= SMALL_OBSERVATIONS:
-            a64 = memoryview(struct.pack(f"<{n}q", *event.attributes))
-            v64 = struct.pack(f"<{n}d", *event.values)
-            a32 = struct.pack(f"<{n}i", *event.attributes)
-            # The values' bits read back from their packed bytes at once (the packs above check the lengths).
-            bits = struct.unpack(f"<{n}Q", v64)
-            t32 = struct.pack(f"<{n}i", *map(_mixed, range(first, first + n), event.examples, event.attributes, bits))
-            ex = event.examples
-            starts = [0, *(i for i in range(1, n) if ex[i] != ex[i - 1]), n]
-        else:
-            examples = np.asarray(event.examples, dtype=np.int64)
-            attributes = np.asarray(event.attributes, dtype=np.int64)
-            values = np.asarray(event.values, dtype=np.float64)
-            tags = value_tags(np.arange(first, first + n, dtype=np.int64), examples, attributes, values)
-            starts = [0, *(np.flatnonzero(examples[1:] != examples[:-1]) + 1).tolist(), n]
-            a64 = memoryview(np.ascontiguousarray(attributes, dtype="<i8").tobytes())
-            v64 = np.ascontiguousarray(values, dtype="<f8").tobytes()
-            a32 = np.ascontiguousarray(attributes, dtype="<i4").tobytes()
-            t32 = np.ascontiguousarray(tags, dtype="<i4").tobytes()
+        a64, v64, a32, t32, examples = _packed(run, first)
         key, sid = self.key, self.name
         sha256 = hashlib.sha256
-        for lo, hi in zip(starts[:-1], starts[1:], strict=True):
-            example = event.examples[lo]
+        for lo, hi, example, cost in _links(run, examples):
             seq = first + lo
             h = sha256(prev)
             h.update(observe_header(sid, seq, example, hi - lo))
@@ -226,12 +216,75 @@ class Chain:
             h.update(a64[8 * lo : 8 * hi])
             h.update(v64[8 * lo : 8 * hi])
             prev = h.digest()
-            self.links.append((key, seq, "observe", example, None, float(sum(event.costs[lo:hi])), hi - lo, None,
-                               prev))
+            self.links.append((key, seq, "observe", example, None, cost, hi - lo, None, prev))
             self.cells.append((key, example, seq, a32[4 * lo : 4 * hi] + v64[8 * lo : 8 * hi] + t32[4 * lo : 4 * hi]))
+        n = len(a32) // 4
         self.values += n
         self.seq = first + n
         return prev
+
+
+# Byte buffers (int64 attributes, f64 values, int32 attributes, int32 tags) of a run of observe steps' cells, and
+# their examples as an array where numpy made them.
+_Packed = tuple[memoryview, memoryview, bytes, bytes, np.ndarray | None]
+
+
+def _packed(run: list[Observations], first: int) -> _Packed:
+    """The cells of consecutive observe steps packed as their links hash and store them, the first numbered
+    ``first``: with ``struct`` up to ``SMALL_OBSERVATIONS`` of them, else through arrays, each list converted once."""
+    n = sum(len(step.examples) for step in run)
+    if n <= SMALL_OBSERVATIONS:
+        if len(run) == 1:  # a per-example step's
+            examples, attributes, values, _ = run[0]
+        else:
+            examples, attributes, values = ([*chain.from_iterable(cells)] for cells in zip(*(step[:3] for step in run),
+                                                                                              strict=True))
+        v64 = struct.pack(f"<{n}d", *values)
+        # The values' bits read back from their packed bytes at once (the packs check the lengths).
+        bits = struct.unpack(f"<{n}Q", v64)
+        return (memoryview(struct.pack(f"<{n}q", *attributes)), memoryview(v64), struct.pack(f"<{n}i", *attributes),
+                struct.pack(f"<{n}i", *map(_mixed, range(first, first + n), examples, attributes, bits)), None)
+    attributes_in, values_in = array("q"), array("d")
+    for step in run:  # array.fromlist: a list converted at C speed, into one buffer for the whole run
+        attributes_in.fromlist(step.attributes)
+        values_in.fromlist(step.values)
+    attributes_of = np.frombuffer(attributes_in, dtype=np.int64).astype("<i8", copy=False)
+    values_of = np.frombuffer(values_in, dtype=np.float64).astype("<f8", copy=False)
+    examples_of = _examples_of(run)
+    tags = value_tags(np.arange(first, first + n, dtype=np.int64), examples_of, attributes_of, values_of)
+    return (attributes_of.data.cast("B"), values_of.data.cast("B"),
+            attributes_of.astype("<i4").tobytes(), tags.astype("<i4", copy=False).tobytes(), examples_of)
+
+
+def _one_example(examples: list[int]) -> bool:
+    """Whether a step's cells are all of one example (a step's, a round's), checked at C speed."""
+    return examples.count(examples[0]) == len(examples)
+
+
+def _examples_of(run: list[Observations]) -> np.ndarray:
+    """The examples of observe steps' cells, as int64: a step of one example repeated, not converted cell by cell."""
+    if all(_one_example(step.examples) for step in run):
+        return np.repeat(np.array([step.examples[0] for step in run], dtype=np.int64),
+                         [len(step.examples) for step in run])
+    return np.asarray([*chain.from_iterable(step.examples for step in run)], dtype=np.int64)
+
+
+def _links(run: list[Observations], examples: np.ndarray | None) -> Iterator[tuple[int, int, int, float]]:
+    """The links of consecutive observe steps' cells (one per step and example), as the cells from and to, their
+    example and what they cost; ``examples``: the cells' examples as an array, None to compare the lists."""
+    at = 0
+    for step in run:
+        ex, costs, m = step.examples, step.costs, len(step.examples)
+        if _one_example(ex):
+            starts = [0, m]
+        elif examples is None:
+            starts = [0, *(i for i in range(1, m) if ex[i] != ex[i - 1]), m]
+        else:
+            part = examples[at : at + m]
+            starts = [0, *(np.flatnonzero(part[1:] != part[:-1]) + 1).tolist(), m]
+        for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+            yield at + lo, at + hi, ex[lo], float(sum(costs[lo:hi]))
+        at += m
 
 
 def declared_costs(costs: Sequence[float] | None, attributes: Sequence[int]) -> list[float]:

@@ -132,6 +132,30 @@ def test_both_paths_write_what_link_digest_and_pack_cells_define(
         prev, first = digest, first + n
 
 
+def _steps(sizes: list[int]) -> list[Event | Observations]:
+    """Observe steps of ``sizes`` cells (one example each, but the last of three examples, and two steps of the same
+    example in a row), a label event between two of them."""
+    rng = np.random.default_rng(5)
+    steps: list[Event | Observations] = []
+    for i, size in enumerate(sizes):
+        examples = [i // 2] * size if i < len(sizes) - 1 else sorted(rng.integers(0, 3, size).tolist())
+        steps.append(Observations(examples, rng.integers(0, 784, size).tolist(), rng.standard_normal(size).tolist(),
+                                  [0.5] * size))
+    return [*steps[:2], Event("label", 0, 1.0, 1.0, {}), *steps[2:]]
+
+
+@pytest.mark.parametrize("sizes", [[3, 4, 5, 6], [784] * 6, [1, 40, 784, 2, 33]], ids=["small", "rounds", "mixed"])
+def test_steps_recorded_together_are_the_chain_of_each_recorded_alone(sizes: list[int]) -> None:
+    """A ``steps`` request's rounds are recorded at once: the links, cells and head one record of each would make."""
+    events = _steps(sizes)
+    together = Chain("s3|a", 1, 4, "cd" * 32).record(events)
+    alone = Chain("s3|a", 1, 4, "cd" * 32)
+    for event in events:
+        alone.record([event])
+    assert together == alone and together.values == sum(sizes)
+    assert len([link for link in together.links if link[2] == "observe"]) > len(sizes)  # a link per example
+
+
 def test_a_tag_of_one_row_is_the_vectorised_rule_of_its_row() -> None:
     examples, attributes, values, _ = _many()
     seqs = list(range(2**33, 2**33 + len(values)))
