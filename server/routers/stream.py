@@ -29,6 +29,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 from starlette.concurrency import run_in_threadpool
 
 from budgetlab.bearer import bearer_token
@@ -108,7 +109,7 @@ async def answer(sessions: SessionService, session_id: str, token: str, message:
 def _parse(message: str) -> tuple[Operation[..., Any], Any] | str:
     """The message's operation and raw body, or the refusal of a message that names none."""
     try:
-        request = json.loads(message)
+        request = _loads(message)
     except ValueError:
         return _invalid_message("a message is JSON: {\"op\": ..., \"body\": ...}")
     except RecursionError:
@@ -119,6 +120,17 @@ def _parse(message: str) -> tuple[Operation[..., Any], Any] | str:
         return _error(Code.UNKNOWN_OP.status, {"error": Code.UNKNOWN_OP.value,
                                                "detail": f"op must be one of {', '.join(OPS)}"})
     return op, request.get("body")
+
+
+def _loads(message: str) -> Any:
+    """The message parsed: a big one (a ``steps`` request's 100,000 ints) by pydantic's parser in Rust, twice as fast
+    as the standard library's; one it refuses by the standard library's, whose errors the refusals name."""
+    if len(message) >= BIG_MESSAGE:
+        try:
+            return from_json(message)
+        except ValueError:
+            pass
+    return json.loads(message)
 
 
 def _invalid_message(detail: str) -> str:
