@@ -18,6 +18,10 @@ Then, of this tree's oracle alone (the baseline has no ``steps``): the CPU per s
 100 rounds, of 5 and of 50 attributes a round, over both transports, beside the same steps sent one ``step``
 request each in the same blocks (one client).
 
+Last, the full-information figure (the references that read every attribute, issue 36 item 4): the CPU a value
+paid for, of the oracle and of this client (the SDK sending the request and parsing its answer), in ``steps``
+requests of 100 rounds of all 784 attributes of a session of d = 784, over both transports (this tree only).
+
 Usage: ``python benchmarks/oracle_cpu.py [--json] [--smoke] [--baseline COMMIT]``.
 """
 
@@ -61,10 +65,13 @@ class Sizes:
     steps: int  # per block
     warmup: int
     rounds: int  # a steps request's
+    full_requests: int  # per block of the full-information figure
 
 
-FULL = Sizes(blocks=6, steps=1200, warmup=400, rounds=100)
-SMOKE = Sizes(blocks=2, steps=20, warmup=8, rounds=10)
+FULL = Sizes(blocks=6, steps=1200, warmup=400, rounds=100, full_requests=10)
+SMOKE = Sizes(blocks=2, steps=20, warmup=8, rounds=10, full_requests=1)
+# The attributes of the full-information figure's session, every one paid for each round (MNIST's).
+FULL_D = 784
 
 
 @contextmanager
@@ -186,6 +193,40 @@ def add_steps_figures(report: Report, here: Oracle, sizes: Sizes) -> None:
                 "request each to a twin session; one client")
 
 
+def measure_full(oracle: Oracle, sizes: Sizes, stream: bool) -> dict[str, list[float]]:
+    """Microseconds of the oracle's and of this process's CPU a value paid for, each block ``sizes.full_requests``
+    ``steps`` requests of ``sizes.rounds`` rounds of every attribute."""
+    rounds = [list(range(FULL_D))] * sizes.rounds
+    examples = (sizes.blocks * sizes.full_requests + 1) * sizes.rounds + 10
+    values = sizes.full_requests * sizes.rounds * FULL_D
+    figures: dict[str, list[float]] = {"oracle": [], "client": []}
+    with OracleClient(oracle.url, stream=stream) as client:
+        session = client.open_session("sparse-gaussian", order="stream", budget={"per_example": FULL_D},
+                                      dataset_params={"d": FULL_D, "n_train": examples, "n_test": 50})
+        session.steps(rounds)  # warm-up: the dataset read, the session's first write
+        for _ in range(sizes.blocks):
+            before, mine = tree_cpu(oracle.pid), time.process_time()
+            for _ in range(sizes.full_requests):
+                session.steps(rounds)
+            figures["oracle"].append((tree_cpu(oracle.pid) - before) * 1e6 / values)
+            figures["client"].append((time.process_time() - mine) * 1e6 / values)
+        if (session.transport == "websocket") != stream:
+            raise RuntimeError(f"{oracle.name}: the session's transport is {session.transport}")
+    return figures
+
+
+def add_full_figures(report: Report, here: Oracle, sizes: Sizes) -> None:
+    """The CPU a value of full-information ``steps`` requests, oracle and client (this tree only)."""
+    for transport, stream in (("http", False), ("stream", True)):
+        progress(f"{transport} full-information steps: {sizes.rounds} rounds of {FULL_D} attributes ...")
+        figures = measure_full(here, sizes, stream)
+        for side in ("oracle", "client"):
+            report.add(f"{transport}_full_steps_{side}_cpu_us_per_value", float(np.median(figures[side])), "us")
+    report.note(f"full-information figures: this tree only, a session of d = {FULL_D}, {sizes.blocks} blocks of "
+                f"{sizes.full_requests} steps requests of {sizes.rounds} rounds of every attribute; CPU per value "
+                "paid, the oracle's (/proc) and this process's (the SDK), median over the blocks; one client")
+
+
 def main() -> None:
     import argparse
 
@@ -212,6 +253,7 @@ def main() -> None:
                 report.add(f"{name}_{args.baseline}", theirs, "ms")
                 report.add(f"{name}_here_to_{args.baseline}", mine / theirs, "x")
         add_steps_figures(report, here, sizes)
+        add_full_figures(report, here, sizes)
     report.note(f"{ATTRIBUTES} attributes a step, {sizes.blocks} blocks of {sizes.steps} steps per oracle, "
                 "interleaved; the oracle process's CPU time (/proc), median over the blocks")
     report.emit(args.json)
