@@ -180,10 +180,11 @@ def test_small_steps_answer_well_formed_steps_themselves_and_hand_the_rest_to_th
     for body, headers in [(b'{"attributes": "all"}', auth), (b"not json", auth),
                           (b'{"attributes": [1]}', {**auth, "content-type": "text/plain"}),
                           (b'{"attributes": [1]}', {"content-type": "application/json"}),
-                          (b'{"attributes": [1]}', {**auth, "Authorization": "Bearer two words"})]:
+                          (b'{"attributes": [1]}', {**auth, "Authorization": "Bearer two words"}),
+                          (b'\xef\xbb\xbf{"attributes": [1]}', auth)]:  # JSON after a UTF-8 BOM: json.loads reads it
         status, answer = post("step", body, headers)
         assert (status, answer["body"]) == (299, body.decode()), headers
-    assert len(reached) == 5
+    assert len(reached) == 6
 
 
 @pytest.mark.postgres
