@@ -134,9 +134,10 @@ class SessionSteps:
         self._runtimes.put(session_id, rt)
         return rt
 
-    def load(self, cursor: Cursor, session_id: str, token: str | None, *, lock: bool) -> Loaded:
-        """The session, if ``token`` is its own (None: no token asked, as for the dashboard's listing)."""
-        row = self.db.load(cursor, session_id, lock=lock)
+    def load(self, cursor: Cursor, session_id: str, token: str | None, *, lock: bool, config: bool = True) -> Loaded:
+        """The session, if ``token`` is its own (None: no token asked, as for the dashboard's listing); its row
+        without what it was opened with unless ``config`` (``Database.load``)."""
+        row = self.db.load(cursor, session_id, lock=lock, config=config)
         # A wrong token and an unknown id answer the same, so a token reveals nothing about other sessions.
         if row is None or (token is not None and not hmac.compare_digest(row["token_hash"], token_hash(token))):
             also = "" if token is None else " (or the token is not its own)"
@@ -163,8 +164,10 @@ class SessionSteps:
         """
         db = self.db
         with db.write(wait=not on_the_loop()) as cursor:
-            loaded = self.load(cursor, session_id, token, lock=True)
-            rt = self.runtime(loaded.row)
+            # A cached runtime holds the session's config: the row is then read without it.
+            cached = self._runtimes.get(session_id)
+            loaded = self.load(cursor, session_id, token, lock=True, config=cached is None)
+            rt = self.runtime(loaded.row) if cached is None else cached
             account = loaded.account
             if prepared is not None and prepared.before == (loaded.counters, loaded.ledger_rows, loaded.head_hash):
                 answer, c, chain, recorded = prepared.answer, prepared.counters, prepared.chain, prepared.recorded

@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeAlias, TypedDict, cast
+from typing import Any, NotRequired, TypeAlias, TypedDict, cast
 
 from sqlalchemy import Engine, Table
 from sqlalchemy.engine.interfaces import DBAPICursor
@@ -66,20 +66,21 @@ Connection: TypeAlias = PoolProxiedConnection
 
 class SessionRow(TypedDict):
     """A session's row as the driver reads it (``Database.load``): JSON and datetime columns as the driver gives them
-    (text on SQLite, which ``Database.decode`` reads as SQLAlchemy would)."""
+    (text on SQLite, which ``Database.decode`` reads as SQLAlchemy would). What it was opened with (``CONFIG_COLUMNS``)
+    a step reads only when its runtime is not cached in this process (``Database.load``'s ``config``)."""
 
     id: str
     ledger_key: int
     token_hash: str
-    dataset: str
-    dataset_params: str | dict[str, Any]
-    split: str
-    protocol: str
-    example_order: str
-    budget: str | dict[str, Any]
-    seed: int
-    n_examples: int
-    d: int
+    dataset: NotRequired[str]
+    dataset_params: NotRequired[str | dict[str, Any]]
+    split: NotRequired[str]
+    protocol: NotRequired[str]
+    example_order: NotRequired[str]
+    budget: NotRequired[str | dict[str, Any]]
+    seed: NotRequired[int]
+    n_examples: NotRequired[int]
+    d: NotRequired[int]
     status: str
     spent_cost: float
     spent_attributes: int
@@ -90,13 +91,18 @@ class SessionRow(TypedDict):
     ledger_rows: int
     head_hash: str
     created_at: str | datetime
-    last_active: str | datetime
+    last_active: NotRequired[str | datetime]
     account_id: str | None
     ledger_format: int
 
 
 SESSION_COLUMNS = tuple(c.name for c in SESSIONS.columns)
 assert SESSION_COLUMNS == tuple(SessionRow.__annotations__), "server.tables.SESSIONS and SessionRow disagree"
+# What a session was opened with, and when it was last active: a step whose session's runtime (its config) is cached
+# reads the row without them (3-4 us less a step's read, of 12 on SQLite).
+CONFIG_COLUMNS = ("dataset", "dataset_params", "split", "protocol", "example_order", "budget", "seed", "n_examples",
+                  "d")
+STEP_COLUMNS = tuple(c for c in SESSION_COLUMNS if c not in (*CONFIG_COLUMNS, "last_active"))
 # The chain builds links and packed cells as tuples in these orders; they go to the driver as they are.
 assert tuple(c.name for c in LINKS.columns) == LINK_FIELDS, "server.tables.LINKS and ledger.LINK_FIELDS disagree"
 assert tuple(c.name for c in CELLS.columns) == CELLS_FIELDS, "server.tables.CELLS and ledger.CELLS_FIELDS disagree"
@@ -150,7 +156,10 @@ class Statements:
         s, links, cells = SESSIONS.name, LINKS.name, CELLS.name
         self.load_session = f"SELECT {', '.join(SESSION_COLUMNS)} FROM {s} WHERE id = {p}"
         # SQLite's write lock is the database's, taken by BEGIN IMMEDIATE; PostgreSQL locks the session row.
-        self.lock_session = self.load_session + ("" if self.sqlite else " FOR UPDATE")
+        lock = "" if self.sqlite else " FOR UPDATE"
+        self.lock_session = self.load_session + lock
+        self.step_session = f"SELECT {', '.join(STEP_COLUMNS)} FROM {s} WHERE id = {p}"
+        self.lock_step = self.step_session + lock
         # SQLite has one writer at a time, so MAX + 1 under its write lock is unique; PostgreSQL has a sequence.
         new_key = (f"(SELECT COALESCE(MAX(ledger_key), 0) + 1 FROM {s})" if self.sqlite
                    else f"nextval('{KEY_SEQUENCE}')")
@@ -412,12 +421,18 @@ class Database:
 
     # --- statements -------------------------------------------------------------------------------------
 
-    def load(self, cursor: Cursor, session_id: str, *, lock: bool) -> SessionRow | None:
-        """The session's row as raw column values (JSON and datetime columns undecoded), or None."""
-        cursor.execute(self.sql.lock_session if lock else self.sql.load_session, (session_id,))
+    def load(self, cursor: Cursor, session_id: str, *, lock: bool, config: bool = True) -> SessionRow | None:
+        """The session's row as raw column values (JSON and datetime columns undecoded), or None; without
+        ``CONFIG_COLUMNS`` and ``last_active`` unless ``config``."""
+        sql = self.sql
+        if config:
+            statement, columns = (sql.lock_session if lock else sql.load_session), SESSION_COLUMNS
+        else:
+            statement, columns = (sql.lock_step if lock else sql.step_session), STEP_COLUMNS
+        cursor.execute(statement, (session_id,))
         row = cursor.fetchone()
-        # The statement reads SESSION_COLUMNS, SessionRow's keys (asserted above).
-        return None if row is None else cast(SessionRow, dict(zip(SESSION_COLUMNS, row, strict=True)))
+        # The statement reads these columns, SessionRow's keys (asserted above).
+        return None if row is None else cast(SessionRow, dict(zip(columns, row, strict=True)))
 
     def decode(self, row: Mapping[str, Any], column: str) -> Any:
         """A raw column value as SQLAlchemy would read it back (JSON parsed, datetimes as datetime)."""
