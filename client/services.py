@@ -130,8 +130,10 @@ def serve(app: str, sock: socket.socket, *, workers: int = 1, ws_max_size: int |
     host, port = sock.getsockname()[:2]
     factory: str | WorkerApp = WorkerApp(app, os.getpid()) if workers > 1 else app
     more: dict[str, Any] = {} if ws_max_size is None else {"ws_max_size": ws_max_size}
+    # No "server: uvicorn" header on every answer (it names the software to any client, and cost 1-2 us a request);
+    # the Date header stays (HTTP asks for it).
     config = uvicorn.Config(factory, factory=True, host=host, port=port, workers=workers, log_level="warning",
-                            http=JsonHttpProtocol, **more)
+                            http=JsonHttpProtocol, server_header=False, **more)
     try:
         if workers > 1:
             if "target" in inspect.signature(Multiprocess).parameters:  # uvicorn before the process manager rework

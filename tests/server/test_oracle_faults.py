@@ -99,8 +99,11 @@ def kill_and_restart(database_url: str, tmp_path: Path) -> None:
     with stopped_at_the_end() as started:
         url = start(started, database_url, tmp_path, 0)
         port = int(url.rsplit(":", 1)[1])
-        sessions = [httpx.post(f"{url}/v1/sessions", json=POOL, timeout=30, verify=tls_context()).json()
-                    for _ in range(CLIENTS)]
+        created = [httpx.post(f"{url}/v1/sessions", json=POOL, timeout=30, verify=tls_context())
+                   for _ in range(CLIENTS)]
+        # Served as users start it: no header naming the server's software, and the Date header HTTP asks for.
+        assert all("server" not in r.headers and "date" in r.headers for r in created)
+        sessions = [r.json() for r in created]
         stop = threading.Event()
         clients = [Client(url, s, seed, stop, d=D) for seed, s in enumerate(sessions)]
         for client in clients:
