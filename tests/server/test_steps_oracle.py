@@ -6,16 +6,20 @@ account's allowance crossed mid-request, a malformed body) records and charges n
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from websockets.sync.client import connect
 
-from budgetlab.contract.calls import StepsResponse
+from budgetlab.contract.calls import StepsRequest, StepsResponse
 from budgetlab.errors import BudgetExhausted
 from budgetlab.oracle_client import AsyncOracleClient, OracleClient, OracleSession
-from tests.helpers import ADMIN, TINY, bearer
+from budgetlab.session_stream import stream_url
+from server.routers.stream import BIG_MESSAGE, STEPS_MESSAGE, _steps_request
+from tests.helpers import ADMIN, LONG, TINY, bearer
 from tests.servers import oracle_server
 
 pytestmark = pytest.mark.process
@@ -121,3 +125,39 @@ def test_steps_draw_on_the_account_what_the_same_steps_draw(shared_oracle_url: s
         assert a.account().account.spent.cost == 14.0 and together.get().ledger_rows == rows
         assert [r.charged for r in together.steps([[0, 1, 2]] * 4).rounds] == [3.5] * 4
         assert a.account().account.spent.cost == 28.0
+
+
+def _steps_over_the_stream(url: str, session: OracleSession, messages: list[str]) -> list[tuple[int, Any]]:
+    with connect(stream_url(url, session.id), additional_headers={"Authorization": f"Bearer {session.token}"},
+                 legacy=True) as ws:
+        replies = []
+        for message in messages:
+            ws.send(message)
+            status, _, body = ws.recv(timeout=30).partition(" ")
+            replies.append((int(status), json.loads(body)))
+    return replies
+
+
+def test_a_big_steps_message_is_answered_as_the_same_message_written_otherwise(shared_oracle_url: str) -> None:
+    """The stream validates a big ``steps`` message written as the SDK writes it from its JSON at once
+    (``server.routers.stream.STEPS_MESSAGE``): the answers and refusals of the same messages written with spaces,
+    which it parses first."""
+    rounds: list[dict[str, Any]] = [{"attributes": list(range(D))} for _ in range(1000)]
+    refused = [*rounds[:999], {"attributes": [1.5]}]
+    written = [json.dumps({"op": "steps", "body": {"rounds": body}}, separators=separators)
+               for separators in ((",", ":"), (", ", ": ")) for body in (refused, rounds)]
+    assert written[0].startswith(STEPS_MESSAGE) and not written[2].startswith(STEPS_MESSAGE)
+    assert min(map(len, written)) >= BIG_MESSAGE
+    # The SDK's is read by the model at once; one it refuses, and one written otherwise, are not.
+    assert _steps_request(written[1]) == StepsRequest.model_validate(json.loads(written[3])["body"])
+    assert _steps_request(written[0]) is None and _steps_request(written[3]) is None
+    with OracleClient(shared_oracle_url, stream=False) as client:
+        sdk, spaced = (client.open_session(DATASET, dataset_params=LONG, seed=4) for _ in range(2))
+        replies = _steps_over_the_stream(shared_oracle_url, sdk, written[:2])
+        twins = _steps_over_the_stream(shared_oracle_url, spaced, written[2:])
+        assert [status for status, _ in replies] == [status for status, _ in twins] == [422, 200]
+        assert replies[0] == twins[0] and "round" in replies[0][1]["detail"]
+        assert [{**r, "receipt": None} for r in replies[1][1]["rounds"]] == [
+            {**r, "receipt": None} for r in twins[1][1]["rounds"]]
+        assert len(replies[1][1]["rounds"]) == 1000 and sdk.get().spent == spaced.get().spent
+        assert sdk.audit().compliant
