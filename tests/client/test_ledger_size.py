@@ -15,14 +15,18 @@ from budgetlab.contract.runs import RunCreate
 from budgetlab.contract.sessions import SessionCreate
 from budgetlab.datasets import describe
 from budgetlab.operations import OPERATIONS
+from client.cli import app
+from client.comparison import compare as compare_module
 from client.comparison.compare import Plan, say_ledger_size
 from client.comparison.config import CompareConfig, resolve_designs
 from client.comparison.grid import jobs_for
 from client.comparison.ledger_size import LedgerSize, ledger_lines, ledger_size
 from client.comparison.preflight import Algorithms
 from client.comparison.presets import load_preset
+from client.services import ServiceError
 from server.db import make_engine, upgrade
 from server.sessions import SessionService
+from tests.helpers import RUNNER
 
 
 def requests_of(config: CompareConfig) -> list[RunCreate]:
@@ -92,3 +96,18 @@ def test_compare_says_it_before_starting_the_services(tmp_path: Path) -> None:
                     Console(file=out, width=200))
     said = out.getvalue()
     assert f"in {tmp_path / 'ledger.db'}" in said and "200 runs" in said, said
+
+
+def test_compare_says_it_before_the_services_it_starts_and_then_starts_them(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[Path] = []
+
+    def services_that_cannot_start(out: Path, **_: object) -> None:
+        started.append(out)
+        raise ServiceError("no port free (the test's)")
+
+    monkeypatch.setattr(compare_module, "managed_services", services_that_cannot_start)
+    done = RUNNER.invoke(app, ["compare", "--preset", "kukliansky-synthetic", "--out", str(tmp_path / "out")])
+    said = " ".join(done.output.split())
+    assert done.exit_code == 1 and started == [tmp_path / "out"], done.output
+    assert said.index("the runs will record at most") < said.index("services unavailable: no port free"), said

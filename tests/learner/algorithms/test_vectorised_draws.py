@@ -6,6 +6,9 @@ loop over the draws (``estimate_x``), and the step sizes' sums of squares agains
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 
@@ -53,21 +56,38 @@ def test_sample_many_samples_what_sample_samples(kind: str) -> None:
 
 
 
+class Looped(NamedTuple):
+    """One row's draws of a random x with random weights 1/q, and what ``estimate_x``'s loop makes of them."""
+
+    x: np.ndarray
+    drawn: np.ndarray
+    inverse: np.ndarray
+    observed: dict[int, float]
+    at: np.ndarray
+    looped: np.ndarray
+
+
+def looped_draws(rng: np.random.Generator, d: int, draw: Callable[[], np.ndarray]) -> Looped:
+    """x over many magnitudes and q, then the row's draws (``draw``), and the loop's x̃ of them."""
+    x = rng.standard_normal(d) * 10.0 ** rng.uniform(-3, 3, d)
+    q = rng.random(d) + 0.01
+    drawn = draw()
+    inverse = (1.0 / q)[drawn]
+    observed = {i: float(x[i]) for i in drawn.tolist()}
+    at, looped = estimate_x(drawn.tolist(), inverse.tolist(), observed)
+    return Looped(x, drawn, inverse, observed, at, looped)
+
+
 def test_sum_draws_sums_what_the_loop_over_the_draws_sums() -> None:
     # Few attributes, many draws: most are drawn several times (up to 14), so the order of each sum shows.
     rng = np.random.default_rng(2)
     d, k = 12, 56
     for _ in range(50):
-        x = rng.standard_normal(d) * 10.0 ** rng.uniform(-3, 3, d)
-        q = rng.random(d) + 0.01
-        drawn = rng.integers(0, d, k)
-        inverse = (1.0 / q)[drawn]
-        observed = {i: float(x[i]) for i in drawn.tolist()}
-        at, looped = estimate_x(drawn.tolist(), inverse.tolist(), observed)
-        found = distinct_draws(drawn[None, :], d)
-        summed = sum_draws(np.array([observed[i] for i in drawn.tolist()]), inverse, found.slots[0])
-        assert found.attributes.tolist() == at.tolist() == list(dict.fromkeys(drawn.tolist()))
-        assert [v.hex() for v in summed.tolist()] == [v.hex() for v in looped.tolist()]
+        row = looped_draws(rng, d, lambda: rng.integers(0, d, k))
+        found = distinct_draws(row.drawn[None, :], d)
+        summed = sum_draws(np.array([row.observed[i] for i in row.drawn.tolist()]), row.inverse, found.slots[0])
+        assert found.attributes.tolist() == row.at.tolist() == list(dict.fromkeys(row.drawn.tolist()))
+        assert [v.hex() for v in summed.tolist()] == [v.hex() for v in row.looped.tolist()]
 
 
 def test_sum_counted_sums_what_the_loop_sums_up_to_three_draws_of_an_attribute() -> None:
@@ -75,16 +95,13 @@ def test_sum_counted_sums_what_the_loop_sums_up_to_three_draws_of_an_attribute()
     rng = np.random.default_rng(4)
     d, k = 30, 40
     for _ in range(200):
-        x = rng.standard_normal(d) * 10.0 ** rng.uniform(-3, 3, d)
-        q = rng.random(d) + 0.01
-        drawn = rng.permutation(np.repeat(np.arange(d), rng.integers(0, COUNTED_UP_TO + 1, d)))[:k]
-        inverse = (1.0 / q)[drawn]
-        observed = {i: float(x[i]) for i in drawn.tolist()}
-        at, looped = estimate_x(drawn.tolist(), inverse.tolist(), observed)
-        found = distinct_draws(drawn[None, :], d)
+        row = looped_draws(rng, d, lambda: rng.permutation(np.repeat(np.arange(d),
+                                                                     rng.integers(0, COUNTED_UP_TO + 1, d)))[:k])
+        found = distinct_draws(row.drawn[None, :], d)
         assert found.counts.max() <= COUNTED_UP_TO
-        summed = sum_counted(x[found.attributes], inverse[found.firsts], found.counts.astype(float), len(drawn))
-        assert [v.hex() for v in summed.tolist()] == [v.hex() for v in looped.tolist()]
+        summed = sum_counted(row.x[found.attributes], row.inverse[found.firsts], found.counts.astype(float),
+                             len(row.drawn))
+        assert [v.hex() for v in summed.tolist()] == [v.hex() for v in row.looped.tolist()]
 
 
 @pytest.mark.parametrize(("d", "k"), [(784, 56), (12, 56), (3, 20), (100_000, 30), (5, 1)])
